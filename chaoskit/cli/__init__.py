@@ -1,0 +1,59 @@
+"""The chaoskit command line: thin Click commands over the library; data on stdout, progress on stderr."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import click
+
+from chaoskit import __version__
+from chaoskit.errors import EXIT_INTERRUPTED, ChaoskitError
+
+
+@dataclass
+class Globals:
+    kubeconfig: str | None
+    context: str | None
+    namespace: str | None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="chaoskit")
+@click.option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+@click.option("--context", help="Kubeconfig context (default: kind-<cluster>).")
+@click.option("-n", "--namespace", help="Namespace for workloads chaoskit creates.")
+@click.pass_context
+def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+    """Break the real Kubernetes control plane on kind, measure and diagnose what happens."""
+    ctx.obj = Globals(kubeconfig, context, namespace)
+
+
+def _register() -> None:
+    from chaoskit.cli import cluster, demo
+
+    cli.add_command(cluster.cluster)
+    cli.add_command(demo.demo)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: maps chaoskit's errors to their exit codes with a one-paragraph message."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ChaoskitError as exc:
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -1,0 +1,34 @@
+"""Options several commands share."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from ruamel.yaml import YAML
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_option(f: F) -> F:
+    return click.option(
+        "-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True,
+        help="Output format on stdout.",
+    )(f)
+
+
+def cluster_name_option(f: F) -> F:
+    return click.option("--name", default="chaoskit", show_default=True, help="kind cluster name.")(f)
+
+
+def emit(data: object, fmt: str) -> None:
+    """Write structured data to stdout as JSON or YAML."""
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        y = YAML()
+        y.default_flow_style = False
+        y.dump(json.loads(json.dumps(data, default=str)), sys.stdout)

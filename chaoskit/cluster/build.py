@@ -1,0 +1,55 @@
+"""Everything `cluster up` builds, in order, each step cached: Go binaries, rootfs, images, node image."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaoskit.cluster import debian, gobuild, images, nodeimage
+from chaoskit.cluster.cache import Cache
+from chaoskit.cluster.shell import Runner
+from chaoskit.progress import Progress
+
+# Binaries needed whatever the node image: kind drives the cluster, kubectl is offered to the user.
+HOST_TARGETS = ("kind", "workload")
+NODE_TARGETS = ("kubernetes", "crictl", "etcd", "coredns", "pause", "metrics-server", "netd")
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    bins: dict[str, Path]
+    workload_archives: tuple[Path, ...]
+    node_image: str | None
+
+
+def build_binaries(names: tuple[str, ...], cache: Cache, runner: Runner, progress: Progress) -> dict[str, Path]:
+    go = gobuild.go_version(runner)
+    out: dict[str, Path] = {}
+    for name in names:
+        target = gobuild.TARGETS[name]
+        key = gobuild.target_key(target, go)
+        label = f"go build {name}" + (" (cached)" if cache.get("bin", name, key) else "")
+        with progress.step(label):
+            out[name] = gobuild.build(target, cache, runner, go=go)
+    return out
+
+
+def build_all(cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool) -> Artifacts:
+    names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
+    bins = build_binaries(names, cache, runner, progress)
+    workload = tuple(images.build(r, bins, {}, cache) for r in images.WORKLOAD_IMAGES)
+    if not offline_node_image:
+        return Artifacts(bins, workload, None)
+    rootfs: dict[str, Path] = {}
+    for fs in (debian.NODE, debian.PROXY_BASE):
+        cached = cache.get("rootfs", fs.name, fs.key()) is not None
+        with progress.step(f"debootstrap {fs.name} rootfs ({fs.suite})" + (" (cached)" if cached else "")):
+            rootfs[fs.name] = debian.build(fs, cache, runner)
+    with progress.step("writing component images"):
+        tars = [images.build(r, bins, rootfs, cache) for r in images.NODE_IMAGES]
+    inputs = nodeimage.NodeInputs(rootfs["node"], bins["kubernetes"], bins["crictl"], tars)
+    tag = nodeimage.node_image_tag(inputs)
+    cached = nodeimage.image_exists(runner, tag)
+    with progress.step(f"node image {tag}" + (" (cached)" if cached else "")):
+        nodeimage.build(inputs, runner, cache.root / "work")
+    return Artifacts(bins, workload, tag)

@@ -1,0 +1,55 @@
+"""The kind cluster configuration: read kind-config.yaml, check its shape, set the cluster name."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from chaoskit.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    control_planes: int
+    workers: int
+    text: str  # what kind gets
+
+
+def _yaml() -> YAML:
+    y = YAML()
+    y.preserve_quotes = True
+    return y
+
+
+def load(path: Path, name: str | None = None) -> ClusterConfig:
+    """Parse a kind Cluster config; `name` overrides its metadata name."""
+    try:
+        doc: Any = _yaml().load(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read kind config {path}: {exc.strerror}") from exc
+    except Exception as exc:  # ruamel raises several unrelated types; all mean "not YAML"
+        raise UsageError(f"{path}: not valid YAML: {exc}") from exc
+    return from_document(doc, str(path), name)
+
+
+def from_document(doc: Any, where: str, name: str | None = None) -> ClusterConfig:
+    if not isinstance(doc, dict) or doc.get("kind") != "Cluster" or not str(doc.get("apiVersion", "")).startswith(
+        "kind.x-k8s.io/"
+    ):
+        raise UsageError(f"{where}: expected a kind config (kind: Cluster, apiVersion: kind.x-k8s.io/v1alpha4)")
+    nodes = doc.get("nodes") or [{"role": "control-plane"}]
+    roles = [n.get("role", "control-plane") for n in nodes]
+    if roles.count("control-plane") != 1:
+        # more than one control plane makes kind pull its haproxy image, which is out of reach offline
+        raise UsageError(f"{where}: chaoskit clusters have exactly one control-plane node (found {roles.count('control-plane')})")
+    if name:
+        doc["name"] = name
+    doc.setdefault("name", "chaoskit")
+    buf = io.StringIO()
+    _yaml().dump(doc, buf)
+    return ClusterConfig(str(doc["name"]), 1, roles.count("worker"), buf.getvalue())

@@ -1,0 +1,133 @@
+"""A Docker engine kind can use on our hosts, started when none runs.
+
+Our hosts' capability bounding set lacks CAP_SYS_RESOURCE, and Docker 20.10
+grants every known capability under --privileged, so runc fails for every kind
+node. The fix that survives a fresh host: build runc-capfilter (an OCI runtime
+that drops capabilities outside the bounding set, then execs runc) and make it
+the daemon's default runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from chaoskit.cluster import gobuild
+from chaoskit.cluster.cache import Cache
+from chaoskit.cluster.shell import Runner
+from chaoskit.errors import MissingDependency
+from chaoskit.progress import Progress
+
+RUNTIME_NAME = "chaoskit-runc"
+RUNTIME_PATH = Path("/usr/local/libexec/chaoskit/runc-capfilter")
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+LOG_DIR = Path("/var/log/chaoskit")
+DEBIAN_PACKAGES = ("docker.io", "containerd", "runc")
+# Tools the offline builds need on the host besides Docker (go is checked separately: it is not a Debian package here).
+HOST_PACKAGES = ("debootstrap", "tar", "e2fsprogs")
+_ALL_CAPS = 41  # CAP_CHECKPOINT_RESTORE is 40
+
+
+def engine_running(runner: Runner) -> bool:
+    return runner.run(["docker", "info", "--format", "{{.ServerVersion}}"], check=False, timeout=20).returncode == 0
+
+
+def bounding_set_is_full() -> bool:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            mask = int(line.split()[1], 16)
+            return all(mask & (1 << i) for i in range(_ALL_CAPS))
+    return True
+
+
+def default_runtime(runner: Runner) -> str:
+    return runner.run(["docker", "info", "--format", "{{.DefaultRuntime}}"]).stdout.strip()
+
+
+def merged_daemon_config(existing: dict[str, object]) -> dict[str, object]:
+    """daemon.json with our runtime as default, keeping whatever else the host configured."""
+    runtimes = dict(existing.get("runtimes", {}) or {})  # type: ignore[call-overload]
+    runtimes[RUNTIME_NAME] = {"path": str(RUNTIME_PATH)}
+    return {**existing, "runtimes": runtimes, "default-runtime": RUNTIME_NAME}
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _install_packages(runner: Runner, packages: tuple[str, ...], progress: Progress) -> None:
+    missing = [p for p in packages if runner.run(["dpkg", "-s", p], check=False).returncode != 0]
+    if not missing:
+        return
+    if not _is_root() or shutil.which("apt-get") is None:
+        raise MissingDependency(
+            f"chaoskit needs the Debian packages {', '.join(missing)}; install them as root "
+            f"(apt-get install {' '.join(missing)}) or run chaoskit as root on a Debian host"
+        )
+    with progress.step(f"installing {' '.join(missing)} from Debian"):
+        runner.run(["apt-get", "update", "-qq"], env={"DEBIAN_FRONTEND": "noninteractive"})
+        runner.run(["apt-get", "install", "-y", "-qq", *missing], env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
+def ensure_host_tools(runner: Runner, progress: Progress) -> None:
+    if shutil.which("go") is None:
+        raise MissingDependency("chaoskit builds Kubernetes from Go modules and needs `go` (>= 1.24) on PATH")
+    _install_packages(runner, HOST_PACKAGES, progress)
+
+
+def ensure_engine(runner: Runner, cache: Cache, progress: Progress) -> None:
+    """Make `docker` answer, starting containerd and dockerd ourselves when needed."""
+    needs_filter = not bounding_set_is_full()
+    if engine_running(runner):
+        if needs_filter and default_runtime(runner) != RUNTIME_NAME:
+            progress.info(
+                "[yellow]warning[/yellow]: the running Docker engine uses runtime "
+                f"{default_runtime(runner)!r}; privileged kind nodes may fail on this host "
+                f"(capability bounding set incomplete). Stop dockerd and let chaoskit start it."
+            )
+        return
+    if not _is_root():
+        raise MissingDependency(
+            "no Docker engine answers and chaoskit is not root: start Docker yourself "
+            "(dockerd, with a runtime that tolerates this host's capability bounding set) or run as root"
+        )
+    _install_packages(runner, DEBIAN_PACKAGES, progress)
+    if needs_filter:
+        with progress.step("installing the runc-capfilter runtime"):
+            bin_dir = gobuild.build(gobuild.TARGETS["runc-capfilter"], cache, runner, go=gobuild.go_version(runner))
+            RUNTIME_PATH.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(bin_dir / "runc-capfilter", RUNTIME_PATH)
+            existing = json.loads(DAEMON_JSON.read_text()) if DAEMON_JSON.exists() else {}
+            DAEMON_JSON.parent.mkdir(parents=True, exist_ok=True)
+            DAEMON_JSON.write_text(json.dumps(merged_daemon_config(existing), indent=2) + "\n")
+    with progress.step("starting containerd and dockerd"):
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        sock = Path("/run/containerd/containerd.sock")
+        if not _answers(["ctr", "version"]):
+            _daemon(["containerd"], LOG_DIR / "containerd.log")
+            _wait(lambda: sock.exists() and _answers(["ctr", "version"]), 30, "containerd")
+        _daemon(["dockerd", f"--containerd={sock}"], LOG_DIR / "dockerd.log")
+        _wait(lambda: engine_running(runner), 60, "dockerd")
+
+
+def _answers(argv: list[str]) -> bool:
+    return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+
+
+def _daemon(argv: list[str], log: Path) -> None:
+    """Start a long-lived daemon detached from chaoskit (it must outlive this process)."""
+    with log.open("ab") as sink:
+        subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def _wait(ready: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():  # type: ignore[operator]
+            return
+        time.sleep(0.5)
+    raise MissingDependency(f"{what} did not come up within {timeout:.0f}s; see {LOG_DIR / (what + '.log')}")

@@ -1,0 +1,76 @@
+"""The kind provider: create, delete, list and inspect kind clusters through the kind binary and Docker.
+
+kind identifies a cluster's node containers by the label io.x-k8s.kind.cluster;
+chaoskit's own node image also carries dev.chaoskit.node-image.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaoskit.cluster.shell import Runner
+
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+ROLE_LABEL = "io.x-k8s.kind.role"
+
+
+@dataclass(frozen=True)
+class NodeContainer:
+    name: str
+    role: str
+    image: str
+    state: str
+
+
+@dataclass(frozen=True)
+class Kind:
+    runner: Runner
+    binary: Path
+
+    def clusters(self) -> list[str]:
+        out = self.runner.run([str(self.binary), "get", "clusters", "-q"], check=False).stdout
+        return [line.strip() for line in out.splitlines() if line.strip()]
+
+    def create(self, name: str, config: Path, image: str, *, log: Path | None = None) -> None:
+        self.runner.run(
+            [str(self.binary), "create", "cluster", "--name", name, "--config", str(config), "--image", image],
+            log=log,
+        )
+
+    def delete(self, name: str) -> None:
+        self.runner.run([str(self.binary), "delete", "cluster", "--name", name])
+
+    def load_archive(self, name: str, archive: Path) -> None:
+        self.runner.run([str(self.binary), "load", "image-archive", "--name", name, str(archive)])
+
+    def export_logs(self, name: str, dest: Path) -> None:
+        self.runner.run([str(self.binary), "export", "logs", "--name", name, str(dest)])
+
+
+def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
+    """The cluster's node containers, from Docker alone (works without the kind binary)."""
+    out = runner.run(
+        ["docker", "ps", "-a", "--filter", f"label={CLUSTER_LABEL}={cluster}", "--format", "{{json .}}"]
+    ).stdout
+    nodes = []
+    for line in out.splitlines():
+        row = json.loads(line)
+        labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
+        nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"]))
+    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))
+
+
+def control_plane(runner: Runner, cluster: str) -> str:
+    for node in node_containers(runner, cluster):
+        if node.role == "control-plane":
+            return node.name
+    raise LookupError(f"cluster {cluster!r} has no control-plane node container")
+
+
+def node_kubectl(runner: Runner, cluster: str, *args: str, input: bytes | None = None) -> str:
+    """kubectl run inside the control-plane node with its admin credentials (no host kubectl needed)."""
+    argv = ["docker", "exec", "-i", control_plane(runner, cluster),
+            "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", *args]
+    return runner.run(argv, input=input).stdout

@@ -1,0 +1,182 @@
+"""The kube API seam: one adapter over the official client, built per cluster (no global configuration).
+
+Only this module imports `kubernetes`; everything else takes a `Kube`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+from chaoskit.errors import ToolError
+
+Obj = dict[str, Any]
+
+
+class KubeError(ToolError):
+    pass
+
+
+@dataclass
+class Kube:
+    api: client.ApiClient
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
+        try:
+            return cls(config.new_client_from_config(config_file=kubeconfig, context=context))
+        except (config.ConfigException, OSError) as exc:
+            raise KubeError(f"cannot load kubeconfig (context {context!r}): {exc}") from exc
+
+    # Generic access through the dynamic paths keeps this seam small: everything is a dict.
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        try:
+            data, _, _ = self.api.call_api(
+                path, method, query_params=query or [], body=body,
+                header_params={"Accept": "application/json", "Content-Type": _content_type(method)},
+                auth_settings=["BearerToken"], response_type="object", _preload_content=True,
+                _return_http_data_only=False,
+            )
+        except ApiException as exc:
+            raise KubeError(f"{method} {path}: HTTP {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
+        except Exception as exc:  # urllib3 connection errors: API server unreachable
+            raise KubeError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        return data
+
+    def get(self, path: str, **query: str) -> Any:
+        return self.request("GET", path, query=list(query.items()))
+
+    def create(self, path: str, body: Obj) -> Any:
+        return self.request("POST", path, body)
+
+    def patch(self, path: str, body: Obj) -> Any:
+        return self.request("PATCH", path, body)
+
+    def delete(self, path: str) -> Any:
+        try:
+            return self.request("DELETE", path, {"propagationPolicy": "Foreground"})
+        except KubeError as exc:
+            if "HTTP 404" in str(exc):
+                return None
+            raise
+
+    def apply(self, obj: Obj) -> Any:
+        """Server-side apply: create or update, idempotently, as field manager chaoskit."""
+        try:
+            data, _, _ = self.api.call_api(
+                object_path(obj), "PATCH", query_params=[("fieldManager", "chaoskit"), ("force", "true")],
+                body=obj, header_params={"Accept": "application/json", "Content-Type": "application/apply-patch+yaml"},
+                auth_settings=["BearerToken"], response_type="object",
+            )
+        except ApiException as exc:
+            raise KubeError(f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {(exc.body or '')[:300]}") from exc
+        return data
+
+    def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
+        """Run argv in a pod's first container; returns (exit code, combined output)."""
+        from kubernetes.stream import stream
+
+        core = client.CoreV1Api(self.api)
+        try:
+            resp = stream(
+                core.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+            )
+            resp.run_forever(timeout=timeout)
+            out = (resp.read_stdout() or "") + (resp.read_stderr() or "")
+            code = resp.returncode
+            resp.close()
+        except ApiException as exc:
+            raise KubeError(f"exec in {namespace}/{pod}: HTTP {exc.status} {exc.reason}") from exc
+        return (code if code is not None else -1), out
+
+    def raw(self, path: str) -> str:
+        """GET a non-JSON endpoint (/readyz, /metrics) as text."""
+        try:
+            resp = self.api.call_api(
+                path, "GET", auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+            )
+        except ApiException as exc:
+            raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {(exc.body or b'')[:300]!r}") from exc
+        except Exception as exc:
+            raise KubeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        return resp.data.decode()  # type: ignore[no-any-return]
+
+    def events(self, path: str, timeout: float, **query: str) -> Iterator[tuple[str, Obj]]:
+        """Watch a collection path; yields (type, object) until timeout."""
+        w = watch.Watch()
+        func = _WatchFunc(self, path)
+        try:
+            for ev in w.stream(func, timeout_seconds=max(1, int(timeout)), **query):
+                yield ev["type"], ev["raw_object"]
+        finally:
+            w.stop()
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float, interval: float = 1.0) -> Any:
+        """Poll check() until it returns something truthy; KubeError names `what` on timeout."""
+        deadline = time.monotonic() + timeout
+        last_error = ""
+        while True:
+            try:
+                if result := check():
+                    return result
+            except KubeError as exc:
+                last_error = f" (last error: {exc})"
+            if time.monotonic() >= deadline:
+                raise KubeError(f"timed out after {timeout:.0f}s waiting for {what}{last_error}")
+            time.sleep(interval)
+
+
+class _WatchFunc:
+    """Adapts a path to the call shape kubernetes.watch expects."""
+
+    def __init__(self, kube: Kube, path: str) -> None:
+        self.kube, self.path = kube, path
+        self.__doc__ = "return type: object"
+
+    def __call__(self, **kwargs: Any) -> Any:
+        query = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kwargs.items()
+                 if k not in ("_preload_content", "_request_timeout")]
+        return self.kube.api.call_api(
+            self.path, "GET", query_params=query, auth_settings=["BearerToken"],
+            _preload_content=False, _return_http_data_only=True,
+            _request_timeout=kwargs.get("_request_timeout"),
+        )
+
+
+def _content_type(method: str) -> str:
+    return "application/merge-patch+json" if method == "PATCH" else "application/json"
+
+
+# kind -> (plural, namespaced) for the objects chaoskit creates; the API group comes from apiVersion.
+_RESOURCES = {
+    "Namespace": ("namespaces", False),
+    "Pod": ("pods", True),
+    "Service": ("services", True),
+    "ConfigMap": ("configmaps", True),
+    "ServiceAccount": ("serviceaccounts", True),
+    "Deployment": ("deployments", True),
+    "DaemonSet": ("daemonsets", True),
+    "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
+    "Lease": ("leases", True),
+}
+
+
+def object_path(obj: Obj, *, collection: bool = False) -> str:
+    """The REST path of an object (or of its collection) from apiVersion, kind, namespace and name."""
+    api_version, kind, meta = obj["apiVersion"], obj["kind"], obj.get("metadata", {})
+    plural, namespaced = _RESOURCES[kind]
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    if namespaced:
+        base += f"/namespaces/{meta['namespace']}"
+    return f"{base}/{plural}" if collection else f"{base}/{plural}/{meta['name']}"
+
+
+def condition(obj: Obj, kind: str) -> bool:
+    """True when obj has status condition `kind` with status True."""
+    return any(c.get("type") == kind and c.get("status") == "True" for c in obj.get("status", {}).get("conditions") or [])

@@ -1,0 +1,125 @@
+"""Running host commands: the one place chaoskit starts processes on the host.
+
+Every failure becomes a CommandError with a command the user can paste and the
+tail of what it printed. FakeRunner stands in for it in unit tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from chaoskit.errors import CommandError
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str = ""
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+class Runner(Protocol):
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        log: Path | None = None,
+    ) -> Completed: ...
+
+
+class SubprocessRunner:
+    """Runs commands for real. With `log`, output streams to that file (long builds) instead of memory."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        log: Path | None = None,
+    ) -> Completed:
+        full_env = {**os.environ, **env} if env else None
+        argv = [str(a) for a in argv]
+        try:
+            if log is not None:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                with log.open("wb") as sink:
+                    proc = subprocess.run(
+                        argv, input=input, env=full_env, cwd=cwd, timeout=timeout,
+                        stdout=sink, stderr=subprocess.STDOUT,
+                    )
+                done = Completed(tuple(argv), proc.returncode, log.read_text(errors="replace"))
+            else:
+                proc = subprocess.run(
+                    argv, input=input, env=full_env, cwd=cwd, timeout=timeout, capture_output=True,
+                )
+                done = Completed(
+                    tuple(argv), proc.returncode,
+                    proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+                )
+        except FileNotFoundError as exc:
+            raise CommandError(argv, 127, str(exc), note="program not found") from exc
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+            raise CommandError(argv, -1, out, note=f"timed out after {timeout}s") from exc
+        if check and done.returncode != 0:
+            raise CommandError(argv, done.returncode, done.output)
+        return done
+
+
+Responder = Callable[[tuple[str, ...]], Completed | None]
+
+
+@dataclass
+class FakeRunner:
+    """Records every command; answers from `responses` (argv prefix -> stdout) or `responder`."""
+
+    responses: dict[tuple[str, ...], str] = field(default_factory=dict)
+    failures: dict[tuple[str, ...], str] = field(default_factory=dict)
+    responder: Responder | None = None
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        log: Path | None = None,
+    ) -> Completed:
+        key = tuple(str(a) for a in argv)
+        self.calls.append(key)
+        if self.responder is not None and (answer := self.responder(key)) is not None:
+            done = answer
+        else:
+            done = Completed(key, 0, "")
+            for prefix, out in self.failures.items():
+                if key[: len(prefix)] == prefix:
+                    done = Completed(key, 1, out)
+            for prefix, out in self.responses.items():
+                if key[: len(prefix)] == prefix:
+                    done = Completed(key, 0, out)
+        if check and done.returncode != 0:
+            raise CommandError(key, done.returncode, done.output)
+        return done

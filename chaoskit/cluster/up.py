@@ -1,0 +1,198 @@
+"""`chaoskit cluster up | down | status`: the steps behind the commands, each a small function.
+
+Creation is an ordered list of steps sharing the same runner, cache and
+progress, in the manner of kind's own create actions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from chaoskit.cluster import build, docker, images, versions
+from chaoskit.cluster import config as kind_config
+from chaoskit.cluster.assets import images_dir
+from chaoskit.cluster.cache import Cache
+from chaoskit.cluster.kind import Kind, node_containers, node_kubectl
+from chaoskit.cluster.shell import Runner
+from chaoskit.errors import ToolError
+from chaoskit.progress import Progress
+
+REGISTRY_PROBE = "https://registry-1.docker.io/v2/"
+READY_TIMEOUT = 300.0
+
+
+def registry_reachable(url: str = REGISTRY_PROBE, timeout: float = 3.0) -> bool:
+    """Any HTTP answer (even 401) means a registry can be reached; a network error means it cannot."""
+    try:
+        urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - fixed https URL
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+    return True
+
+
+def choose_node_image(requested: str) -> str:
+    """'auto' -> the stock image when a registry answers, else 'build'; anything else is taken as given."""
+    if requested != "auto":
+        return requested
+    return versions.STOCK_NODE_IMAGE if registry_reachable() else "build"
+
+
+@dataclass
+class UpResult:
+    name: str
+    created: bool
+    node_image: str
+    seconds: float
+    kubeconfig_context: str
+
+
+def up(
+    name: str | None,
+    config_path: Path,
+    image: str,
+    runner: Runner,
+    cache: Cache,
+    progress: Progress,
+) -> UpResult:
+    t0 = time.monotonic()
+    cfg = kind_config.load(config_path, name)
+    cache.sweep_temporaries()
+    docker.ensure_host_tools(runner, progress)
+    docker.ensure_engine(runner, cache, progress)
+    wanted = choose_node_image(image)
+    artifacts = build.build_all(cache, runner, progress, offline_node_image=wanted == "build")
+    node_image = artifacts.node_image or wanted
+    kind = Kind(runner, artifacts.bins["kind"] / "kind")
+    _offer_binaries(cache, artifacts.bins)
+    created = False
+    if cfg.name in kind.clusters():
+        progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
+        node_image = node_containers(runner, cfg.name)[0].image
+    else:
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="kind-config-") as f:
+            f.write(cfg.text)
+            f.flush()
+            with progress.step(f"kind create cluster {cfg.name} ({1 + cfg.workers} nodes)"):
+                kind.create(cfg.name, Path(f.name), node_image, log=cache.root / "logs" / f"kind-create-{cfg.name}.log")
+        created = True
+    with progress.step("installing metrics-server and loading the workload image"):
+        node_kubectl(runner, cfg.name, "apply", "-f", "-",
+                     input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes())
+        for archive in artifacts.workload_archives:
+            kind.load_archive(cfg.name, archive)
+    with progress.step("waiting for nodes, system pods and the metrics API"):
+        wait_ready(runner, cfg.name, READY_TIMEOUT)
+    return UpResult(cfg.name, created, node_image, time.monotonic() - t0, f"kind-{cfg.name}")
+
+
+def _offer_binaries(cache: Cache, bins: dict[str, Path]) -> None:
+    """Link the built kind and kubectl into <cache>/bin so users can put one folder on PATH."""
+    links = cache.root / "bin"
+    links.mkdir(parents=True, exist_ok=True)
+    for tool, target in (("kind", "kind"), ("kubectl", "kubernetes")):
+        if target in bins:
+            link = links / tool
+            link.unlink(missing_ok=True)
+            link.symlink_to(bins[target] / tool)
+
+
+def wait_ready(runner: Runner, cluster: str, timeout: float) -> None:
+    """Until every node is Ready, every kube-system pod Ready and the metrics API serves node metrics."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            problems = readiness_problems(runner, cluster)
+        except ToolError as exc:
+            problems = [str(exc).splitlines()[0]]
+        if not problems:
+            return
+        last = "; ".join(problems)
+        time.sleep(3)
+    raise ToolError(f"cluster {cluster!r} not ready after {timeout:.0f}s: {last}")
+
+
+def readiness_problems(runner: Runner, cluster: str) -> list[str]:
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    problems = [f"node {n['metadata']['name']} not Ready" for n in nodes if not _condition(n, "Ready")]
+    pods = json.loads(node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-o", "json"))["items"]
+    problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not _condition(p, "Ready")]
+    if not problems:
+        try:
+            node_kubectl(runner, cluster, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
+        except ToolError:
+            problems.append("metrics API not serving yet")
+    return problems
+
+
+def _condition(obj: dict[str, object], kind: str) -> bool:
+    conditions = obj.get("status", {}).get("conditions", [])  # type: ignore[union-attr]
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def down(name: str, runner: Runner, cache: Cache, progress: Progress) -> bool:
+    """Delete the cluster; False when there was none (not an error)."""
+    if not docker.engine_running(runner):
+        return False
+    if not node_containers(runner, name):
+        return False
+    kind_bin = shutil.which("kind") or str(cache.root / "bin" / "kind")
+    with progress.step(f"kind delete cluster {name}"):
+        if Path(kind_bin).exists():
+            Kind(runner, Path(kind_bin)).delete(name)
+        else:  # kind is gone from the cache: remove the containers the way kind would
+            for node in node_containers(runner, name):
+                runner.run(["docker", "rm", "-f", "-v", node.name])
+    return True
+
+
+@dataclass
+class NodeStatus:
+    name: str
+    role: str
+    container: str
+    ready: bool | None = None
+    kubelet_version: str = ""
+
+
+@dataclass
+class Status:
+    name: str
+    docker: bool
+    exists: bool
+    node_image: str = ""
+    nodes: list[NodeStatus] = field(default_factory=list)
+    api_server: str = "unknown"
+    kubeconfig_context: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def status(name: str, runner: Runner) -> Status:
+    if not docker.engine_running(runner):
+        return Status(name, docker=False, exists=False)
+    containers = node_containers(runner, name)
+    if not containers:
+        return Status(name, docker=True, exists=False)
+    st = Status(name, True, True, containers[0].image, kubeconfig_context=f"kind-{name}")
+    by_name = {c.name: NodeStatus(c.name, c.role, c.state) for c in containers}
+    st.nodes = list(by_name.values())
+    try:
+        st.api_server = node_kubectl(runner, name, "get", "--raw", "/readyz").strip() or "ok"
+        for n in json.loads(node_kubectl(runner, name, "get", "nodes", "-o", "json"))["items"]:
+            if (ns := by_name.get(n["metadata"]["name"])) is not None:
+                ns.ready = _condition(n, "Ready")
+                ns.kubelet_version = n["status"]["nodeInfo"]["kubeletVersion"]
+    except (ToolError, LookupError) as exc:
+        st.api_server = f"unreachable: {str(exc).splitlines()[0]}"
+    return st

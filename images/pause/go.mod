@@ -1,0 +1,3 @@
+module chaoskit.dev/images/pause
+
+go 1.24.0

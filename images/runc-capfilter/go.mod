@@ -1,0 +1,3 @@
+module chaoskit.dev/images/runc-capfilter
+
+go 1.24.0

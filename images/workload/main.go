@@ -1,0 +1,207 @@
+// Command workload is chaoskit's test workload: an HTTP server whose CPU cost
+// is set per request (so an HPA has something to scale on), and the clients
+// that drive and probe it from inside the cluster.
+//
+//	workload serve [-addr :8080]          serve /, /healthz, /readyz, /burn?ms=N
+//	workload load URL [-c N] [-for D]      keep N concurrent requests going
+//	workload get URL [-timeout D]          one request; prints the body, exit 1 on failure
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: workload serve|load|get ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "load":
+		err = load(os.Args[2:])
+	case "get":
+		err = get(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	addr := fs.String("addr", ":8080", "listen address")
+	readyAfter := fs.Duration("ready-after", 0, "report not ready until this long after start")
+	_ = fs.Parse(args)
+
+	host, _ := os.Hostname()
+	started := time.Now()
+	var notReady atomic.Bool // flipped by POST /readyz?ready=false, for readiness faults
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s\n", host)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			notReady.Store(r.URL.Query().Get("ready") == "false")
+		}
+		if notReady.Load() || time.Since(started) < *readyAfter {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/burn", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil || ms < 0 || ms > 10000 {
+			ms = 100
+		}
+		burn(time.Duration(ms) * time.Millisecond)
+		fmt.Fprintf(w, "%s burned %dms\n", host, ms)
+	})
+	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+// burn spins one CPU for d of wall time; the HPA sees this as utilisation.
+func burn(d time.Duration) {
+	end := time.Now().Add(d)
+	x := 1.0
+	for time.Now().Before(end) {
+		for i := 0; i < 10000; i++ {
+			x = x*1.0000001 + 0.0000001
+		}
+	}
+	_ = x
+}
+
+func load(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	conc := fs.Int("c", 4, "concurrent requests")
+	dur := fs.Duration("for", 0, "stop after this long (0: until killed)")
+	_ = fs.Parse(reorder(args))
+	if fs.NArg() != 1 {
+		return fmt.Errorf("load needs one URL")
+	}
+	url := fs.Arg(0)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if *dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *dur)
+		defer cancel()
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < *conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if fetch(ctx, client, url) == nil {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("ok=%d failed=%d\n", ok.Load(), failed.Load())
+	return nil
+}
+
+func get(args []string) error {
+	fs := flag.NewFlagSet("get", flag.ExitOnError)
+	timeout := fs.Duration("timeout", 5*time.Second, "request timeout")
+	_ = fs.Parse(reorder(args))
+	if fs.NArg() != 1 {
+		return fmt.Errorf("get needs one URL")
+	}
+	resp, err := (&http.Client{Timeout: *timeout}).Get(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	os.Stdout.Write(body)
+	if resp.StatusCode >= 400 {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func fetch(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// reorder puts flags before positional arguments, so "get URL -timeout 1s" works.
+func reorder(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		if len(args[i]) > 1 && args[i][0] == '-' {
+			flags = append(flags, args[i])
+			if i+1 < len(args) && !hasValue(args[i]) && args[i+1] != "" && args[i+1][0] != '-' {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, args[i])
+	}
+	return append(flags, pos...)
+}
+
+func hasValue(flagArg string) bool {
+	for _, c := range flagArg {
+		if c == '=' {
+			return true
+		}
+	}
+	return false
+}
