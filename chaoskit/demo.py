@@ -84,7 +84,12 @@ def run_hpa_demo(
 
 
 def _follow(
-    kube: Kube, ns: str, t0: float, result: HpaDemoResult, done: Callable[[Sample], bool], timeout: float,
+    kube: Kube,
+    ns: str,
+    t0: float,
+    result: HpaDemoResult,
+    done: Callable[[Sample], bool],
+    timeout: float,
     say: Callable[[str], None],
 ) -> float | None:
     """Record every change of (desired, replicas, ready) until done(sample) or timeout; return time of done."""

@@ -1,10 +1,10 @@
 """What can go wrong in chaoskit, and which exit code each means.
 
-    ChaoskitError
-     ├── UsageError           exit 2: the command line asks for something impossible
-     └── ToolError            exit 4: the cluster or a tool chaoskit drives failed
-          ├── CommandError        a command exited non-zero (carries a pasteable command and its output tail)
-          └── MissingDependency   something chaoskit needs is absent and cannot be provided here
+ChaoskitError
+ ├── UsageError           exit 2: the command line asks for something impossible
+ └── ToolError            exit 4: the cluster or a tool chaoskit drives failed
+      ├── CommandError        a command exited non-zero (carries a pasteable command and its output tail)
+      └── MissingDependency   something chaoskit needs is absent and cannot be provided here
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ PORT = 8080
 
 
 def namespace(name: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"chaoskit.dev/owned": "true"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"chaoskit.dev/owned": "true"}},
+    }
 
 
 def web_deployment(ns: str, name: str = "web", replicas: int = 1, cpu_request: str = "100m") -> Obj:
@@ -29,19 +33,28 @@ def web_deployment(ns: str, name: str = "web", replicas: int = 1, cpu_request: s
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
                     # spread over both workers so cross-node traffic is exercised
-                    "topologySpreadConstraints": [{
-                        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                        "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": labels},
-                    }],
-                    "containers": [{
-                        "name": "web",
-                        "image": WORKLOAD_IMAGE,
-                        "imagePullPolicy": "Never",  # loaded by `chaoskit cluster up`; no registry to pull from
-                        "args": ["serve", "-addr", f":{PORT}"],
-                        "ports": [{"containerPort": PORT, "name": "http"}],
-                        "resources": {"requests": {"cpu": cpu_request, "memory": "16Mi"}, "limits": {"cpu": "500m", "memory": "64Mi"}},
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
-                    }],
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": labels},
+                        }
+                    ],
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": WORKLOAD_IMAGE,
+                            "imagePullPolicy": "Never",  # loaded by `chaoskit cluster up`; no registry to pull from
+                            "args": ["serve", "-addr", f":{PORT}"],
+                            "ports": [{"containerPort": PORT, "name": "http"}],
+                            "resources": {
+                                "requests": {"cpu": cpu_request, "memory": "16Mi"},
+                                "limits": {"cpu": "500m", "memory": "64Mi"},
+                            },
+                            "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
+                        }
+                    ],
                 },
             },
         },
@@ -66,11 +79,19 @@ def hpa(ns: str, target: str = "web", min_replicas: int = 1, max_replicas: int =
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
             "minReplicas": min_replicas,
             "maxReplicas": max_replicas,
-            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": cpu_percent}}}],
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": cpu_percent}},
+                }
+            ],
             "behavior": {
                 "scaleUp": {"stabilizationWindowSeconds": 0},
                 # the default 5 min window would make every run wait 5 min for scale-down
-                "scaleDown": {"stabilizationWindowSeconds": 15, "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]},
+                "scaleDown": {
+                    "stabilizationWindowSeconds": 15,
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+                },
             },
         },
     }
@@ -89,13 +110,15 @@ def load_generator(ns: str, url: str, concurrency: int = 4, name: str = "load") 
                 "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 1,
-                    "containers": [{
-                        "name": "load",
-                        "image": WORKLOAD_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "args": ["load", "-c", str(concurrency), url],
-                        "resources": {"requests": {"cpu": "50m", "memory": "16Mi"}},
-                    }],
+                    "containers": [
+                        {
+                            "name": "load",
+                            "image": WORKLOAD_IMAGE,
+                            "imagePullPolicy": "Never",
+                            "args": ["load", "-c", str(concurrency), url],
+                            "resources": {"requests": {"cpu": "50m", "memory": "16Mi"}},
+                        }
+                    ],
                 },
             },
         },
@@ -106,12 +129,21 @@ def client_pod(ns: str, name: str, node: str | None = None) -> Obj:
     """A pod that idles so tests can exec `workload get URL` from it (optionally pinned to a node)."""
     spec: Obj = {
         "terminationGracePeriodSeconds": 1,
-        "containers": [{
-            "name": "client", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never",
-            "args": ["serve", "-addr", ":8081"],
-            "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}},
-        }],
+        "containers": [
+            {
+                "name": "client",
+                "image": WORKLOAD_IMAGE,
+                "imagePullPolicy": "Never",
+                "args": ["serve", "-addr", ":8081"],
+                "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}},
+            }
+        ],
     }
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": {"app": name}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+        "spec": spec,
+    }

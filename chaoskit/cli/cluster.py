@@ -24,14 +24,22 @@ def cluster() -> None:
 @cluster.command()
 @click.option("--name", default=None, help="Cluster name (default: the config's name, chaoskit).")
 @click.option(
-    "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=default_kind_config, show_default="kind-config.yaml", help="kind cluster config.",
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=default_kind_config,
+    show_default="kind-config.yaml",
+    help="kind cluster config.",
 )
 @click.option(
-    "--image", default="auto", show_default=True,
+    "--image",
+    default="auto",
+    show_default=True,
     help="Node image: 'auto' (stock kindest/node when a registry answers, else build), 'build', or an image ref.",
 )
-@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit")
+@click.option(
+    "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
+)
 def up(name: str | None, config_path: Path, image: str, cache_dir: Path) -> None:
     """Create the cluster (or reuse it), with metrics-server and the workload image."""
     result = ops.up(name, config_path, image, SubprocessRunner(), Cache(cache_dir), Progress())
@@ -41,7 +49,9 @@ def up(name: str | None, config_path: Path, image: str, cache_dir: Path) -> None
 
 @cluster.command()
 @cluster_name_option
-@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit")
+@click.option(
+    "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
+)
 def down(name: str, cache_dir: Path) -> None:
     """Delete the cluster and its node containers (a missing cluster is not an error)."""
     if ops.down(name, SubprocessRunner(), Cache(cache_dir), Progress()):

@@ -15,7 +15,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def output_option(f: F) -> F:
     return click.option(
-        "-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True,
+        "-o",
+        "--output",
+        type=click.Choice(["table", "json", "yaml"]),
+        default="table",
+        show_default=True,
         help="Output format on stdout.",
     )(f)
 

@@ -34,7 +34,9 @@ def build_binaries(names: tuple[str, ...], cache: Cache, runner: Runner, progres
     return out
 
 
-def build_all(cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool) -> Artifacts:
+def build_all(
+    cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool, repo: str = nodeimage.NODE_IMAGE_REPO
+) -> Artifacts:
     names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
     bins = build_binaries(names, cache, runner, progress)
     workload = tuple(images.build(r, bins, {}, cache) for r in images.WORKLOAD_IMAGES)
@@ -48,8 +50,8 @@ def build_all(cache: Cache, runner: Runner, progress: Progress, *, offline_node_
     with progress.step("writing component images"):
         tars = [images.build(r, bins, rootfs, cache) for r in images.NODE_IMAGES]
     inputs = nodeimage.NodeInputs(rootfs["node"], bins["kubernetes"], bins["crictl"], tars)
-    tag = nodeimage.node_image_tag(inputs)
+    tag = nodeimage.node_image_tag(inputs, repo)
     cached = nodeimage.image_exists(runner, tag)
     with progress.step(f"node image {tag}" + (" (cached)" if cached else "")):
-        nodeimage.build(inputs, runner, cache.root / "work")
+        nodeimage.build(inputs, runner, cache.root / "work", repo)
     return Artifacts(bins, workload, tag)

@@ -65,10 +65,12 @@ class Cache:
         tmp.mkdir()
         try:
             yield tmp
-            if final.exists():  # another build won the race; keep theirs
-                shutil.rmtree(tmp)
-            else:
+            try:
                 os.rename(tmp, final)
+            except OSError:
+                if not final.exists():
+                    raise
+                shutil.rmtree(tmp)  # another build won the race; keep theirs
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -77,8 +79,8 @@ class Cache:
         """Remove leftovers of builds that were killed outright (SIGKILL skips the cleanup above)."""
         n = 0
         for tmp in self.root.glob("*/.tmp-*"):
-            pid = int(tmp.name.rsplit("-", 2)[-2])
-            if not _alive(pid):
+            pid = tmp.name.rsplit("-", 2)[-2]
+            if not pid.isdigit() or not _alive(int(pid)):
                 shutil.rmtree(tmp, ignore_errors=True)
                 n += 1
         return n

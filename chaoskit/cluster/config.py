@@ -38,15 +38,19 @@ def load(path: Path, name: str | None = None) -> ClusterConfig:
 
 
 def from_document(doc: Any, where: str, name: str | None = None) -> ClusterConfig:
-    if not isinstance(doc, dict) or doc.get("kind") != "Cluster" or not str(doc.get("apiVersion", "")).startswith(
-        "kind.x-k8s.io/"
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind") != "Cluster"
+        or not str(doc.get("apiVersion", "")).startswith("kind.x-k8s.io/")
     ):
         raise UsageError(f"{where}: expected a kind config (kind: Cluster, apiVersion: kind.x-k8s.io/v1alpha4)")
     nodes = doc.get("nodes") or [{"role": "control-plane"}]
     roles = [n.get("role", "control-plane") for n in nodes]
     if roles.count("control-plane") != 1:
         # more than one control plane makes kind pull its haproxy image, which is out of reach offline
-        raise UsageError(f"{where}: chaoskit clusters have exactly one control-plane node (found {roles.count('control-plane')})")
+        raise UsageError(
+            f"{where}: chaoskit clusters have exactly one control-plane node (found {roles.count('control-plane')})"
+        )
     if name:
         doc["name"] = name
     doc.setdefault("name", "chaoskit")

@@ -28,10 +28,31 @@ class Rootfs:
 NODE = Rootfs(
     "node",
     (
-        "systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins",
-        "iptables", "nftables", "conntrack", "ipset", "kmod", "ca-certificates", "procps", "iproute2",
-        "util-linux", "mount", "ebtables", "libseccomp2", "curl", "socat", "ethtool", "lsof", "less",
-        "e2fsprogs", "openssl",
+        "systemd",
+        "systemd-sysv",
+        "dbus",
+        "containerd",
+        "runc",
+        "containernetworking-plugins",
+        "iptables",
+        "nftables",
+        "conntrack",
+        "ipset",
+        "kmod",
+        "ca-certificates",
+        "procps",
+        "iproute2",
+        "util-linux",
+        "mount",
+        "ebtables",
+        "libseccomp2",
+        "curl",
+        "socat",
+        "ethtool",
+        "lsof",
+        "less",
+        "e2fsprogs",
+        "openssl",
     ),
 )
 
@@ -47,8 +68,14 @@ def build(rootfs: Rootfs, cache: Cache, runner: Runner) -> Path:
     with cache.entry("rootfs", rootfs.name, key) as out:
         tree = out / "tree"
         runner.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(rootfs.packages)}",
-             rootfs.suite, str(tree), rootfs.mirror],
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(rootfs.packages)}",
+                rootfs.suite,
+                str(tree),
+                rootfs.mirror,
+            ],
             log=out.parent / f"debootstrap-{rootfs.name}-{key}.log",
         )
         runner.run(["rm", "-rf", *(str(tree / p) for p in _PRUNE)])

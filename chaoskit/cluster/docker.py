@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from chaoskit.cluster import gobuild
@@ -124,10 +125,10 @@ def _daemon(argv: list[str], log: Path) -> None:
         subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def _wait(ready: object, timeout: float, what: str) -> None:
+def _wait(ready: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if ready():  # type: ignore[operator]
+        if ready():
             return
         time.sleep(0.5)
     raise MissingDependency(f"{what} did not come up within {timeout:.0f}s; see {LOG_DIR / (what + '.log')}")

@@ -43,7 +43,13 @@ def _version_ldflags(pkg: str, version: str) -> tuple[str, ...]:
 
 
 KUBE_COMMANDS = (
-    "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubeadm", "kubelet", "kubectl",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kube-proxy",
+    "kubeadm",
+    "kubelet",
+    "kubectl",
 )
 
 TARGETS: dict[str, GoTarget] = {
@@ -70,13 +76,17 @@ TARGETS: dict[str, GoTarget] = {
             "metrics-server",
             (f"sigs.k8s.io/metrics-server/cmd/metrics-server@{v.METRICS_SERVER}",),
             ("metrics-server",),
-            ldflags=_version_ldflags("k8s.io/component-base/version", v.METRICS_SERVER),
+            # as upstream's Makefile: stamping component-base instead would make the generic API server treat
+            # v0.8 as its emulation version and hide metrics.k8s.io (discovery answers 404).
+            ldflags=_version_ldflags("k8s.io/client-go/pkg/version", v.METRICS_SERVER),
         ),
         GoTarget("coredns", (f"github.com/coredns/coredns@{v.COREDNS}",), ("coredns",)),
         GoTarget("pause", ("chaoskit.dev/images/pause",), ("pause",), module="pause"),
         GoTarget("netd", ("chaoskit.dev/images/netd",), ("netd",), module="netd"),
         GoTarget("workload", ("chaoskit.dev/images/workload",), ("workload",), module="workload"),
-        GoTarget("runc-capfilter", ("chaoskit.dev/images/runc-capfilter",), ("runc-capfilter",), module="runc-capfilter"),
+        GoTarget(
+            "runc-capfilter", ("chaoskit.dev/images/runc-capfilter",), ("runc-capfilter",), module="runc-capfilter"
+        ),
     )
 }
 

@@ -79,4 +79,3 @@ def build(recipe: ImageRecipe, bins: Mapping[str, Path], bases: Mapping[str, Pat
     with cache.entry("images", safe, key) as out:
         write_archive(spec, out / "image.tar")
     return cache.path("images", safe, key) / "image.tar"
-

@@ -71,6 +71,13 @@ def control_plane(runner: Runner, cluster: str) -> str:
 
 def node_kubectl(runner: Runner, cluster: str, *args: str, input: bytes | None = None) -> str:
     """kubectl run inside the control-plane node with its admin credentials (no host kubectl needed)."""
-    argv = ["docker", "exec", "-i", control_plane(runner, cluster),
-            "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", *args]
+    argv = [
+        "docker",
+        "exec",
+        "-i",
+        control_plane(runner, cluster),
+        "kubectl",
+        "--kubeconfig=/etc/kubernetes/admin.conf",
+        *args,
+    ]
     return runner.run(argv, input=input).stdout

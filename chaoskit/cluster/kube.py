@@ -37,9 +37,14 @@ class Kube:
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
         try:
             data, _, _ = self.api.call_api(
-                path, method, query_params=query or [], body=body,
+                path,
+                method,
+                query_params=query or [],
+                body=body,
                 header_params={"Accept": "application/json", "Content-Type": _content_type(method)},
-                auth_settings=["BearerToken"], response_type="object", _preload_content=True,
+                auth_settings=["BearerToken"],
+                response_type="object",
+                _preload_content=True,
                 _return_http_data_only=False,
             )
         except ApiException as exc:
@@ -69,12 +74,18 @@ class Kube:
         """Server-side apply: create or update, idempotently, as field manager chaoskit."""
         try:
             data, _, _ = self.api.call_api(
-                object_path(obj), "PATCH", query_params=[("fieldManager", "chaoskit"), ("force", "true")],
-                body=obj, header_params={"Accept": "application/json", "Content-Type": "application/apply-patch+yaml"},
-                auth_settings=["BearerToken"], response_type="object",
+                object_path(obj),
+                "PATCH",
+                query_params=[("fieldManager", "chaoskit"), ("force", "true")],
+                body=obj,
+                header_params={"Accept": "application/json", "Content-Type": "application/apply-patch+yaml"},
+                auth_settings=["BearerToken"],
+                response_type="object",
             )
         except ApiException as exc:
-            raise KubeError(f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {(exc.body or '')[:300]}") from exc
+            raise KubeError(
+                f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {(exc.body or '')[:300]}"
+            ) from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
@@ -84,8 +95,15 @@ class Kube:
         core = client.CoreV1Api(self.api)
         try:
             resp = stream(
-                core.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
-                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+                core.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                command=argv,
+                stderr=True,
+                stdin=False,
+                stdout=True,
+                tty=False,
+                _preload_content=False,
             )
             resp.run_forever(timeout=timeout)
             out = (resp.read_stdout() or "") + (resp.read_stderr() or "")
@@ -99,7 +117,11 @@ class Kube:
         """GET a non-JSON endpoint (/readyz, /metrics) as text."""
         try:
             resp = self.api.call_api(
-                path, "GET", auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+                path,
+                "GET",
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
             )
         except ApiException as exc:
             raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {(exc.body or b'')[:300]!r}") from exc
@@ -140,11 +162,18 @@ class _WatchFunc:
         self.__doc__ = "return type: object"
 
     def __call__(self, **kwargs: Any) -> Any:
-        query = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kwargs.items()
-                 if k not in ("_preload_content", "_request_timeout")]
+        query = [
+            (k, str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in kwargs.items()
+            if k not in ("_preload_content", "_request_timeout")
+        ]
         return self.kube.api.call_api(
-            self.path, "GET", query_params=query, auth_settings=["BearerToken"],
-            _preload_content=False, _return_http_data_only=True,
+            self.path,
+            "GET",
+            query_params=query,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
             _request_timeout=kwargs.get("_request_timeout"),
         )
 
@@ -179,4 +208,6 @@ def object_path(obj: Obj, *, collection: bool = False) -> str:
 
 def condition(obj: Obj, kind: str) -> bool:
     """True when obj has status condition `kind` with status True."""
-    return any(c.get("type") == kind and c.get("status") == "True" for c in obj.get("status", {}).get("conditions") or [])
+    return any(
+        c.get("type") == kind and c.get("status") == "True" for c in obj.get("status", {}).get("conditions") or []
+    )

@@ -29,7 +29,8 @@ from chaoskit.errors import ToolError
 NODE_IMAGE_REPO = "chaoskit/node"
 NODE_IMAGE_LABEL = "dev.chaoskit.node-image"
 
-# docker import writes no image config; these are what kind's node containers expect.
+# docker import writes no image config; these are what kind's node containers expect. `docker import --change`
+# refuses STOPSIGNAL, so they are applied by a one-line-per-instruction docker build on top of the import.
 IMAGE_CHANGES = (
     "ENV container=docker",
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -39,7 +40,12 @@ IMAGE_CHANGES = (
 
 # Units that make no sense in a node container (timers, getty, udev) are not started.
 _UNWANTED_WANTS = ("timers.target.wants", "getty.target.wants", "sysinit.target.wants/systemd-tmpfiles-setup.service")
-_ENABLED_UNITS = ("containerd.service", "kubelet.service", "chaoskit-kubelet-disk.service")
+_ENABLED_UNITS = (
+    "containerd.service",
+    "kubelet.service",
+    "chaoskit-kubelet-disk.service",
+    "chaoskit-dns-relay.service",
+)
 _KUBE_BINARIES = ("kubeadm", "kubelet", "kubectl")
 
 
@@ -51,21 +57,25 @@ class NodeInputs:
     image_tars: Sequence[Path]
 
 
-def node_image_tag(inputs: NodeInputs) -> str:
+def node_image_tag(inputs: NodeInputs, repo: str = NODE_IMAGE_REPO) -> str:
     key = cache_key(
-        str(inputs.rootfs.parent.name), inputs.kube_bin.name, inputs.crictl_bin.name,
-        *(t.parent.name for t in inputs.image_tars), tree_digest(images_dir() / "node"), repr(IMAGE_CHANGES),
+        str(inputs.rootfs.parent.name),
+        inputs.kube_bin.name,
+        inputs.crictl_bin.name,
+        *(t.parent.name for t in inputs.image_tars),
+        tree_digest(images_dir() / "node"),
+        repr(IMAGE_CHANGES),
     )
-    return f"{NODE_IMAGE_REPO}:{v.KUBERNETES}-{key}"
+    return f"{repo}:{v.KUBERNETES}-{key}"
 
 
 def image_exists(runner: Runner, ref: str) -> bool:
     return runner.run(["docker", "image", "inspect", ref], check=False).returncode == 0
 
 
-def build(inputs: NodeInputs, runner: Runner, work_root: Path) -> str:
+def build(inputs: NodeInputs, runner: Runner, work_root: Path, repo: str = NODE_IMAGE_REPO) -> str:
     """Build (or find) the node image and return its tag."""
-    tag = node_image_tag(inputs)
+    tag = node_image_tag(inputs, repo)
     if image_exists(runner, tag):
         return tag
     work_root.mkdir(parents=True, exist_ok=True)
@@ -75,10 +85,16 @@ def build(inputs: NodeInputs, runner: Runner, work_root: Path) -> str:
         runner.run(["tar", "--numeric-owner", "-xpf", str(inputs.rootfs), "-C", str(tree)])
         _lay_out(tree, inputs)
         _preload(tree, inputs.image_tars, runner, Path(tmp))
-        changes = [a for c in (*IMAGE_CHANGES, f"LABEL {NODE_IMAGE_LABEL}={v.KUBERNETES}") for a in ("--change", c)]
         tar = Path(tmp) / "node.tar"
         runner.run(["tar", "--numeric-owner", "-C", str(tree), "-cf", str(tar), "."])
-        runner.run(["docker", "import", *changes, str(tar), tag])
+        imported = f"{tag}-rootfs"
+        runner.run(["docker", "import", str(tar), imported])
+        dockerfile = "\n".join((f"FROM {imported}", *IMAGE_CHANGES, f"LABEL {NODE_IMAGE_LABEL}={v.KUBERNETES}", ""))
+        ctx = Path(tmp) / "context"
+        ctx.mkdir()
+        (ctx / "Dockerfile").write_text(dockerfile)
+        runner.run(["docker", "build", "--network", "none", "-t", tag, str(ctx)])
+        runner.run(["docker", "rmi", imported])
     return tag
 
 
@@ -137,7 +153,8 @@ def _preload(tree: Path, image_tars: Sequence[Path], runner: Runner, tmp: Path) 
     log = (tmp / "ctrd.log").open("wb")
     proc = subprocess.Popen(
         ["containerd", "--config", str(config), "--root", str(root), "--state", str(state), "--address", str(sock)],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 30
@@ -147,8 +164,19 @@ def _preload(tree: Path, image_tars: Sequence[Path], runner: Runner, tmp: Path) 
             time.sleep(0.2)
         for tar in image_tars:
             runner.run(
-                ["ctr", "--address", str(sock), "--namespace", "k8s.io", "images", "import",
-                 "--all-platforms", "--no-unpack", "--digests", str(tar)]
+                [
+                    "ctr",
+                    "--address",
+                    str(sock),
+                    "--namespace",
+                    "k8s.io",
+                    "images",
+                    "import",
+                    "--all-platforms",
+                    "--no-unpack",
+                    "--digests",
+                    str(tar),
+                ]
             )
     finally:
         proc.send_signal(signal.SIGTERM)

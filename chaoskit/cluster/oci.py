@@ -71,9 +71,14 @@ def layer_tar(files: Sequence[FileEntry], base_rootfs: Path | None = None) -> by
                         continue
                     seen.add(name)
                     member.name = name
+                    data = None
                     if member.islnk():
                         member.linkname = _clean(member.linkname)
-                    data = base.extractfile(member).read() if member.isreg() else None  # type: ignore[union-attr]
+                        if member.linkname in replaced:  # its target is replaced below: keep the old bytes as a copy
+                            data = base.extractfile(member).read()  # type: ignore[union-attr]
+                            member.type, member.size, member.linkname = tarfile.REGTYPE, len(data), ""
+                    elif member.isreg():
+                        data = base.extractfile(member).read()  # type: ignore[union-attr]
                     _add(tar, member, data)
         for entry in sorted(files, key=lambda f: f.path):
             for d in _parents(entry.path):

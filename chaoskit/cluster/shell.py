@@ -63,17 +63,29 @@ class SubprocessRunner:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 with log.open("wb") as sink:
                     proc = subprocess.run(
-                        argv, input=input, env=full_env, cwd=cwd, timeout=timeout,
-                        stdout=sink, stderr=subprocess.STDOUT,
+                        argv,
+                        input=input,
+                        env=full_env,
+                        cwd=cwd,
+                        timeout=timeout,
+                        stdout=sink,
+                        stderr=subprocess.STDOUT,
                     )
                 done = Completed(tuple(argv), proc.returncode, log.read_text(errors="replace"))
             else:
                 proc = subprocess.run(
-                    argv, input=input, env=full_env, cwd=cwd, timeout=timeout, capture_output=True,
+                    argv,
+                    input=input,
+                    env=full_env,
+                    cwd=cwd,
+                    timeout=timeout,
+                    capture_output=True,
                 )
                 done = Completed(
-                    tuple(argv), proc.returncode,
-                    proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+                    tuple(argv),
+                    proc.returncode,
+                    proc.stdout.decode(errors="replace"),
+                    proc.stderr.decode(errors="replace"),
                 )
         except FileNotFoundError as exc:
             raise CommandError(argv, 127, str(exc), note="program not found") from exc

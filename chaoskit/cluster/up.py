@@ -15,11 +15,12 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from chaoskit.cluster import build, docker, images, versions
+from chaoskit.cluster import build, docker, versions
 from chaoskit.cluster import config as kind_config
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.kind import Kind, node_containers, node_kubectl
+from chaoskit.cluster.kube import condition
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError
 from chaoskit.progress import Progress
@@ -85,8 +86,9 @@ def up(
                 kind.create(cfg.name, Path(f.name), node_image, log=cache.root / "logs" / f"kind-create-{cfg.name}.log")
         created = True
     with progress.step("installing metrics-server and loading the workload image"):
-        node_kubectl(runner, cfg.name, "apply", "-f", "-",
-                     input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes())
+        node_kubectl(
+            runner, cfg.name, "apply", "-f", "-", input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes()
+        )
         for archive in artifacts.workload_archives:
             kind.load_archive(cfg.name, archive)
     with progress.step("waiting for nodes, system pods and the metrics API"):
@@ -123,20 +125,15 @@ def wait_ready(runner: Runner, cluster: str, timeout: float) -> None:
 
 def readiness_problems(runner: Runner, cluster: str) -> list[str]:
     nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
-    problems = [f"node {n['metadata']['name']} not Ready" for n in nodes if not _condition(n, "Ready")]
+    problems = [f"node {n['metadata']['name']} not Ready" for n in nodes if not condition(n, "Ready")]
     pods = json.loads(node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-o", "json"))["items"]
-    problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not _condition(p, "Ready")]
+    problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not condition(p, "Ready")]
     if not problems:
         try:
             node_kubectl(runner, cluster, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
         except ToolError:
             problems.append("metrics API not serving yet")
     return problems
-
-
-def _condition(obj: dict[str, object], kind: str) -> bool:
-    conditions = obj.get("status", {}).get("conditions", [])  # type: ignore[union-attr]
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
 def down(name: str, runner: Runner, cache: Cache, progress: Progress) -> bool:
@@ -191,7 +188,7 @@ def status(name: str, runner: Runner) -> Status:
         st.api_server = node_kubectl(runner, name, "get", "--raw", "/readyz").strip() or "ok"
         for n in json.loads(node_kubectl(runner, name, "get", "nodes", "-o", "json"))["items"]:
             if (ns := by_name.get(n["metadata"]["name"])) is not None:
-                ns.ready = _condition(n, "Ready")
+                ns.ready = condition(n, "Ready")
                 ns.kubelet_version = n["status"]["nodeInfo"]["kubeletVersion"]
     except (ToolError, LookupError) as exc:
         st.api_server = f"unreachable: {str(exc).splitlines()[0]}"

@@ -21,9 +21,7 @@ METRICS_SERVER: Final = "v0.8.0"
 DEBIAN_SUITE: Final = "bookworm"
 DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
 # The stock image kind v0.30.0 pairs with 1.34, used when a registry is reachable.
-STOCK_NODE_IMAGE: Final = (
-    "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
-)
+STOCK_NODE_IMAGE: Final = "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
 
 
 def minor(version: str = KUBERNETES) -> str:

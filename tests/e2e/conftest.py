@@ -1,0 +1,64 @@
+"""e2e fixtures: the real kind cluster `chaoskit cluster up` builds, and a fresh namespace per test.
+
+Set CHAOSKIT_KEEP_ON_FAIL=1 to keep a failed test's namespace for inspection.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from chaoskit import workloads
+from chaoskit.cluster.kube import Kube
+
+CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
+
+
+def chaoskit(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "chaoskit", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> str:
+    """Bring the cluster up (a reuse when `make test` already did) and return its name."""
+    done = chaoskit("cluster", "up", "--name", CLUSTER)
+    assert done.returncode == 0, f"cluster up failed:\n{done.stderr[-3000:]}"
+    return CLUSTER
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: str) -> Kube:
+    return Kube.connect(context=f"kind-{cluster}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def ns(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"e2e-{request.node.name.replace('_', '-')[:40].strip('-')}-{uuid.uuid4().hex[:5]}".lower()
+    kube.apply(workloads.namespace(name))
+    yield name
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed and os.environ.get("CHAOSKIT_KEEP_ON_FAIL"):
+        print(f"keeping namespace {name} of failed test")
+        return
+    kube.delete(f"/api/v1/namespaces/{name}")

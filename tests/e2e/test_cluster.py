@@ -1,0 +1,135 @@
+"""The cluster chaoskit builds is a working Kubernetes: nodes, scheduling, Services across nodes, metrics, HPA."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chaoskit import workloads
+from chaoskit.cluster import versions
+from chaoskit.cluster.kube import Kube, condition
+from chaoskit.demo import run_hpa_demo
+from tests.e2e.conftest import chaoskit
+
+
+def _workers(kube: Kube) -> list[str]:
+    nodes = kube.get("/api/v1/nodes")["items"]
+    return sorted(
+        n["metadata"]["name"]
+        for n in nodes
+        if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
+    )
+
+
+def _ready_pods(kube: Kube, ns: str, app: str) -> list[dict]:
+    pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"app={app}")["items"]
+    return [p for p in pods if condition(p, "Ready")]
+
+
+def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
+    nodes = kube.get("/api/v1/nodes")["items"]
+    assert len(nodes) == 3
+    assert all(condition(n, "Ready") for n in nodes), [
+        n["metadata"]["name"] for n in nodes if not condition(n, "Ready")
+    ]
+    assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes} == {versions.KUBERNETES}
+    assert len(_workers(kube)) == 2
+
+
+def test_kube_system_pods_are_all_running(kube: Kube) -> None:
+    pods = kube.get("/api/v1/namespaces/kube-system/pods")["items"]
+    names = {p["metadata"]["name"].rsplit("-", 2)[0] for p in pods}
+    for expected in ("coredns", "metrics-server", "chaoskit-netd", "kube-proxy"):
+        assert any(n.startswith(expected) for n in names), f"no {expected} pod in {sorted(names)}"
+    not_ready = [p["metadata"]["name"] for p in pods if not condition(p, "Ready")]
+    assert not not_ready
+
+
+def test_workload_pods_land_on_both_workers(kube: Kube, ns: str) -> None:
+    kube.apply(workloads.web_deployment(ns, replicas=4))
+    kube.wait("4 ready web pods", lambda: len(_ready_pods(kube, ns, "web")) == 4, 120)
+    assert {p["spec"]["nodeName"] for p in _ready_pods(kube, ns, "web")} == set(_workers(kube))
+
+
+def test_cluster_ip_service_answers_from_a_pod_on_another_node(kube: Kube, ns: str) -> None:
+    server_node, client_node = _workers(kube)
+    web = workloads.web_deployment(ns)
+    web["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": server_node}
+    kube.apply(web)
+    kube.apply(workloads.service(ns))
+    kube.apply(workloads.client_pod(ns, "client", node=client_node))
+    kube.wait("web ready", lambda: _ready_pods(kube, ns, "web"), 120)
+    kube.wait(
+        "client running",
+        lambda: kube.get(f"/api/v1/namespaces/{ns}/pods/client")["status"].get("phase") == "Running",
+        120,
+    )
+    svc = kube.get(f"/api/v1/namespaces/{ns}/services/web")
+    web_pod = _ready_pods(kube, ns, "web")[0]["metadata"]["name"]
+    # by ClusterIP (kube-proxy's rules) and by name (CoreDNS, then kube-proxy)
+    for url in (f"http://{svc['spec']['clusterIP']}/", f"http://web.{ns}.svc.cluster.local/"):
+        code, out = kube.exec(ns, "client", ["/workload", "get", "-timeout", "5s", url])
+        assert code == 0, f"{url}: {out}"
+        assert out.strip() == web_pod
+
+
+def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:
+    nodes = kube.wait("node metrics", lambda: kube.get("/apis/metrics.k8s.io/v1beta1/nodes")["items"], 90)
+    assert len(nodes) == 3
+    assert all("cpu" in n["usage"] and "memory" in n["usage"] for n in nodes)
+    pods = kube.wait(
+        "pod metrics", lambda: kube.get("/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods")["items"], 90
+    )
+    assert any(p["metadata"]["name"].startswith("kube-apiserver") for p in pods)
+
+
+def test_hpa_scales_a_cpu_loaded_deployment_to_three_and_back(kube: Kube, ns: str) -> None:
+    result = run_hpa_demo(kube, f"{ns}-hpa", target_ready=3, timeout=300)
+    timeline = "\n".join(f"{e.t:6.1f}s {e.what}" for e in result.timeline)
+    assert result.scaled_up_s is not None, f"never reached 3 ready replicas:\n{timeline}"
+    assert result.peak_ready >= 3
+    assert result.scaled_down_s is not None, f"never scaled back to 1:\n{timeline}"
+
+
+def test_status_reports_three_ready_nodes_as_json(cluster: str) -> None:
+    done = chaoskit("cluster", "status", "--name", cluster, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    st = json.loads(done.stdout)
+    assert st["exists"] and st["docker"]
+    assert [n["ready"] for n in st["nodes"]] == [True, True, True]
+    assert st["api_server"] == "ok"
+
+
+def test_up_on_an_existing_cluster_reuses_it(cluster: str) -> None:
+    done = chaoskit("cluster", "up", "--name", cluster)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "reused" in done.stdout
+
+
+@pytest.fixture
+def single_node_config(tmp_path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "one-node.yaml"
+    path.write_text("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n")
+    return path
+
+
+def test_down_leaves_no_containers_and_a_second_down_is_fine(single_node_config) -> None:  # type: ignore[no-untyped-def]
+    name = "chaoskit-e2e-down"
+    up = chaoskit("cluster", "up", "--name", name, "--config", str(single_node_config))
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+    finally:
+        down = chaoskit("cluster", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    left = chaoskit("cluster", "status", "--name", name, "-o", "json")
+    assert json.loads(left.stdout)["exists"] is False
+    import subprocess
+
+    ps = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=io.x-k8s.kind.cluster={name}"], capture_output=True, text=True
+    )
+    assert ps.stdout.strip() == ""
+    again = chaoskit("cluster", "down", "--name", name)
+    assert again.returncode == 0
+    assert "does not exist" in again.stdout

@@ -1,0 +1,96 @@
+"""chaoskit.cluster.config: reading kind-config.yaml and checking its shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from chaoskit.cluster import config
+from chaoskit.errors import EXIT_USAGE, UsageError
+
+REPO_KIND_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "kind.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_repository_kind_config_is_one_control_plane_and_two_workers() -> None:
+    cfg = config.load(REPO_KIND_CONFIG)
+    assert (cfg.name, cfg.control_planes, cfg.workers) == ("chaoskit", 1, 2)
+
+
+def test_name_override_replaces_the_name_in_the_rendered_config() -> None:
+    cfg = config.load(REPO_KIND_CONFIG, name="other")
+
+    assert cfg.name == "other"
+    rendered = YAML(typ="safe").load(cfg.text)
+    assert rendered["name"] == "other"
+    assert "name: chaoskit" not in cfg.text
+
+
+def test_rendered_config_keeps_the_kubeadm_config_patches() -> None:
+    cfg = config.load(REPO_KIND_CONFIG)
+
+    assert "kubeadmConfigPatches" in cfg.text
+    patches = YAML(typ="safe").load(cfg.text)["kubeadmConfigPatches"]
+    kinds = [YAML(typ="safe").load(p)["kind"] for p in patches]
+    assert kinds == ["ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
+    # quotes and comments survive, so kind gets what the file says
+    assert 'bind-address: "0.0.0.0"' in cfg.text
+    assert "evictionPressureTransitionPeriod: 30s" in cfg.text
+
+
+def test_rendered_config_reads_back_as_the_same_cluster() -> None:
+    cfg = config.load(REPO_KIND_CONFIG, name="again")
+    again = config.from_document(YAML().load(cfg.text), "rendered")
+    assert again == cfg
+
+
+def test_config_without_a_name_is_named_chaoskit(tmp_path: Path) -> None:
+    path = _write(tmp_path, "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n")
+    cfg = config.load(path)
+    assert (cfg.name, cfg.control_planes, cfg.workers) == ("chaoskit", 1, 0)
+    assert "name: chaoskit" in cfg.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", id="kubernetes-manifest"),
+        pytest.param("kind: Cluster\napiVersion: k3d.io/v1alpha5\n", id="other-tool-cluster"),
+        pytest.param("- kind: Cluster\n  apiVersion: kind.x-k8s.io/v1alpha4\n", id="list"),
+        pytest.param("", id="empty"),
+        pytest.param("kind: Cluster\n  apiVersion: [unclosed\n", id="invalid-yaml"),
+    ],
+)
+def test_non_kind_yaml_is_a_usage_error(tmp_path: Path, text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        config.load(_write(tmp_path, text))
+    assert info.value.exit_code == EXIT_USAGE
+    assert str(tmp_path / "kind.yaml") in str(info.value)
+
+
+def test_missing_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot read kind config"):
+        config.load(tmp_path / "absent.yaml")
+
+
+def test_two_control_planes_are_a_usage_error(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n"
+        "nodes:\n  - role: control-plane\n  - role: control-plane\n  - role: worker\n",
+    )
+    with pytest.raises(UsageError, match=r"exactly one control-plane node \(found 2\)"):
+        config.load(path)
+
+
+def test_workers_only_is_a_usage_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: worker\n")
+    with pytest.raises(UsageError, match=r"found 0"):
+        config.load(path)

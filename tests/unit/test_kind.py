@@ -1,0 +1,132 @@
+"""chaoskit.cluster.kind: node containers from `docker ps` and the kind command lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaoskit.cluster.kind import Kind, NodeContainer, control_plane, node_containers, node_kubectl
+from chaoskit.cluster.shell import FakeRunner
+
+IMAGE = "kindest/node:v1.34.0"
+PS = ("docker", "ps")
+
+
+def _ps_line(name: str, role: str, state: str = "running", cluster: str = "chaoskit") -> str:
+    return json.dumps(
+        {
+            "Command": '"/usr/local/bin/entr…"',
+            "ID": "0123456789ab",
+            "Image": IMAGE,
+            "Labels": f"io.x-k8s.kind.cluster={cluster},io.x-k8s.kind.role={role}",
+            "Names": name,
+            "State": state,
+            "Status": "Up 5 minutes",
+        }
+    )
+
+
+@pytest.fixture
+def runner() -> FakeRunner:
+    out = (
+        "\n".join(
+            [
+                _ps_line("chaoskit-worker2", "worker"),
+                _ps_line("chaoskit-worker", "worker", state="exited"),
+                _ps_line("chaoskit-control-plane", "control-plane"),
+            ]
+        )
+        + "\n"
+    )
+    return FakeRunner(responses={PS: out, ("docker", "exec"): "ok\n"})
+
+
+def test_node_containers_parses_docker_ps_json_lines_control_plane_first(runner: FakeRunner) -> None:
+    assert node_containers(runner, "chaoskit") == [
+        NodeContainer("chaoskit-control-plane", "control-plane", IMAGE, "running"),
+        NodeContainer("chaoskit-worker", "worker", IMAGE, "exited"),
+        NodeContainer("chaoskit-worker2", "worker", IMAGE, "running"),
+    ]
+
+
+def test_node_containers_filters_docker_ps_on_the_cluster_label(runner: FakeRunner) -> None:
+    node_containers(runner, "chaoskit")
+    assert runner.calls == [
+        ("docker", "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster=chaoskit", "--format", "{{json .}}"),
+    ]
+
+
+def test_node_containers_of_a_missing_cluster_is_empty() -> None:
+    assert node_containers(FakeRunner(), "nothing") == []
+
+
+def test_node_container_without_role_label_has_empty_role() -> None:
+    line = json.dumps({"Names": "odd", "Image": IMAGE, "State": "running", "Labels": "io.x-k8s.kind.cluster=chaoskit"})
+    (node,) = node_containers(FakeRunner(responses={PS: line}), "chaoskit")
+    assert node.role == ""
+
+
+def test_control_plane_names_the_control_plane_container(runner: FakeRunner) -> None:
+    assert control_plane(runner, "chaoskit") == "chaoskit-control-plane"
+
+
+def test_control_plane_of_a_cluster_without_one_is_a_lookup_error() -> None:
+    runner = FakeRunner(responses={PS: _ps_line("chaoskit-worker", "worker")})
+    with pytest.raises(LookupError, match="no control-plane"):
+        control_plane(runner, "chaoskit")
+
+
+def test_node_kubectl_runs_kubectl_inside_the_control_plane(runner: FakeRunner) -> None:
+    assert node_kubectl(runner, "chaoskit", "get", "nodes") == "ok\n"
+    assert runner.calls[-1] == (
+        "docker",
+        "exec",
+        "-i",
+        "chaoskit-control-plane",
+        "kubectl",
+        "--kubeconfig=/etc/kubernetes/admin.conf",
+        "get",
+        "nodes",
+    )
+
+
+def test_kind_create_argv(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    kind = Kind(runner, tmp_path / "bin" / "kind")
+
+    kind.create("chaoskit", tmp_path / "kind.yaml", IMAGE)
+
+    assert runner.calls == [
+        (
+            str(tmp_path / "bin" / "kind"),
+            "create",
+            "cluster",
+            "--name",
+            "chaoskit",
+            "--config",
+            str(tmp_path / "kind.yaml"),
+            "--image",
+            IMAGE,
+        )
+    ]
+
+
+def test_kind_clusters_lists_non_blank_lines(tmp_path: Path) -> None:
+    kind_bin = tmp_path / "kind"
+    runner = FakeRunner(responses={(str(kind_bin), "get", "clusters"): "chaoskit\n\nother\n"})
+    assert Kind(runner, kind_bin).clusters() == ["chaoskit", "other"]
+
+
+def test_kind_delete_and_load_argv(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    kind = Kind(runner, Path("/cache/bin/kind"))
+
+    kind.delete("chaoskit")
+    kind.load_archive("chaoskit", tmp_path / "image.tar")
+
+    assert runner.calls == [
+        ("/cache/bin/kind", "delete", "cluster", "--name", "chaoskit"),
+        ("/cache/bin/kind", "load", "image-archive", "--name", "chaoskit", str(tmp_path / "image.tar")),
+    ]

@@ -1,0 +1,77 @@
+"""chaoskit.cluster.kube: REST paths of objects and status conditions (no API server involved)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaoskit.cluster.kube import Obj, condition, object_path
+
+
+def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None = "demo") -> Obj:
+    meta = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+
+
+@pytest.mark.parametrize(
+    ("obj", "item", "collection"),
+    [
+        (_obj("v1", "Namespace", "demo", None), "/api/v1/namespaces/demo", "/api/v1/namespaces"),
+        (
+            _obj("apps/v1", "Deployment"),
+            "/apis/apps/v1/namespaces/demo/deployments/web",
+            "/apis/apps/v1/namespaces/demo/deployments",
+        ),
+        (
+            _obj("autoscaling/v2", "HorizontalPodAutoscaler"),
+            "/apis/autoscaling/v2/namespaces/demo/horizontalpodautoscalers/web",
+            "/apis/autoscaling/v2/namespaces/demo/horizontalpodautoscalers",
+        ),
+        (_obj("v1", "Pod", "client"), "/api/v1/namespaces/demo/pods/client", "/api/v1/namespaces/demo/pods"),
+        (
+            _obj("coordination.k8s.io/v1", "Lease", "kube-scheduler", "kube-system"),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+        ),
+    ],
+    ids=["Namespace", "Deployment", "HorizontalPodAutoscaler", "Pod", "Lease"],
+)
+def test_object_path(obj: Obj, item: str, collection: str) -> None:
+    assert object_path(obj) == item
+    assert object_path(obj, collection=True) == collection
+
+
+def test_object_path_of_a_collection_needs_no_name() -> None:
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "demo"}}
+    assert object_path(obj, collection=True) == "/api/v1/namespaces/demo/pods"
+
+
+def test_object_path_of_an_unknown_kind_is_a_key_error() -> None:
+    with pytest.raises(KeyError):
+        object_path(_obj("batch/v1", "Job"))
+
+
+def _with_conditions(conditions: object) -> Obj:
+    return {"status": {"conditions": conditions}}
+
+
+def test_condition_is_true_only_for_status_true() -> None:
+    obj = _with_conditions(
+        [
+            {"type": "Ready", "status": "True"},
+            {"type": "DiskPressure", "status": "False"},
+            {"type": "MemoryPressure", "status": "Unknown"},
+        ]
+    )
+    assert condition(obj, "Ready") is True
+    assert condition(obj, "DiskPressure") is False
+    assert condition(obj, "MemoryPressure") is False
+    assert condition(obj, "PIDPressure") is False
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{}, {"status": {}}, _with_conditions(None), _with_conditions([])],
+    ids=["no-status", "no-conditions", "null-conditions", "empty-conditions"],
+)
+def test_condition_without_conditions_is_false(obj: Obj) -> None:
+    assert condition(obj, "Ready") is False
