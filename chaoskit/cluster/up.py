@@ -75,9 +75,16 @@ def up(
     kind = Kind(runner, artifacts.bins["kind"] / "kind")
     _offer_binaries(cache, artifacts.bins)
     created = False
-    if cfg.name in kind.clusters():
+    existing = node_containers(runner, cfg.name)
+    if existing and any(n.state != "running" for n in existing):
+        # Node containers stopped with the host's Docker engine; their addresses may change on restart and our
+        # node image does not rewrite them, so a fresh cluster is the reliable way back.
+        with progress.step(f"cluster {cfg.name!r} has stopped nodes; deleting it to recreate"):
+            kind.delete(cfg.name)
+        existing = []
+    if existing:
         progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
-        node_image = node_containers(runner, cfg.name)[0].image
+        node_image = existing[0].image
     else:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="kind-config-") as f:
             f.write(cfg.text)
