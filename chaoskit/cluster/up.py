@@ -27,6 +27,7 @@ from chaoskit.progress import Progress
 
 REGISTRY_PROBE = "https://registry-1.docker.io/v2/"
 READY_TIMEOUT = 300.0
+REUSE_TIMEOUT = 90.0
 
 
 def registry_reachable(url: str = REGISTRY_PROBE, timeout: float = 3.0) -> bool:
@@ -82,6 +83,11 @@ def up(
         with progress.step(f"cluster {cfg.name!r} has stopped nodes; deleting it to recreate"):
             kind.delete(cfg.name)
         existing = []
+    if existing and not _healthy_within(runner, cfg.name, REUSE_TIMEOUT):
+        # e.g. nodes restarted by Docker with new addresses: recreating beats repairing
+        with progress.step(f"cluster {cfg.name!r} exists but is not healthy; deleting it to recreate"):
+            kind.delete(cfg.name)
+        existing = []
     if existing:
         progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
         node_image = existing[0].image
@@ -128,6 +134,14 @@ def wait_ready(runner: Runner, cluster: str, timeout: float) -> None:
         last = "; ".join(problems)
         time.sleep(3)
     raise ToolError(f"cluster {cluster!r} not ready after {timeout:.0f}s: {last}")
+
+
+def _healthy_within(runner: Runner, cluster: str, timeout: float) -> bool:
+    try:
+        wait_ready(runner, cluster, timeout)
+    except ToolError:
+        return False
+    return True
 
 
 def readiness_problems(runner: Runner, cluster: str) -> list[str]:
