@@ -29,6 +29,7 @@ class HpaDemoResult:
     scaled_up_s: float | None  # load start -> target ready replicas
     scaled_down_s: float | None  # load stop -> back to min replicas
     timeline: list[Event] = field(default_factory=list)
+    last: Sample | None = None  # the last sample recorded, so following again does not repeat it
 
     @property
     def ok(self) -> bool:
@@ -93,7 +94,6 @@ def _follow(
     say: Callable[[str], None],
 ) -> float | None:
     """Record every change of (desired, replicas, ready) until done(sample) or timeout; return time of done."""
-    last: Sample | None = None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -103,11 +103,11 @@ def _follow(
             time.sleep(1)
             continue
         now = time.monotonic() - t0
-        if s != last:
+        if s != result.last:
             ev = Event(now, f"HPA desired={s[0]}  Deployment replicas={s[1]}  ready={s[2]}")
             result.timeline.append(ev)
             say(f"{now:6.1f}s  {ev.what}")
-            last = s
+            result.last = s
         result.peak_ready = max(result.peak_ready, s[2])
         if done(s):
             return now

@@ -12,6 +12,17 @@ from ruamel.yaml import YAML
 from chaoskit.errors import UsageError
 
 
+# Every chaoskit cluster needs this, whatever the user's config says: the API server must proxy aggregated APIs
+# (metrics.k8s.io) to endpoints directly. Dialing a new Service's ClusterIP before kube-proxy programmed it sent a
+# pooled HTTP/2 connection out of the cluster on our hosts, and the metrics API answered 404 from then on.
+REQUIRED_PATCH = """apiVersion: kubeadm.k8s.io/v1beta3
+kind: ClusterConfiguration
+apiServer:
+  extraArgs:
+    enable-aggregator-routing: "true"
+"""
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     name: str
@@ -51,6 +62,9 @@ def from_document(doc: Any, where: str, name: str | None = None) -> ClusterConfi
         raise UsageError(
             f"{where}: chaoskit clusters have exactly one control-plane node (found {roles.count('control-plane')})"
         )
+    patches = doc.setdefault("kubeadmConfigPatches", [])
+    if not any("enable-aggregator-routing" in str(p) for p in patches):
+        patches.append(REQUIRED_PATCH)
     if name:
         doc["name"] = name
     doc.setdefault("name", "chaoskit")

@@ -94,3 +94,11 @@ def test_workers_only_is_a_usage_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: worker\n")
     with pytest.raises(UsageError, match=r"found 0"):
         config.load(path)
+
+
+def test_a_config_without_aggregator_routing_gets_chaoskits_required_patch(tmp_path: Path) -> None:
+    path = tmp_path / "one-node.yaml"
+    path.write_text("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n")
+    cfg = config.load(path)
+    assert 'enable-aggregator-routing: "true"' in cfg.text
+    assert cfg.workers == 0
