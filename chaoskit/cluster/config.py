@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import LiteralScalarString
 
 from chaoskit.errors import UsageError
-
 
 # Every chaoskit cluster needs this, whatever the user's config says: the API server must proxy aggregated APIs
 # (metrics.k8s.io) to endpoints directly. Dialing a new Service's ClusterIP before kube-proxy programmed it sent a
@@ -64,7 +64,7 @@ def from_document(doc: Any, where: str, name: str | None = None) -> ClusterConfi
         )
     patches = doc.setdefault("kubeadmConfigPatches", [])
     if not any("enable-aggregator-routing" in str(p) for p in patches):
-        patches.append(REQUIRED_PATCH)
+        patches.append(LiteralScalarString(REQUIRED_PATCH))
     if name:
         doc["name"] = name
     doc.setdefault("name", "chaoskit")
