@@ -108,15 +108,18 @@ def ensure_engine(runner: Runner, cache: Cache, progress: Progress) -> None:
     with progress.step("starting containerd and dockerd"):
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         sock = Path("/run/containerd/containerd.sock")
-        if not _answers(["ctr", "version"]):
+        if not _answers(["ctr", "--timeout", "3s", "version"]):
             _daemon(["containerd"], LOG_DIR / "containerd.log")
-            _wait(lambda: sock.exists() and _answers(["ctr", "version"]), 30, "containerd")
+            _wait(lambda: sock.exists() and _answers(["ctr", "--timeout", "3s", "version"]), 30, "containerd")
         _daemon(["dockerd", f"--containerd={sock}"], LOG_DIR / "dockerd.log")
         _wait(lambda: engine_running(runner), 60, "dockerd")
 
 
 def _answers(argv: list[str]) -> bool:
-    return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    except (subprocess.TimeoutExpired, FileNotFoundError):
+        return False  # a stale socket left by a killed daemon makes clients wait rather than fail
 
 
 def _daemon(argv: list[str], log: Path) -> None:
