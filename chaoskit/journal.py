@@ -1,0 +1,84 @@
+"""The run journal: one JSON object per line, appended and fsynced *before* each action it records.
+
+An injection is journaled before the fault is applied, so `chaoskit revert JOURNAL`
+can undo whatever a dead run left, and every report is derived from this file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+EntryKind = Literal["run-started", "injection", "reverted", "revert-failed", "run-finished"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: EntryKind
+    at: float  # wall clock, seconds since the epoch
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What was (about to be) broken, and how to heal it without chaoskit's memory."""
+
+    id: str
+    fault: str
+    node: str
+    revert: tuple[str, ...]  # shell lines the dead-man switch runs on `node`
+    deadline_at: float  # wall clock when the node heals itself
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Injection:
+        return cls(
+            id=data["id"], fault=data["fault"], node=data["node"], revert=tuple(data["revert"]),
+            deadline_at=float(data["deadline_at"]), params=dict(data.get("params") or {}),
+        )  # fmt: skip
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, kind: EntryKind, **data: Any) -> Entry:
+        entry = Entry(kind, time.time(), data)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(asdict(entry), sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())  # the record must survive a SIGKILL that follows right after
+        return entry
+
+    def injection(self, inj: Injection) -> Entry:
+        return self.append("injection", **asdict(inj))
+
+    def entries(self) -> Iterator[Entry]:
+        if not self.path.exists():
+            return
+        with self.path.open(encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    raw = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a kill: everything before it still counts
+                yield Entry(raw["kind"], raw["at"], raw.get("data") or {})
+
+    def pending(self) -> list[Injection]:
+        """Injections with no successful revert recorded, in the order they were made."""
+        injected: dict[str, Injection] = {}
+        for e in self.entries():
+            if e.kind == "injection":
+                injected[e.data["id"]] = Injection.from_data(e.data)
+            elif e.kind == "reverted":
+                injected.pop(e.data.get("id", ""), None)
+        return list(injected.values())
