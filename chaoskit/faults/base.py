@@ -1,0 +1,85 @@
+"""What every fault is: a plan of shell lines that break one node and lines that heal it.
+
+Most of the documented faults are a process or a file on a node (a static-pod
+manifest, a systemd unit, a frozen process, a packet filter rule), so a fault
+here is planned as `apply` and `revert` shell lines on one node. The engine
+journals the revert, arms it as the node's dead-man switch, runs `apply`, then
+waits for `took_effect`; reverting runs the very same lines the switch would.
+"""
+
+from __future__ import annotations
+
+import shlex
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import NodeExec
+
+Role = Literal["control-plane", "worker"]
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    fault: str
+    node: str
+    apply: tuple[str, ...]
+    revert: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
+    summary: str  # one line for --dry-run and reports
+
+
+@dataclass(frozen=True)
+class Env:
+    """The seams a fault may touch."""
+
+    kube: Kube
+    nodes: NodeExec
+    cluster: str
+
+
+class Fault(ABC):
+    name: ClassVar[str]  # "<component>.<fault>", as playbooks spell it
+    component: ClassVar[str]
+    target_role: ClassVar[Role] = "control-plane"
+    Params: ClassVar[type[BaseModel]] = NoParams
+    effect_timeout: ClassVar[float] = 60.0  # how long the effect may take to show
+    recovery_timeout: ClassVar[float] = 180.0
+
+    @abstractmethod
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        """Pure: the lines that break `node` and the lines that heal it."""
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        """Whether the fault visibly holds (polled until effect_timeout)."""
+        return True
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        """Whether the component works again after the revert (polled until recovery_timeout)."""
+        return True
+
+
+def sh(*argv: str) -> str:
+    return shlex.join(argv)
+
+
+def process_running(env: Env, node: str, process: str) -> bool:
+    return env.nodes.run(node, ["pgrep", "-x", process], check=False).returncode == 0
+
+
+def process_state(env: Env, node: str, process: str) -> str:
+    """The kernel state letter of a process (R, S, T for stopped...), or '' if absent."""
+    out = env.nodes.run(node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {process} | head -n1)"], check=False)
+    return out.stdout.strip()[:1] if out.returncode == 0 else ""
+
+
+def local_healthz(env: Env, node: str, port: int, path: str = "/healthz") -> bool:
+    """A control-plane component's own health endpoint, asked from inside its node."""
+    done = env.nodes.run(node, ["curl", "-sk", "--max-time", "3", f"https://127.0.0.1:{port}{path}"], check=False)
+    return done.returncode == 0 and done.stdout.strip() == "ok"
