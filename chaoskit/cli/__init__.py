@@ -30,10 +30,15 @@ def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespa
 
 
 def _register() -> None:
-    from chaoskit.cli import cluster, demo
+    from chaoskit.cli import cluster, demo, faults, playbook
 
     cli.add_command(cluster.cluster)
     cli.add_command(demo.demo)
+    cli.add_command(playbook.playbook)
+    cli.add_command(playbook.validate)
+    cli.add_command(faults.faults)
+    cli.add_command(faults.inject)
+    cli.add_command(faults.revert)
 
 
 _register()
@@ -42,7 +47,8 @@ _register()
 def main() -> None:
     """Entry point: maps chaoskit's errors to their exit codes with a one-paragraph message."""
     try:
-        cli.main(standalone_mode=False)
+        # without standalone mode click returns (not raises) the code of an Exit: pass it on
+        sys.exit(cli.main(standalone_mode=False) or 0)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -35,4 +35,5 @@ def emit(data: object, fmt: str) -> None:
     else:
         y = YAML()
         y.default_flow_style = False
+        y.width = 4096  # a command line in a plan must stay on one line to be pasteable
         y.dump(json.loads(json.dumps(data, default=str)), sys.stdout)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import NodeExec
+from chaoskit.registry import FAULTS
 
 Role = Literal["control-plane", "worker"]
 
@@ -65,17 +66,31 @@ class Fault(ABC):
         return True
 
 
+FaultT = TypeVar("FaultT", bound=type[Fault])
+
+
+def register(cls: FaultT) -> FaultT:
+    """Class decorator: adds a concrete fault to the catalog under its own `name`."""
+    FAULTS.add(cls.name, cls)
+    return cls
+
+
 def sh(*argv: str) -> str:
     return shlex.join(argv)
 
 
+def comm(process: str) -> str:
+    """The kernel keeps 15 characters of a process name: pgrep/pkill -x must match that (kube-controller)."""
+    return process[:15]
+
+
 def process_running(env: Env, node: str, process: str) -> bool:
-    return env.nodes.run(node, ["pgrep", "-x", process], check=False).returncode == 0
+    return env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False).returncode == 0
 
 
 def process_state(env: Env, node: str, process: str) -> str:
     """The kernel state letter of a process (R, S, T for stopped...), or '' if absent."""
-    out = env.nodes.run(node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {process} | head -n1)"], check=False)
+    out = env.nodes.run(node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {comm(process)} | head -n1)"], check=False)
     return out.stdout.strip()[:1] if out.returncode == 0 else ""
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from chaoskit.faults.base import Env, Fault, FaultPlan, local_healthz, process_running, process_state, sh
+from chaoskit.faults.base import Env, Fault, FaultPlan, comm, local_healthz, process_running, process_state, sh
 
 MANIFESTS = "/etc/kubernetes/manifests"
 PARKED = "/etc/kubernetes/chaoskit-parked"
@@ -46,8 +46,8 @@ class ProcessFrozen(Fault):
         return FaultPlan(
             self.name,
             node,
-            apply=(sh("pkill", "-STOP", "-x", self.process),),
-            revert=(f"pkill -CONT -x {self.process} || true",),
+            apply=(sh("pkill", "-STOP", "-x", comm(self.process)),),
+            revert=(f"pkill -CONT -x {comm(self.process)} || true",),
             summary=f"SIGSTOP every {self.process} process on {node}",
         )
 

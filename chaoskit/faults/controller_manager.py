@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from chaoskit.faults.base import register
 from chaoskit.faults.control_plane import ProcessFrozen, StaticPodDown
 
 
+@register
 class ControllerManagerDown(StaticPodDown):
     """kube-controller-manager stopped: ReplicaSets, endpoints and node health stop being reconciled."""
 
@@ -14,6 +16,7 @@ class ControllerManagerDown(StaticPodDown):
     health_port = 10257
 
 
+@register
 class ControllerManagerHung(ProcessFrozen):
     """kube-controller-manager frozen (SIGSTOP), as a deadlocked controller loop looks from outside: its leader
     lease stops renewing and an HPA-scaled Deployment does not converge. kubelet's liveness probe restarts it after

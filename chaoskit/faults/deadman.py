@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chaoskit.cluster.nodeexec import NodeExec
+from chaoskit.errors import CommandError
 
 HEAL_DIR = "/var/lib/chaoskit/heal"
 
@@ -67,9 +68,20 @@ def arm(nodes: NodeExec, switch: Switch) -> None:
 
 
 def heal(nodes: NodeExec, switch: Switch) -> None:
-    """Revert now (the same script the timer would run), then disarm."""
-    nodes.run(switch.node, ["/bin/sh", switch.script_path])
+    """Revert now with the lines the timer would run (even if it already fired or its script is gone), then disarm.
+
+    Raises the CommandError of the first line that failed, after trying them all and disarming.
+    """
+    failures = []
+    for line in switch.revert:
+        done = nodes.run(switch.node, ["sh", "-c", line], check=False)
+        if done.returncode != 0:
+            failures.append(
+                CommandError(["docker", "exec", switch.node, "sh", "-c", line], done.returncode, done.output)
+            )
     nodes.run(switch.node, switch.disarm_argv(), check=False)
+    if failures:
+        raise failures[0]
 
 
 def armed(nodes: NodeExec, node: str) -> list[str]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from chaoskit.faults.base import register
 from chaoskit.faults.control_plane import ProcessFrozen
 
 
+@register
 class KubeProxyFrozen(ProcessFrozen):
     """kube-proxy frozen (SIGSTOP) on one node: rules stay as they were, so endpoints added or removed meanwhile
     (an HPA scale-up) get no traffic from that node, or keep getting it, until it thaws and resyncs."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from chaoskit.faults.base import Env, Fault, FaultPlan, sh
+from chaoskit.faults.base import Env, Fault, FaultPlan, register, sh
 from chaoskit.faults.control_plane import ProcessFrozen
 
 
@@ -17,6 +17,7 @@ def node_ready(env: Env, node: str) -> bool | None:
     return None
 
 
+@register
 class KubeletStopped(Fault):
     """The kubelet unit stopped: heartbeats stop, the node controller marks the node NotReady (Unknown) after
     the 50 s grace period, taints it and, after the toleration period, evicts its pods."""
@@ -42,6 +43,7 @@ class KubeletStopped(Fault):
         return node_ready(env, plan.node) is True
 
 
+@register
 class ContainerRuntimeUnresponsive(ProcessFrozen):
     """containerd frozen (SIGSTOP): kubelet's CRI calls hang, PLEG goes unhealthy, pods stop starting on the node."""
 

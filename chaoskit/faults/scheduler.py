@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from chaoskit.faults.base import register
 from chaoskit.faults.control_plane import StaticPodDown
 
 
+@register
 class SchedulerDown(StaticPodDown):
     """kube-scheduler stopped: new pods stay Pending and, unlike a scheduling failure, get no FailedScheduling event."""
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.errors import CommandError
 from chaoskit.faults.deadman import HEAL_DIR, Switch, arm, armed, heal, revert_lines
 
 
@@ -47,8 +50,17 @@ def test_arm_writes_the_script_then_starts_a_timer_at_the_deadline() -> None:
 def test_heal_runs_the_script_then_stops_the_timer() -> None:
     nodes = FakeNodeExec()
     heal(nodes, _switch())
-    assert nodes.calls[0] == ("chaoskit-worker", "/bin/sh", f"{HEAL_DIR}/abc123.sh")
-    assert "systemctl stop chaoskit-heal-abc123.timer" in nodes.calls[1][-1]
+    assert nodes.calls[0] == ("chaoskit-worker", "sh", "-c", "systemctl start kubelet")
+    assert nodes.calls[1] == ("chaoskit-worker", "sh", "-c", "rm -f '/x y'")
+    assert "systemctl stop chaoskit-heal-abc123.timer" in nodes.calls[2][-1]
+
+
+def test_heal_tries_every_line_and_disarms_even_when_one_fails() -> None:
+    nodes = FakeNodeExec()
+    nodes.runner.failures[("chaoskit-worker", "sh", "-c", "systemctl start kubelet")] = "unit not found"
+    with pytest.raises(CommandError, match="systemctl start kubelet"):
+        heal(nodes, _switch())
+    assert len(nodes.calls) == 3
 
 
 def test_armed_lists_scripts_left_on_the_node() -> None:

@@ -58,3 +58,8 @@ def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
     plan = KubeProxyFrozen().plan("chaoskit-worker", NoParams())
     assert plan.apply == ("pkill -STOP -x kube-proxy",)
     assert plan.revert == ("pkill -CONT -x kube-proxy || true",)
+
+
+def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
+    plan = ControllerManagerHung().plan("chaoskit-control-plane", NoParams())
+    assert plan.apply == ("pkill -STOP -x kube-controller",)

@@ -1,0 +1,140 @@
+"""`chaoskit faults list | describe`, `chaoskit inject` (one fault, no playbook) and `chaoskit revert JOURNAL`."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from chaoskit.cli import Globals
+from chaoskit.cli.options import emit, output_option
+from chaoskit.cluster.kind import node_containers
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
+from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.faults.base import Env, Fault
+from chaoskit.journal import Journal
+from chaoskit.progress import Progress
+from chaoskit.registry import FAULTS, load_catalog
+
+
+def _fault_class(name: str) -> type[Fault]:
+    load_catalog()
+    cls: type[Fault] = FAULTS.get(name)  # type: ignore[assignment]
+    return cls
+
+
+@click.group()
+def faults() -> None:
+    """The fault catalog."""
+
+
+@faults.command("list")
+@output_option
+def list_faults(output: str) -> None:
+    """Every fault chaoskit can inject, by component."""
+    load_catalog()
+    rows = []
+    for name, cls in FAULTS.items():
+        doc = inspect.getdoc(cls) or ""
+        rows.append(
+            {"name": name, "component": getattr(cls, "component", ""),
+             "target": getattr(cls, "target_role", ""), "summary": doc.split("\n")[0]}
+        )  # fmt: skip
+    if output != "table":
+        emit(rows, output)
+        return
+    table = Table("fault", "component", "default target", "what it does")
+    for r in rows:
+        table.add_row(r["name"], r["component"], r["target"], r["summary"])
+    Console().print(table)
+
+
+@faults.command()
+@click.argument("name")
+def describe(name: str) -> None:
+    """A fault's documentation and its parameters (JSON Schema)."""
+    cls = _fault_class(name)
+    click.echo(f"{name}  (component {cls.component}, default target: {cls.target_role} node)\n")
+    click.echo(inspect.getdoc(cls) or "")
+    click.echo("\nparameters:")
+    click.echo(json.dumps(cls.Params.model_json_schema(), indent=2))
+
+
+def _env(g: Globals, cluster: str) -> Env:
+    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
+    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+
+
+def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
+    """A node container name from a name, a role (control-plane|worker) or the fault's default role."""
+    nodes = node_containers(SubprocessRunner(), cluster)
+    if not nodes:
+        raise UsageError(f"no kind cluster named {cluster!r} (chaoskit cluster up --name {cluster})")
+    names = [n.name for n in nodes]
+    if wanted in names:
+        return wanted
+    want_role = wanted or role
+    for n in nodes:
+        if n.role == want_role:
+            return n.name
+    raise UsageError(f"no node {wanted!r} in cluster {cluster!r}; nodes: {', '.join(names)}")
+
+
+@click.command()
+@click.argument("fault")
+@click.option("--cluster", default="chaoskit", show_default=True)
+@click.option("--node", help="Node name or role (control-plane|worker); default: the fault's usual target.")
+@click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
+@click.option("--deadline", type=float, help="Seconds until the node heals itself (default: duration + 60).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fault parameter (repeatable).")
+@click.option("--journal", "journal_path", type=click.Path(path_type=Path), help="Journal file (JSON lines).")
+@click.option("--dry-run", is_flag=True, help="Print the exact node, the steps and their reverse; touch nothing.")
+@output_option
+@click.pass_obj
+def inject(
+    g: Globals, fault: str, cluster: str, node: str | None, duration: float, deadline: float | None,
+    params: tuple[str, ...], journal_path: Path | None, dry_run: bool, output: str,
+) -> None:  # fmt: skip
+    """Inject one fault, hold it, revert it, and report time to effect and time to heal."""
+    cls = _fault_class(fault)
+    try:
+        p = cls.Params(**dict(kv.split("=", 1) for kv in params))
+    except (ValidationError, ValueError) as exc:
+        raise UsageError(f"bad --param for {fault}: {exc}") from exc
+    target = _resolve_node(cluster, node, cls.target_role)
+    plan = cls().plan(target, p)
+    if dry_run:
+        shown = {"fault": fault, "node": target, "summary": plan.summary, "apply": list(plan.apply),
+                 "revert": list(plan.revert), "deadline_s": deadline or duration + 60}  # fmt: skip
+        emit(shown, "yaml" if output == "table" else output)
+        return
+    progress = Progress()
+    journal = Journal(journal_path or Path(f"chaoskit-journal-{fault}.jsonl"))
+    progress.info(f"journal: {journal.path}")
+    with sigterm_as_interrupt():
+        result = run_fault(_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
+                           journal=journal, say=progress.info)  # fmt: skip
+    data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
+            "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors}  # fmt: skip
+    emit(data, "yaml" if output == "table" else output)
+    if not result.ok:
+        raise click.exceptions.Exit(EXIT_BREACHED)
+
+
+@click.command()
+@click.argument("journal_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--cluster", default="chaoskit", show_default=True)
+@click.pass_obj
+def revert(g: Globals, journal_path: Path, cluster: str) -> None:
+    """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert."""
+    progress = Progress()
+    done = revert_journal(_env(g, cluster), Journal(journal_path), say=progress.info)
+    click.echo(f"reverted {len(done)} injection(s)" if done else "nothing to revert")

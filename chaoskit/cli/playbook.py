@@ -1,0 +1,70 @@
+"""`chaoskit validate` and `chaoskit playbook schema`: playbook files checked without touching a cluster."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass
+
+import click
+
+from chaoskit.cli.options import emit, output_option
+from chaoskit.errors import EXIT_INVALID_PLAYBOOK, PlaybookError, Problem
+from chaoskit.playbook import load_playbook, playbook_json_schema
+from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, Registered, Registry, load_catalog
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The registries a playbook is checked against; tests pass their own as the Click context object."""
+
+    faults: Registry[Registered]
+    checks: Registry[Registered]
+    measurements: Registry[Registered]
+
+
+def _catalog(ctx: click.Context) -> Catalog:
+    given = ctx.find_object(Catalog)
+    if given is not None:
+        return given
+    load_catalog()
+    return Catalog(FAULTS, CHECKS, MEASUREMENTS)
+
+
+@click.command()
+@click.argument("playbooks", nargs=-1, required=True, metavar="PLAYBOOK...")
+@output_option
+@click.pass_context
+def validate(ctx: click.Context, playbooks: tuple[str, ...], output: str) -> None:
+    """Check playbook files: print `ok: FILE` for each valid one and every problem of the others (exit 3)."""
+    catalog = _catalog(ctx)
+    valid: list[str] = []
+    problems: list[Problem] = []
+    for file in playbooks:
+        try:
+            load_playbook(file, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
+        except PlaybookError as exc:
+            problems += exc.problems
+        else:
+            valid.append(file)
+    if output == "table":
+        for file in valid:
+            click.echo(f"ok: {file}")
+        for problem in problems:
+            click.echo(str(problem), err=True)
+    else:
+        emit({"ok": not problems, "valid": valid, "problems": [asdict(p) for p in problems]}, output)
+    if problems:
+        # not click's Exit: main() runs click with standalone_mode=False, which returns that code and drops it
+        sys.exit(EXIT_INVALID_PLAYBOOK)
+
+
+@click.group()
+def playbook() -> None:
+    """The playbook format."""
+
+
+@playbook.command()
+def schema() -> None:
+    """Print the playbook JSON Schema (for editors: yaml-language-server, VS Code, IntelliJ)."""
+    click.echo(json.dumps(playbook_json_schema(), indent=2))

@@ -1,0 +1,281 @@
+"""The playbook format, `chaoskit.dev/v1alpha1` `Playbook`: pydantic models, camelCase in YAML, snake_case in Python.
+
+Models are frozen and refuse unknown fields. Defaults that depend on other fields (a step's name and deadline, the
+namespace) are filled in during validation, so a validated Playbook never holds "not given".
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from chaoskit.model import rules
+from chaoskit.model.duration import Duration, PositiveDuration
+from chaoskit.model.paths import dotted
+
+API_VERSION = "chaoskit.dev/v1alpha1"
+KIND = "Playbook"
+DEFAULT_CLUSTER = "chaoskit"
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+KIND_CLUSTER_NAME = r"^[a-z0-9.-]+$"  # what kind itself accepts
+STEP_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"  # default names look like "2.1-kube-proxy.freeze"
+PATTERN_WORDS = {
+    DNS_LABEL: "is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
+    DNS_SUBDOMAIN: "is not a node name, control-plane, worker or any",
+    KIND_CLUSTER_NAME: "is not a kind cluster name: lowercase letters, digits, '.' and '-'",
+    STEP_NAME: "is not a step name: lowercase letters, digits, '-', '_' and '.', "
+    "starting and ending with a letter or digit",
+}
+Stat = Literal["p50", "p90", "p99", "max", "mean", "count"]
+Role = Literal["control-plane", "worker", "any"]
+ROLES: tuple[Role, ...] = ("control-plane", "worker", "any")
+
+# tags of the steps union; capitalised so they never collide with a camelCase YAML key in an error's location
+FAULT_STEP_TAG = "FaultStep"
+CONCURRENT_STEP_TAG = "ConcurrentStep"
+UNION_TAGS = frozenset({FAULT_STEP_TAG, CONCURRENT_STEP_TAG})
+RULE_ERROR = "chaoskit_rule"  # pydantic error type of a broken cross-field rule (the loader reports those itself)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=True,  # Python callers use snake_case; the loader turns this off for YAML
+        serialize_by_alias=True,
+    )
+
+
+def _raise_rule_problems(found: rules.Found) -> None:
+    if found:
+        detail = "; ".join(f"{dotted(path)}: {message}" if path else message for path, message in found)
+        raise PydanticCustomError(RULE_ERROR, "{detail}", {"detail": detail})
+
+
+def _drop_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # the real default depends on other fields; the description says which
+
+
+def _set(model: BaseModel, field: str, value: object) -> None:
+    object.__setattr__(model, field, value)  # filling a derived default on a model still being validated
+
+
+RawParams = Annotated[
+    dict[str, Any],
+    Field(description="Parameters, validated against the params model of the named fault, check or measurement."),
+]
+
+
+class Metadata(_Model):
+    """Who the playbook is."""
+
+    name: str = Field(max_length=63, pattern=DNS_LABEL, description="The playbook's name, a DNS-1123 label.")
+    description: str = Field(default="", description="What the playbook does, for people.")
+
+
+class Target(_Model):
+    """Where a fault lands."""
+
+    node: str = Field(
+        max_length=253,
+        pattern=DNS_SUBDOMAIN,
+        description='A node name, a role ("control-plane" or "worker": one node of that role), or "any".',
+    )
+
+    @property
+    def role(self) -> Role | None:
+        """The role asked for, or None when `node` names one node."""
+        return next((r for r in ROLES if r == self.node), None)
+
+
+class FaultStep(_Model):
+    """Inject one fault, hold it for `duration`, revert it."""
+
+    name: str = Field(
+        default="",
+        max_length=63,
+        pattern=STEP_NAME,
+        description='Unique step name; default "<position>-<fault>": "1-scheduler.down", "2.1-kube-proxy.freeze".',
+        json_schema_extra=_drop_default,
+    )
+    fault: str = Field(description='A fault from the catalog, "<component>.<fault>", e.g. scheduler.down.')
+    target: Target | None = Field(default=None, description="Where to inject; may be omitted for cluster-wide faults.")
+    params: RawParams = Field(default_factory=dict)
+    duration: PositiveDuration = Field(description="How long the fault is held before it is reverted.")
+    deadline: Duration = Field(
+        default=0.0,
+        description="Dead-man switch, counted from injection: the node heals itself by then even if chaoskit dies. "
+        "Must exceed duration; default duration + 60s.",
+        json_schema_extra=_drop_default,
+    )
+    after: Duration = Field(default=0.0, description="Wait this long before injecting.")
+
+    @model_validator(mode="after")
+    def _deadline(self) -> FaultStep:
+        _raise_rule_problems(rules.step_problems(self.model_dump(exclude_unset=True)))
+        if "deadline" not in self.model_fields_set:
+            _set(self, "deadline", self.duration + rules.DEFAULT_DEADLINE_MARGIN)
+        return self
+
+
+class ConcurrentStep(_Model):
+    """Fault steps that run together; the step after waits for all of them."""
+
+    concurrent: list[FaultStep] = Field(min_length=1, description="The fault steps to run together.")
+
+
+def _step_kind(value: Any) -> str:
+    # called with raw data when validating and with a model when serializing
+    concurrent = isinstance(value, ConcurrentStep) or (isinstance(value, dict) and "concurrent" in value)
+    return CONCURRENT_STEP_TAG if concurrent else FAULT_STEP_TAG
+
+
+Step = Annotated[
+    Annotated[FaultStep, Tag(FAULT_STEP_TAG)] | Annotated[ConcurrentStep, Tag(CONCURRENT_STEP_TAG)],
+    Discriminator(_step_kind),
+]
+
+
+class Check(_Model):
+    """A steady-state check: must pass before the first step and after the last revert."""
+
+    check: str = Field(description="A check from the catalog, e.g. nodes-ready.")
+    params: RawParams = Field(default_factory=dict)
+    timeout: PositiveDuration = Field(default=60.0, description="How long the check may take to pass.")
+
+
+class Hpa(_Model):
+    """The HorizontalPodAutoscaler on the test workload."""
+
+    min_replicas: int = Field(default=1, ge=1, le=100, description="HPA minReplicas.")
+    max_replicas: int = Field(default=6, ge=1, le=100, description="HPA maxReplicas.")
+    cpu_percent: int = Field(
+        default=50, ge=1, le=1000, description="Target average CPU utilisation, percent of requests."
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> Hpa:
+        _raise_rule_problems(rules.hpa_problems(self.model_dump()))
+        return self
+
+
+class Load(_Model):
+    """The load generator that drives the workload's CPU."""
+
+    concurrency: int = Field(default=4, ge=1, le=256, description="Parallel request loops.")
+    burn_ms: int = Field(
+        default=50, ge=0, le=10_000, description="CPU milliseconds each request burns in the web pods."
+    )
+    start_after: Duration = Field(
+        default=0.0, description="Wait this long after the workload is ready before loading it."
+    )
+
+
+class Workload(_Model):
+    """chaoskit's test workload: a web Deployment, its Service, an HPA and a load generator."""
+
+    replicas: int = Field(default=1, ge=1, le=100, description="Initial replicas of the web Deployment.")
+    hpa: Hpa = Field(default_factory=Hpa, description="The HPA on the web Deployment.")
+    load: Load = Field(default_factory=Load, description="The load generator.")
+
+
+class MeasurementRef(_Model):
+    """A measurement taken while the steps run."""
+
+    name: str = Field(max_length=63, pattern=DNS_LABEL, description="Unique id that thresholds refer to.")
+    type: str = Field(description="A measurement from the catalog, e.g. hpa_scale_up.")
+    params: RawParams = Field(default_factory=dict)
+
+
+class Threshold(_Model):
+    """A limit on a measurement's statistic; a breach is a verdict (exit 1), never an error."""
+
+    measurement: str = Field(description="The name of a measurement in spec.measurements.")
+    stat: Stat = Field(description="The statistic compared: p50, p90, p99, max, mean or count.")
+    stage: str | None = Field(
+        default=None, description="One stage of the measurement (e.g. scheduled); default: end to end."
+    )
+    max: Duration | None = Field(default=None, description="Breached when the statistic is above this.")
+    min: Duration | None = Field(default=None, description="Breached when the statistic is below this.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Threshold:
+        _raise_rule_problems(rules.threshold_problems(self.model_dump()))
+        return self
+
+
+class Spec(_Model):
+    """What to run."""
+
+    cluster: str = Field(
+        default=DEFAULT_CLUSTER, max_length=63, pattern=KIND_CLUSTER_NAME, description="kind cluster name."
+    )
+    namespace: str = Field(
+        default="",
+        max_length=63,
+        pattern=DNS_LABEL,
+        description="Namespace for the workload; default chaoskit-<metadata.name>.",
+        json_schema_extra=_drop_default,
+    )
+    workload: Workload | None = Field(
+        default=None, description="Deploy chaoskit's test workload (omit to bring your own)."
+    )
+    steady_state: list[Check] = Field(
+        default_factory=list, description="Checked before the first step and after the last revert."
+    )
+    steps: list[Step] = Field(min_length=1, description="Run in order.")
+    measurements: list[MeasurementRef] = Field(default_factory=list, description="Taken while the steps run.")
+    thresholds: list[Threshold] = Field(
+        default_factory=list, description="Limits on measurements; a breach is a verdict (exit 1), never an error."
+    )
+
+    @model_validator(mode="after")
+    def _names(self) -> Spec:
+        steps = [_named(step, f"{i + 1}") for i, step in enumerate(self.steps)]
+        _set(self, "steps", steps)
+        _raise_rule_problems(rules.spec_problems(self.model_dump()))
+        return self
+
+    def fault_steps(self) -> list[FaultStep]:
+        """Every fault step in order, those of concurrent groups included."""
+        found: list[FaultStep] = []
+        for step in self.steps:
+            found += step.concurrent if isinstance(step, ConcurrentStep) else [step]
+        return found
+
+
+def _named(step: FaultStep | ConcurrentStep, position: str) -> FaultStep | ConcurrentStep:
+    if isinstance(step, ConcurrentStep):
+        inner = [_named(s, f"{position}.{j + 1}") for j, s in enumerate(step.concurrent)]
+        return step.model_copy(update={"concurrent": inner})
+    if "name" in step.model_fields_set:
+        return step
+    return step.model_copy(update={"name": rules.default_step_name(position, step.fault)})
+
+
+class Playbook(_Model):
+    """A chaos experiment: faults to inject in order, what must hold before and after, what to measure."""
+
+    api_version: Literal["chaoskit.dev/v1alpha1"] = Field(description="Always chaoskit.dev/v1alpha1.")
+    kind: Literal["Playbook"] = Field(description="Always Playbook.")
+    metadata: Metadata = Field(description="The playbook's name and description.")
+    spec: Spec = Field(description="What to run: cluster, workload, steady state, steps, measurements, thresholds.")
+
+    @model_validator(mode="after")
+    def _namespace(self) -> Playbook:
+        _raise_rule_problems(rules.namespace_problems(self.model_dump()))
+        if not self.spec.namespace:
+            spec = self.spec.model_copy(update={"namespace": rules.default_namespace(self.metadata.name)})
+            _set(self, "spec", spec)
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

@@ -1,0 +1,167 @@
+"""Rules that span fields: one implementation, run by the models on themselves and by the loader on raw YAML.
+
+Each rule reads plain data (what YAML or `model_dump(by_alias=True)` gives) and skips whatever is malformed, since
+the field validators already report that; so the loader can report these alongside every other problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from chaoskit.model.duration import DurationError, format_duration, parse_duration
+from chaoskit.model.paths import Path, dotted
+from chaoskit.registry import close_matches
+
+Found = list[tuple[Path, str]]
+
+DEFAULT_DEADLINE_MARGIN = 60.0  # seconds the dead-man switch waits past a step's duration when none is given
+NAMESPACE_PREFIX = "chaoskit-"
+MAX_NAMESPACE = 63  # a namespace name is a DNS-1123 label
+
+
+def default_namespace(playbook_name: str) -> str:
+    return NAMESPACE_PREFIX + playbook_name
+
+
+def default_step_name(position: str, fault: str) -> str:
+    """`position` is "1" for steps[0], "2.1" for steps[1].concurrent[0]."""
+    return f"{position}-{fault}"
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return parse_duration(value)
+    except DurationError:
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def mappings(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, Mapping):
+                yield i, item
+
+
+def step_problems(step: Mapping[str, Any], at: Path = ()) -> Found:
+    duration, deadline = _seconds(step.get("duration")), _seconds(step.get("deadline"))
+    if duration is not None and deadline is not None and deadline <= duration:
+        return [
+            (
+                (*at, "deadline"),
+                f"must exceed duration ({format_duration(duration)}): the node heals itself at the deadline",
+            )
+        ]
+    return []
+
+
+def threshold_problems(threshold: Mapping[str, Any], at: Path = ()) -> Found:
+    if threshold.get("max") is None and threshold.get("min") is None:
+        return [(at, "a threshold needs max, min or both")]
+    low, high = _seconds(threshold.get("min")), _seconds(threshold.get("max"))
+    if low is not None and high is not None and low > high:
+        return [((*at, "min"), f"min ({threshold['min']}) exceeds max ({threshold['max']})")]
+    return []
+
+
+def hpa_problems(hpa: Mapping[str, Any], at: Path = ()) -> Found:
+    low, high = _int(hpa.get("minReplicas")), _int(hpa.get("maxReplicas"))
+    if low is not None and high is not None and low > high:
+        return [((*at, "minReplicas"), f"minReplicas ({low}) exceeds maxReplicas ({high})")]
+    return []
+
+
+def fault_steps(spec: Mapping[str, Any], at: Path = ()) -> Iterator[tuple[Path, str, Mapping[str, Any]]]:
+    """Every fault step, concurrent ones included: (its path, its position for default names, the step)."""
+    for i, step in mappings(spec.get("steps")):
+        if "concurrent" in step:
+            for j, inner in mappings(step.get("concurrent")):
+                yield (*at, "steps", i, "concurrent", j), f"{i + 1}.{j + 1}", inner
+        else:
+            yield (*at, "steps", i), f"{i + 1}", step
+
+
+def step_name(step: Mapping[str, Any], position: str) -> str | None:
+    """The name a step goes by: its own, or the default; None when neither can be known."""
+    name, fault = step.get("name"), step.get("fault")
+    if isinstance(name, str):
+        return name
+    if name is None and isinstance(fault, str):
+        return default_step_name(position, fault)
+    return None
+
+
+def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
+    found: Found = []
+    seen: dict[str, Path] = {}
+    for path, position, step in fault_steps(spec, at):
+        name = step_name(step, position)
+        if name is None:
+            continue
+        if name in seen:
+            where = (*path, "name") if "name" in step else path
+            found.append((where, f"step name {name!r} is already used by {dotted(seen[name])}"))
+        else:
+            seen[name] = path
+    measurements: dict[str, Path] = {}
+    for i, measurement in mappings(spec.get("measurements")):
+        name = measurement.get("name")
+        if not isinstance(name, str):
+            continue
+        path = (*at, "measurements", i, "name")
+        if name in measurements:
+            found.append((path, f"measurement name {name!r} is already used by {dotted(measurements[name][:-1])}"))
+        else:
+            measurements[name] = path
+    for i, threshold in mappings(spec.get("thresholds")):
+        ref = threshold.get("measurement")
+        if isinstance(ref, str) and ref not in measurements:
+            found.append(((*at, "thresholds", i, "measurement"), _no_such_measurement(ref, list(measurements))))
+    return found
+
+
+def _no_such_measurement(ref: str, names: list[str]) -> str:
+    matches = close_matches(ref, names)
+    if matches:
+        return f"no measurement named {ref!r}; did you mean " + " or ".join(repr(m) for m in matches) + "?"
+    known = ", ".join(repr(n) for n in names) if names else "none"
+    return f"no measurement named {ref!r} in spec.measurements (defined: {known})"
+
+
+def namespace_problems(doc: Mapping[str, Any]) -> Found:
+    metadata, spec = doc.get("metadata"), doc.get("spec")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(spec, Mapping) or spec.get("namespace") or not isinstance(name, str):
+        return []
+    namespace = default_namespace(name)
+    if len(namespace) > MAX_NAMESPACE:
+        return [
+            (
+                ("metadata", "name"),
+                f"too long for the default namespace {namespace!r} ({MAX_NAMESPACE} characters at most); "
+                "shorten it or set spec.namespace",
+            )
+        ]
+    return []
+
+
+def document_problems(doc: Mapping[str, Any]) -> Found:
+    """Every cross-field rule over a whole raw playbook document, paths from its root."""
+    spec = doc.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    at: Path = ("spec",)
+    found = namespace_problems(doc) + spec_problems(spec, at)
+    for path, _, step in fault_steps(spec, at):
+        found += step_problems(step, path)
+    for i, threshold in mappings(spec.get("thresholds")):
+        found += threshold_problems(threshold, (*at, "thresholds", i))
+    workload = spec.get("workload")
+    hpa = workload.get("hpa") if isinstance(workload, Mapping) else None
+    if isinstance(hpa, Mapping):
+        found += hpa_problems(hpa, (*at, "workload", "hpa"))
+    return found

@@ -1,0 +1,68 @@
+"""Every fault in the catalog, injected into the real component: its effect shows, and after the revert the
+cluster is healthy again (all nodes Ready, API server /readyz ok, every kube-system pod Ready)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from chaoskit.cluster.kube import Kube, condition
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.engine import run_fault
+from chaoskit.faults.base import Env, Fault
+from chaoskit.journal import Journal
+from chaoskit.registry import FAULTS, load_catalog
+
+load_catalog()
+HEALTH_TIMEOUT = 240.0
+
+
+def cluster_problems(kube: Kube) -> list[str]:
+    problems = [f"node {n['metadata']['name']} not Ready" for n in kube.get("/api/v1/nodes")["items"]
+                if not condition(n, "Ready")]  # fmt: skip
+    if kube.raw("/readyz").strip() != "ok":
+        problems.append("API server /readyz not ok")
+    pods = kube.get("/api/v1/namespaces/kube-system/pods")["items"]
+    problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not condition(p, "Ready")]
+    return problems
+
+
+def wait_healthy(kube: Kube, timeout: float = HEALTH_TIMEOUT) -> None:
+    last: list[str] = []
+
+    def healthy() -> bool:
+        nonlocal last
+        last = cluster_problems(kube)
+        return not last
+
+    try:
+        kube.wait("the cluster to be healthy", healthy, timeout, interval=2)
+    except Exception as exc:
+        raise AssertionError(f"cluster not healthy after {timeout:.0f}s: {last}") from exc
+
+
+@pytest.fixture
+def env(kube: Kube, cluster: str) -> Env:
+    wait_healthy(kube)  # each fault starts from a healthy cluster
+    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+
+
+def _node(cluster: str, fault: Fault) -> str:
+    return f"{cluster}-control-plane" if fault.target_role == "control-plane" else f"{cluster}-worker"
+
+
+@pytest.mark.parametrize("name", FAULTS.names())
+def test_fault_takes_effect_and_the_cluster_heals_after_revert(name: str, env: Env, kube: Kube, tmp_path: Path) -> None:
+    fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
+    t0 = time.monotonic()
+    result = run_fault(env, fault, _node(env.cluster, fault), fault.Params(), duration=5,
+                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    assert result.effect_s is not None, result.errors
+    assert result.effect_s <= fault.effect_timeout
+    assert result.recovery_s is not None, result.errors
+    wait_healthy(kube)
+    print(f"\n{name}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert, "
+          f"healthy {time.monotonic() - t0:.0f}s after inject")  # fmt: skip

@@ -1,0 +1,74 @@
+"""Nothing is left broken when chaoskit dies: SIGKILL mid-fault heals by the deadline, and `chaoskit revert`
+undoes a killed run's injection at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.faults.deadman import armed
+from chaoskit.journal import Journal
+from tests.e2e.conftest import chaoskit
+
+FAULT, PROCESS = "kube-proxy.freeze", "kube-proxy"
+
+
+def _state(node: str) -> str:
+    out = DockerNodeExec(SubprocessRunner()).run(
+        node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {PROCESS} | head -n1)"], check=False
+    )
+    return out.stdout.strip()[:1]
+
+
+def _wait(what: str, check, timeout: float) -> float:  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, f"timed out after {timeout:.0f}s waiting for {what}"
+        time.sleep(0.25)
+    return time.monotonic() - start
+
+
+def _start_and_kill(cluster: str, journal: Path, deadline: float) -> str:
+    node = f"{cluster}-worker"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "inject", FAULT, "--cluster", cluster, "--node", node,
+         "--duration", "300", "--deadline", str(deadline), "--journal", str(journal)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait("the fault to hold", lambda: _state(node) == "T", 60)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _state(node) == "T", "the fault must still hold right after the kill"
+    assert [i.fault for i in Journal(journal).pending()] == [FAULT]
+    return node
+
+
+def test_sigkill_mid_fault_is_healed_by_the_node_at_the_deadline(cluster: str, tmp_path: Path) -> None:
+    journal = tmp_path / "killed.jsonl"
+    node = _start_and_kill(cluster, journal, deadline=15)
+    inj = Journal(journal).pending()[0]
+    healed_after = _wait("the dead-man switch to heal the node", lambda: _state(node) not in ("T", ""), 40)
+    assert time.time() <= inj.deadline_at + 5, "healed late"
+    assert inj.id not in armed(DockerNodeExec(SubprocessRunner()), node)
+    print(f"\nhealed {healed_after:.1f}s after the kill, deadline was 15s after arming")
+
+
+def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: Path) -> None:
+    journal = tmp_path / "killed.jsonl"
+    node = _start_and_kill(cluster, journal, deadline=600)
+    done = chaoskit("revert", str(journal), "--cluster", cluster)
+    assert done.returncode == 0, done.stderr
+    assert "reverted 1 injection" in done.stdout
+    assert _state(node) not in ("T", "")
+    assert Journal(journal).pending() == []
+    assert armed(DockerNodeExec(SubprocessRunner()), node) == []
+    again = chaoskit("revert", str(journal), "--cluster", cluster)
+    assert again.returncode == 0 and "nothing to revert" in again.stdout
