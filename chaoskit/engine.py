@@ -7,6 +7,7 @@ SIGKILL cannot be caught: the switch armed inside the node heals it at the deadl
 from __future__ import annotations
 
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -92,7 +93,9 @@ def run_fault(
     journal: Journal,
     deadline: float | None = None,
     say: Callable[[str], None] = lambda _: None,
+    stop: threading.Event | None = None,
 ) -> FaultResult:
+    """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs."""
     plan: FaultPlan = fault.plan(node, params)
     deadline = deadline if deadline is not None else duration + DEFAULT_DEADLINE_MARGIN
     inj_id = new_injection_id()
@@ -116,8 +119,8 @@ def run_fault(
         else:
             say(f"effect observed after {result.effect_s:.1f}s")
         remaining = duration - (time.monotonic() - injected_at)
-        if remaining > 0:
-            time.sleep(remaining)
+        if remaining > 0 and (stop or threading.Event()).wait(remaining):
+            result.errors.append("interrupted while holding the fault")
     except ChaoskitError as exc:
         result.errors.append(str(exc))
     finally:

@@ -23,6 +23,7 @@ from chaoskit.faults.base import Env, Fault
 from chaoskit.journal import Journal
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.runner import resolve_node
 
 
 def _fault_class(name: str) -> type[Fault]:
@@ -74,18 +75,10 @@ def _env(g: Globals, cluster: str) -> Env:
 
 
 def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
-    """A node container name from a name, a role (control-plane|worker) or the fault's default role."""
     nodes = node_containers(SubprocessRunner(), cluster)
     if not nodes:
         raise UsageError(f"no kind cluster named {cluster!r} (chaoskit cluster up --name {cluster})")
-    names = [n.name for n in nodes]
-    if wanted in names:
-        return wanted
-    want_role = wanted or role
-    for n in nodes:
-        if n.role == want_role:
-            return n.name
-    raise UsageError(f"no node {wanted!r} in cluster {cluster!r}; nodes: {', '.join(names)}")
+    return resolve_node(nodes, wanted, role)
 
 
 @click.command()

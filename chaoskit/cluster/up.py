@@ -24,6 +24,7 @@ from chaoskit.cluster.kube import condition
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError
 from chaoskit.progress import Progress
+from chaoskit.safety import marker_configmap
 
 REGISTRY_PROBE = "https://registry-1.docker.io/v2/"
 READY_TIMEOUT = 300.0
@@ -102,6 +103,8 @@ def up(
         node_kubectl(
             runner, cfg.name, "apply", "-f", "-", input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes()
         )
+        # the marker that lets `chaoskit run` recognise a cluster it built (see chaoskit/safety.py)
+        node_kubectl(runner, cfg.name, "apply", "-f", "-", input=json.dumps(marker_configmap()).encode())
         for archive in artifacts.workload_archives:
             kind.load_archive(cfg.name, archive)
     with progress.step("waiting for nodes, system pods and the metrics API"):

@@ -75,7 +75,7 @@ def make_catalog() -> dict[str, Registry[Registered]]:
     return {"faults": faults, "checks": checks, "measurements": measurements}
 
 
-EXAMPLE = "playbooks/examples/scheduler-down.yaml"
+EXAMPLE = "tests/unit/data/full-playbook.yaml"  # every field of the format, with a test catalog
 
 MINIMAL = """\
 apiVersion: chaoskit.dev/v1alpha1

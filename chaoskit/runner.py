@@ -1,0 +1,236 @@
+"""Running a playbook: recognise the cluster → deploy the workload → steady state before → the steps (each one
+locked, journaled, armed, injected, held, reverted) → steady state after → verdict.
+
+Exit codes: 0 passed · 1 deviated (an effect not seen, no recovery, steady state lost) · 4 aborted before injecting
+or an inject/revert failed · 130 interrupted. Every injected fault is reverted on every path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from chaoskit import workloads
+from chaoskit.checks.base import Check
+from chaoskit.cluster.kind import NodeContainer
+from chaoskit.engine import FaultResult, poll, run_fault
+from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
+from chaoskit.faults.base import Env, Fault
+from chaoskit.journal import Journal
+from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook
+from chaoskit.registry import CHECKS, FAULTS
+from chaoskit.safety import acquire, holder_id, release
+
+Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
+EXIT_CODES: dict[Verdict, int] = {
+    "passed": EXIT_OK, "deviated": EXIT_BREACHED, "aborted": EXIT_TOOL, "error": EXIT_TOOL,
+    "interrupted": EXIT_INTERRUPTED,
+}  # fmt: skip
+
+
+@dataclass
+class CheckRecord:
+    check: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+@dataclass
+class StepRecord:
+    step: str
+    fault: str
+    node: str
+    summary: str = ""
+    effect_s: float | None = None
+    held_s: float = 0.0
+    recovery_s: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.effect_s is not None and self.recovery_s is not None
+
+
+@dataclass
+class RunRecord:
+    playbook: str
+    cluster: str
+    namespace: str
+    journal: str
+    run_id: str
+    started_at: float
+    finished_at: float = 0.0
+    before: list[CheckRecord] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    after: list[CheckRecord] = field(default_factory=list)
+    verdict: Verdict = "passed"
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "exit_code": self.exit_code}
+
+
+def resolve_node(nodes: list[NodeContainer], wanted: str | None, default_role: str) -> str:
+    """A node name from a target (name, role or "any"); a role picks its first node, by name."""
+    names = [n.name for n in nodes]
+    if wanted in names:
+        return wanted
+    role = default_role if wanted in (None, "any") else wanted
+    for n in sorted(nodes, key=lambda n: n.name):
+        if n.role == role:
+            return n.name
+    raise UsageError(f"no node {wanted!r} (role {role}) in this cluster; nodes: {', '.join(names)}")
+
+
+def fault_for(step: FaultStep) -> Fault:
+    fault: Fault = FAULTS.get(step.fault)()  # type: ignore[assignment]
+    return fault
+
+
+def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]:
+    """What --dry-run prints: per step the exact node, the commands, their reverse and the deadline."""
+    out = []
+    for step in pb.spec.fault_steps():
+        fault = fault_for(step)
+        node = resolve_node(nodes, step.target.node if step.target else None, fault.target_role)
+        params = FAULTS.params_model(step.fault).model_validate(step.params)
+        plan = fault.plan(node, params)
+        out.append({
+            "step": step.name, "fault": step.fault, "node": node, "summary": plan.summary,
+            "after_s": step.after, "hold_s": step.duration, "deadline_s": step.deadline,
+            "apply": list(plan.apply), "revert": list(plan.revert),
+        })  # fmt: skip
+    return out
+
+
+def _check(env: Env, name: str, params: dict[str, Any], timeout: float) -> CheckRecord:
+    check: Check = CHECKS.get(name)()  # type: ignore[assignment]
+    model = CHECKS.params_model(name).model_validate(params)
+    last = ["not run"]
+
+    def passes() -> bool:
+        outcome = check.run(env, model)
+        last[0] = outcome.detail
+        return outcome.ok
+
+    took = poll(passes, timeout, interval=1.0)
+    return CheckRecord(name, took is not None, last[0], took if took is not None else timeout)
+
+
+class Runner:
+    def __init__(self, env: Env, nodes: list[NodeContainer], journal: Journal, say: Callable[[str], None]) -> None:
+        self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
+        self.stop = threading.Event()
+        self.run_id = uuid.uuid4().hex[:8]
+
+    def run(self, pb: Playbook) -> RunRecord:
+        rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
+        self.journal.append("run-started", playbook=pb.name, run_id=self.run_id, cluster=pb.spec.cluster)
+        try:
+            self._run(pb, rec)
+        except KeyboardInterrupt:
+            self.stop.set()
+            rec.verdict = "interrupted"
+            rec.errors.append("interrupted; every injected fault was reverted")
+        except ChaoskitError as exc:
+            rec.verdict = "error"
+            rec.errors.append(str(exc))
+        finally:
+            if pb.spec.workload is not None:
+                self._cleanup(pb)
+            rec.finished_at = time.time()
+            self.journal.append("run-finished", verdict=rec.verdict, record=rec.to_dict())
+        return rec
+
+    def _run(self, pb: Playbook, rec: RunRecord) -> None:
+        if pb.spec.workload is not None:
+            self._deploy(pb)
+        rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
+        if not all(c.ok for c in rec.before):
+            rec.verdict = "aborted"
+            rec.errors.append("steady state not met before injecting; nothing was injected")
+            return
+        for step in pb.spec.steps:
+            group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
+            rec.steps += self._group(group)
+            if self.stop.is_set():
+                raise KeyboardInterrupt
+        rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
+        if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after):
+            rec.verdict = "deviated"
+
+    def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
+        record = _check(self.env, name, params, timeout)
+        self.say(f"steady state {when}: {name} {'ok' if record.ok else 'FAILED'} ({record.detail})")
+        return record
+
+    def _group(self, group: list[FaultStep]) -> list[StepRecord]:
+        if len(group) == 1:
+            return [self._step(group[0])]
+        with ThreadPoolExecutor(max_workers=len(group)) as pool:
+            futures = [pool.submit(self._step, s) for s in group]
+            try:
+                return [f.result() for f in futures]
+            except KeyboardInterrupt:
+                self.stop.set()  # the threads cut their holds short and revert
+                for f in futures:
+                    f.result()
+                raise
+
+    def _step(self, step: FaultStep) -> StepRecord:
+        fault = fault_for(step)
+        node = resolve_node(self.nodes, step.target.node if step.target else None, fault.target_role)
+        rec = StepRecord(step.name, step.fault, node)
+        if step.after and self.stop.wait(step.after):
+            return rec
+        lock = acquire(self.env.kube, fault.component, holder_id(self.run_id), step.after + step.deadline)
+        try:
+            params = FAULTS.params_model(step.fault).model_validate(step.params)
+            result: FaultResult = run_fault(
+                self.env, fault, node, params, duration=step.duration, deadline=step.deadline,
+                journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop,
+            )  # fmt: skip
+        finally:
+            release(self.env.kube, lock)
+        rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
+        rec.recovery_s, rec.errors = result.recovery_s, result.errors
+        return rec
+
+    def _deploy(self, pb: Playbook) -> None:
+        w, ns = pb.spec.workload, pb.spec.namespace
+        assert w is not None
+        kube = self.env.kube
+        for obj in (
+            workloads.namespace(ns),
+            workloads.web_deployment(ns, replicas=w.replicas),
+            workloads.service(ns),
+            workloads.hpa(ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas,
+                          cpu_percent=w.hpa.cpu_percent),
+        ):  # fmt: skip
+            kube.apply(obj)
+        kube.wait("the web workload to be ready", lambda: _ready_replicas(self.env, ns) >= 1, 120)
+        self.say(f"workload ready in namespace {ns}")
+        time.sleep(w.load.start_after)
+        url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
+        kube.apply(workloads.load_generator(ns, url, concurrency=w.load.concurrency))
+
+    def _cleanup(self, pb: Playbook) -> None:
+        try:
+            self.env.kube.delete(f"/api/v1/namespaces/{pb.spec.namespace}")
+        except ChaoskitError as exc:
+            self.say(f"could not delete namespace {pb.spec.namespace}: {exc}")
+
+
+def _ready_replicas(env: Env, ns: str) -> int:
+    d = env.kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web")
+    return int(d.get("status", {}).get("readyReplicas") or 0)

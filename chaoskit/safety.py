@@ -1,0 +1,114 @@
+"""Safe by default: chaoskit breaks only a kind cluster it built, and one run per component at a time.
+
+`cluster up` leaves a marker ConfigMap (kube-system/chaoskit-cluster); a run refuses any cluster without it,
+or without kind node containers of that name, unless told --allow-any-cluster. Per-component locks are
+Leases in kube-system whose duration covers the fault's dead-man deadline, so a killed run's lock expires.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from chaoskit import __version__
+from chaoskit.cluster.kind import node_containers
+from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.cluster.shell import Runner
+from chaoskit.errors import ToolError, UsageError
+
+MARKER = "chaoskit-cluster"
+LOCK_PREFIX = "chaoskit-lock-"
+
+
+class NotOurCluster(UsageError):
+    pass
+
+
+class Locked(ToolError):
+    pass
+
+
+def marker_configmap() -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": MARKER, "namespace": "kube-system", "labels": {"chaoskit.dev/owned": "true"}},
+        "data": {"createdBy": f"chaoskit {__version__}"},
+    }
+
+
+def recognise(runner: Runner, kube: Kube, cluster: str) -> None:
+    """Raise NotOurCluster unless `cluster` is a kind cluster with chaoskit's marker."""
+    if not node_containers(runner, cluster):
+        raise NotOurCluster(
+            f"no kind node containers for cluster {cluster!r}: chaoskit only injects into kind clusters it built "
+            "(chaoskit cluster up), unless given --allow-any-cluster"
+        )
+    try:
+        kube.get(f"/api/v1/namespaces/kube-system/configmaps/{MARKER}")
+    except KubeError as exc:
+        if "HTTP 404" in str(exc):
+            raise NotOurCluster(
+                f"cluster {cluster!r} has no kube-system/{MARKER} ConfigMap: `chaoskit cluster up` did not build "
+                "it; pass --allow-any-cluster to use it anyway"
+            ) from exc
+        raise
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Lock:
+    component: str
+    holder: str
+
+    @property
+    def path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LOCK_PREFIX}{self.component}"
+
+
+def holder_id(run_id: str) -> str:
+    return f"{socket.gethostname()}/{run_id}"
+
+
+def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
+    """Take the component's lease for `seconds`; Locked if another live run holds it."""
+    lock = Lock(component, holder)
+    body = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": f"{LOCK_PREFIX}{component}", "namespace": "kube-system"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": max(1, round(seconds)),
+                 "acquireTime": _now(), "renewTime": _now()},
+    }  # fmt: skip
+    try:
+        kube.create(lock.path.rsplit("/", 1)[0], body)
+        return lock
+    except KubeError as exc:
+        if "HTTP 409" not in str(exc):
+            raise
+    current = kube.get(lock.path)
+    spec = current.get("spec", {})
+    renewed = datetime.strptime(spec.get("renewTime", _now()), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    expires = renewed.timestamp() + float(spec.get("leaseDurationSeconds", 0))
+    if spec.get("holderIdentity") not in (None, "", holder) and expires > time.time():
+        raise Locked(
+            f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
+            f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once"
+        )
+    body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]  # type: ignore[index]
+    kube.request("PUT", lock.path, body)  # a stale lease: take it over (409 here means we lost a race)
+    return lock
+
+
+def release(kube: Kube, lock: Lock) -> None:
+    try:
+        current = kube.get(lock.path)
+        if current.get("spec", {}).get("holderIdentity") == lock.holder:
+            kube.delete(lock.path)
+    except KubeError:
+        pass  # the API server may be the broken component; the lease expires on its own

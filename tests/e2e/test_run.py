@@ -1,0 +1,78 @@
+"""`chaoskit run` on the real cluster: playbooks pass end to end; bad input, a foreign cluster and a held lock
+inject nothing; --dry-run touches nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaoskit.cluster.kube import Kube
+from chaoskit.safety import MARKER, acquire, marker_configmap, release
+from tests.e2e.conftest import chaoskit
+
+PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))
+
+
+def _scheduler_running(cluster: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["docker", "exec", f"{cluster}-control-plane", "pgrep", "-x", "kube-scheduler"],
+                          capture_output=True).returncode == 0  # fmt: skip
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS, ids=lambda p: p.stem)
+def test_playbook_passes_and_leaves_the_cluster_healthy(playbook: Path, cluster: str, tmp_path: Path) -> None:
+    journal = tmp_path / "run.jsonl"
+    done = chaoskit("run", str(playbook), "-o", "json", "--journal", str(journal))
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    record = json.loads(done.stdout)
+    assert record["verdict"] == "passed"
+    assert all(s["effect_s"] is not None and s["recovery_s"] is not None for s in record["steps"])
+    assert all(c["ok"] for c in record["after"])
+    for s in record["steps"]:
+        print(f"\n{s['fault']}: effect {s['effect_s']:.1f}s, healthy {s['recovery_s']:.1f}s after revert")
+
+
+def test_an_invalid_playbook_exits_3_and_injects_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(Path("playbooks/scheduler-down.yaml").read_text().replace("duration: 30s", "duration: soon"))
+    journal = tmp_path / "run.jsonl"
+    done = chaoskit("run", str(bad), "--journal", str(journal))
+    assert done.returncode == 3
+    assert f"{bad}:" in done.stderr and "duration" in done.stderr
+    assert not journal.exists()
+
+
+def test_dry_run_shows_targets_and_reverts_and_touches_nothing(cluster: str, tmp_path: Path) -> None:
+    journal = tmp_path / "run.jsonl"
+    done = chaoskit("run", "playbooks/scheduler-down.yaml", "--dry-run", "-o", "json", "--journal", str(journal))
+    assert done.returncode == 0, done.stderr
+    (step,) = json.loads(done.stdout)["steps"]
+    assert step["node"] == f"{cluster}-control-plane"
+    assert any("kube-scheduler.yaml /etc/kubernetes/manifests/" in line for line in step["revert"])
+    assert not journal.exists()
+    assert _scheduler_running(cluster)
+
+
+def test_a_cluster_chaoskit_did_not_build_is_refused(kube: Kube, cluster: str, tmp_path: Path) -> None:
+    kube.delete(f"/api/v1/namespaces/kube-system/configmaps/{MARKER}")
+    try:
+        done = chaoskit("run", "playbooks/scheduler-down.yaml", "--journal", str(tmp_path / "j.jsonl"))
+    finally:
+        kube.apply(marker_configmap())
+    assert done.returncode == 2
+    assert "--allow-any-cluster" in done.stderr
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_a_component_locked_by_another_run_is_not_injected(kube: Kube, cluster: str, tmp_path: Path) -> None:
+    lock = acquire(kube, "scheduler", "someone-else/e2e", 120)
+    try:
+        done = chaoskit("run", "playbooks/scheduler-down.yaml", "--journal", str(tmp_path / "j.jsonl"))
+    finally:
+        release(kube, lock)
+    assert done.returncode == 4, done.stderr
+    assert "another run" in done.stdout + done.stderr
+    assert _scheduler_running(cluster)
