@@ -95,7 +95,16 @@ def build(inputs: NodeInputs, runner: Runner, work_root: Path, repo: str = NODE_
         (ctx / "Dockerfile").write_text(dockerfile)
         runner.run(["docker", "build", "--network", "none", "-t", tag, str(ctx)])
         runner.run(["docker", "rmi", imported])
+    _prune_older(runner, tag, repo)
     return tag
+
+
+def _prune_older(runner: Runner, keep: str, repo: str) -> None:
+    """Drop node images of earlier builds (about 1 GB each); one a cluster still runs on is refused and kept."""
+    out = runner.run(["docker", "images", repo, "--format", "{{.Repository}}:{{.Tag}}"], check=False).stdout
+    for ref in out.split():
+        if ref != keep:
+            runner.run(["docker", "rmi", ref], check=False)
 
 
 def _lay_out(tree: Path, inputs: NodeInputs) -> None:
