@@ -1,5 +1,5 @@
 # Two commands on a fresh host (root, Debian 12, Go >= 1.24, Python >= 3.11):
-#   make demo   set everything up, bring up the kind cluster and run the main job
+#   make demo   set everything up, bring up the kind cluster, run the HPA demo and a fault playbook with its report
 #   make test   the whole test suite: unit tests, then e2e tests against the real cluster
 PYTHON ?= python3
 VENV   ?= .venv
@@ -20,6 +20,7 @@ cluster: venv
 
 demo: cluster
 	$(BIN)/chaoskit demo
+	$(BIN)/chaoskit run playbooks/scheduler-down.yaml
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit -q
