@@ -51,3 +51,14 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
     component = "kubelet"
     target_role = "worker"
     process = "containerd"
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return not runtime_answers(env, plan.node)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return runtime_answers(env, plan.node)
+
+
+def runtime_answers(env: Env, node: str) -> bool:
+    """The CRI answers as kubelet would ask it (crictl over containerd's socket)."""
+    return env.nodes.run(node, ["crictl", "--timeout", "3s", "info"], check=False, timeout=10).returncode == 0
