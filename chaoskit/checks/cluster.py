@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.cluster.kube import KubeError, condition
 from chaoskit.faults.base import Env
+
+
+def _all_ready(objs: list[dict[str, Any]], what: str) -> Outcome:
+    bad = [o["metadata"]["name"] for o in objs if not condition(o, "Ready")]
+    return Outcome(not bad and bool(objs), f"not Ready: {', '.join(bad)}" if bad else f"{len(objs)} {what} Ready")
 
 
 @register
@@ -16,9 +23,7 @@ class NodesReady(Check):
     name = "nodes-ready"
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
-        nodes = env.kube.get("/api/v1/nodes")["items"]
-        bad = [n["metadata"]["name"] for n in nodes if not condition(n, "Ready")]
-        return Outcome(not bad and bool(nodes), f"not Ready: {', '.join(bad)}" if bad else f"{len(nodes)} nodes Ready")
+        return _all_ready(env.kube.get("/api/v1/nodes")["items"], "nodes")
 
 
 @register
@@ -42,9 +47,7 @@ class KubeSystemReady(Check):
     name = "kube-system-ready"
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
-        pods = env.kube.get("/api/v1/namespaces/kube-system/pods")["items"]
-        bad = [p["metadata"]["name"] for p in pods if not condition(p, "Ready")]
-        return Outcome(not bad, f"not Ready: {', '.join(bad)}" if bad else f"{len(pods)} kube-system pods Ready")
+        return _all_ready(env.kube.get("/api/v1/namespaces/kube-system/pods")["items"], "kube-system pods")
 
 
 @register

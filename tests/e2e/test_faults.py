@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.cluster.kube import Kube, condition
+from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import run_fault
-from chaoskit.faults.base import Env, Fault
+from chaoskit.faults.base import Env, Fault, NoParams
 from chaoskit.journal import Journal
 from chaoskit.registry import FAULTS, load_catalog
 
@@ -20,34 +21,30 @@ load_catalog()
 HEALTH_TIMEOUT = 240.0
 
 
-def cluster_problems(kube: Kube) -> list[str]:
-    problems = [f"node {n['metadata']['name']} not Ready" for n in kube.get("/api/v1/nodes")["items"]
-                if not condition(n, "Ready")]  # fmt: skip
-    if kube.raw("/readyz").strip() != "ok":
-        problems.append("API server /readyz not ok")
-    pods = kube.get("/api/v1/namespaces/kube-system/pods")["items"]
-    problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not condition(p, "Ready")]
-    return problems
+def cluster_problems(env: Env) -> list[str]:
+    outcome = ClusterHealthy().run(env, NoParams())
+    return [] if outcome.ok else [outcome.detail]
 
 
-def wait_healthy(kube: Kube, timeout: float = HEALTH_TIMEOUT) -> None:
+def wait_healthy(env: Env, timeout: float = HEALTH_TIMEOUT) -> None:
     last: list[str] = []
 
     def healthy() -> bool:
         nonlocal last
-        last = cluster_problems(kube)
+        last = cluster_problems(env)
         return not last
 
     try:
-        kube.wait("the cluster to be healthy", healthy, timeout, interval=2)
+        env.kube.wait("the cluster to be healthy", healthy, timeout, interval=2)
     except Exception as exc:
         raise AssertionError(f"cluster not healthy after {timeout:.0f}s: {last}") from exc
 
 
 @pytest.fixture
 def env(kube: Kube, cluster: str) -> Env:
-    wait_healthy(kube)  # each fault starts from a healthy cluster
-    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+    env = Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+    wait_healthy(env)  # each fault starts from a healthy cluster
+    return env
 
 
 def _node(cluster: str, fault: Fault) -> str:
@@ -63,6 +60,6 @@ def test_fault_takes_effect_and_the_cluster_heals_after_revert(name: str, env: E
     assert result.effect_s is not None, result.errors
     assert result.effect_s <= fault.effect_timeout
     assert result.recovery_s is not None, result.errors
-    wait_healthy(kube)
+    wait_healthy(env)
     print(f"\n{name}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert, "
           f"healthy {time.monotonic() - t0:.0f}s after inject")  # fmt: skip
