@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import shlex
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import NodeExec
+from chaoskit.cluster.shell import Completed
 from chaoskit.registry import FAULTS
 
 Role = Literal["control-plane", "worker"]
@@ -27,6 +29,22 @@ class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class FaultParams(BaseModel):
+    """Base of a fault's parameters: camelCase in playbooks (`minSyncPeriod`), snake_case in Python and --param."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, validate_by_alias=True, validate_by_name=True
+    )
+
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+
+
+def params_of(params: BaseModel, model: type[ParamsT]) -> ParamsT:
+    """`params` as `model`: as given, or re-validated (NoParams from a generic caller gets the defaults)."""
+    return params if isinstance(params, model) else model.model_validate(params.model_dump())
+
+
 @dataclass(frozen=True)
 class FaultPlan:
     fault: str
@@ -34,6 +52,13 @@ class FaultPlan:
     apply: tuple[str, ...]
     revert: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
     summary: str  # one line for --dry-run and reports
+    params: BaseModel = field(default_factory=NoParams)  # what the checks need to know about this injection
+
+    def params_as(self, model: type[ParamsT]) -> ParamsT:
+        """The plan's params as the fault's own model (the checks get only the plan)."""
+        if not isinstance(self.params, model):
+            raise TypeError(f"{self.fault} plan holds {type(self.params).__name__}, not {model.__name__}")
+        return self.params
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,19 @@ def register(cls: FaultT) -> FaultT:
 
 def sh(*argv: str) -> str:
     return shlex.join(argv)
+
+
+ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"  # on the control-plane node, next to its kubectl
+
+
+def kubectl(*argv: str) -> str:
+    """A kubectl line for the control-plane node: API-side faults run there, so the dead-man switch can revert them."""
+    return sh("kubectl", f"--kubeconfig={ADMIN_KUBECONFIG}", *argv)
+
+
+def node_sh(env: Env, node: str, script: str, timeout: float = 30) -> Completed:
+    """Run a shell snippet on a node for a check; never raises on a non-zero exit."""
+    return env.nodes.run(node, ["sh", "-c", script], check=False, timeout=timeout)
 
 
 def comm(process: str) -> str:

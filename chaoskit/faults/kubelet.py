@@ -1,10 +1,12 @@
-"""kubelet faults: stopped (node NotReady after the grace period), container runtime unresponsive."""
+"""kubelet faults: stopped (node NotReady after the grace period), container runtime unresponsive, DiskPressure,
+client certificate expired."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from chaoskit.faults.base import Env, Fault, FaultPlan, register, sh
+from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, node_sh, params_of, register, sh
+from chaoskit.faults.certs import CA_KEY, expired_check, expired_copy
 from chaoskit.faults.control_plane import ProcessFrozen
 
 
@@ -62,3 +64,134 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
 def runtime_answers(env: Env, node: str) -> bool:
     """The CRI answers as kubelet would ask it (crictl over containerd's socket)."""
     return env.nodes.run(node, ["crictl", "--timeout", "3s", "info"], check=False, timeout=10).returncode == 0
+
+
+def node_condition(env: Env, node: str, kind: str) -> str | None:
+    """The status ("True", "False", "Unknown") of one of the node's conditions, None if it has none of that type."""
+    for c in env.kube.get(f"/api/v1/nodes/{node}").get("status", {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return str(c.get("status"))
+    return None
+
+
+def node_tainted(env: Env, node: str, key: str) -> bool:
+    return any(t.get("key") == key for t in env.kube.get(f"/api/v1/nodes/{node}")["spec"].get("taints") or [])
+
+
+KUBELET_DIR = "/var/lib/kubelet"  # a 4 GiB ext4 of its own in chaoskit's node image: kubelet's nodefs
+FILL = f"{KUBELET_DIR}/chaoskit-disk-pressure.fill"
+DISK_PRESSURE_TAINT = "node.kubernetes.io/disk-pressure"
+
+
+class DiskPressureParams(FaultParams):
+    free_percent: float = Field(
+        default=5.0,
+        gt=0,
+        lt=10,
+        description="Free space to leave on kubelet's filesystem, percent of its size; it must be under the "
+        "eviction threshold (kind-config.yaml: nodefs.available 10%).",
+    )
+
+
+@register
+class DiskPressure(Fault):
+    """The node's disk filled past kubelet's eviction threshold: DiskPressure=True, the node is tainted
+    node.kubernetes.io/disk-pressure (no new pods) and kubelet evicts pods to reclaim space.
+
+    One file, fallocated on /var/lib/kubelet, leaves `free_percent` of it free. That filesystem is the 4 GiB
+    loop-mounted ext4 chaoskit's node image gives each node, so the host's disk is never touched (the apply
+    refuses to run when /var/lib/kubelet is not a mount of its own). kind-config.yaml sets evictionHard
+    nodefs.available 10% (kind's default is 0%, which never fires). The revert deletes the file; DiskPressure
+    clears evictionPressureTransitionPeriod (30 s) after kubelet last saw the pressure, then the taint goes.
+    Critical pods (kube-proxy, the pod network) are never evicted; others on the node may be.
+    """
+
+    name = "kubelet.disk-pressure"
+    component = "kubelet"
+    target_role = "worker"
+    Params = DiskPressureParams
+    effect_timeout = 90.0  # kubelet's eviction manager looks every 10 s, after cadvisor's filesystem stats
+    recovery_timeout = 180.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        p = params_of(params, DiskPressureParams)
+        basis_points = round(p.free_percent * 100)
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(
+                f"mountpoint -q {KUBELET_DIR} || {{ echo '{KUBELET_DIR} is not a filesystem of its own: refusing to"
+                f" fill the disk under it' >&2; exit 1; }}",
+                f"set -- $(df -B1 --output=size,avail {KUBELET_DIR} | tail -n 1) && "
+                f'fill=$(( $2 - $1 * {basis_points} / 10000 )) && [ "$fill" -gt 0 ] && fallocate -l "$fill" {FILL}',
+            ),
+            revert=(sh("rm", "-f", FILL),),
+            summary=f"fallocate {KUBELET_DIR} on {node} until {p.free_percent:g}% of it is free",
+            params=p,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return node_condition(env, plan.node, "DiskPressure") == "True" and node_tainted(
+            env, plan.node, DISK_PRESSURE_TAINT
+        )
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return node_condition(env, plan.node, "DiskPressure") == "False" and not node_tainted(
+            env, plan.node, DISK_PRESSURE_TAINT
+        )
+
+
+CLIENT_PEM = f"{KUBELET_DIR}/pki/kubelet-client-current.pem"  # cert and key; a symlink to the dated file
+PARKED_PEM = f"{CLIENT_PEM}.chaoskit-parked"  # same directory: parking and restoring are renames
+EXPIRED_PEM = f"{KUBELET_DIR}/pki/kubelet-client-chaoskit-expired.pem"
+
+
+@register
+class KubeletCertExpired(Fault):
+    """kubelet's client certificate expired and not renewed (rotation failed): kubelet cannot authenticate to the
+    API server, heartbeats stop and the node goes NotReady after the grace period.
+
+    kubelet-client-current.pem is swapped for a copy of itself (same identity and key) re-signed by the cluster
+    CA to have expired yesterday, and kubelet is restarted, as after a reboot past the expiry date. Rotation
+    cannot rescue it: renewing needs a valid certificate, and kubeadm deletes the bootstrap kubeconfig after
+    joining. So kubelet logs that its client certificate "is expired", fails to load the bootstrap kubeconfig
+    and exits; systemd restarts it every second, and `journalctl -u kubelet` shows the loop. Running pods keep
+    running. Signing needs the CA key, which only the control-plane node holds, so this fault targets that node's
+    kubelet. The revert renames the original certificate back and restarts kubelet.
+    """
+
+    name = "kubelet.cert-expired"
+    component = "kubelet"
+    target_role = "control-plane"
+    effect_timeout = 120.0  # the node-monitor grace period, as for kubelet.stop
+    recovery_timeout = 120.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(
+                f"[ -r {CA_KEY} ] || {{ echo 'no {CA_KEY} on {node}: only the control-plane node can sign' >&2; "
+                "exit 1; }",
+                f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then echo '{PARKED_PEM} exists: an earlier "
+                "injection was not reverted (chaoskit revert)' >&2; exit 1; fi",
+                f"umask 077 && {expired_copy(CLIENT_PEM, CLIENT_PEM, EXPIRED_PEM)}",
+                f"openssl pkey -in {CLIENT_PEM} >> {EXPIRED_PEM}",
+                f"mv {CLIENT_PEM} {PARKED_PEM} && mv {EXPIRED_PEM} {CLIENT_PEM}",
+                sh("systemctl", "restart", "kubelet"),
+            ),
+            revert=(
+                f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then mv -f {PARKED_PEM} {CLIENT_PEM} && "
+                "systemctl restart kubelet; fi",
+                sh("rm", "-f", EXPIRED_PEM),
+            ),
+            summary=f"restart kubelet on {node} with a client certificate that expired yesterday",
+            params=params,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        expired = node_sh(env, plan.node, expired_check(CLIENT_PEM)).returncode == 0
+        return expired and node_ready(env, plan.node) is not True
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return node_ready(env, plan.node) is True

@@ -1,9 +1,19 @@
-"""Scheduler faults: down (new pods stay Pending with no FailedScheduling events)."""
+"""Scheduler faults: down (new pods stay Pending with no FailedScheduling events), and unschedulable pods (Pending
+with FailedScheduling events that say why: resources, taints, affinity)."""
 
 from __future__ import annotations
 
-from chaoskit.faults.base import register
+import json
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from chaoskit import workloads
+from chaoskit.cluster.kube import KubeError
+from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, params_of, register
 from chaoskit.faults.control_plane import StaticPodDown
+from chaoskit.model.playbook import DNS_LABEL
 
 
 @register
@@ -14,3 +24,130 @@ class SchedulerDown(StaticPodDown):
     component = "scheduler"
     process = "kube-scheduler"
     health_port = 10259
+
+
+class UnschedulableParams(FaultParams):
+    reason: Literal["resources", "taint", "affinity"] = Field(
+        default="resources",
+        description="Why nothing fits: resources (asks more CPU than any node has), taint (pinned to a node with a "
+        "NoSchedule taint it does not tolerate), affinity (required node affinity no node satisfies).",
+    )
+    namespace: str = Field(
+        default="chaoskit-faults", max_length=63, pattern=DNS_LABEL, description="Where the Deployment goes."
+    )
+    replicas: int = Field(default=2, ge=1, le=20, description="Pods that stay Pending.")
+
+
+DEPLOYMENT = "chaoskit-unschedulable"
+CREATED_BY = "chaoskit.dev/created-by"  # on a namespace this fault created, so the revert deletes only that
+TAINT_KEY = "chaoskit.dev/unschedulable"
+TAINT = f"{TAINT_KEY}=scheduler.unschedulable:NoSchedule"
+# What the scheduler writes into FailedScheduling for each reason (per-node reasons, "0/3 nodes are available: ...").
+REASON_MESSAGES = {
+    "resources": "Insufficient cpu",
+    "taint": "untolerated taint",
+    "affinity": "didn't match Pod's node affinity/selector",
+}
+TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
+
+
+def unschedulable_deployment(p: UnschedulableParams, node: str) -> dict[str, Any]:
+    """chaoskit's web Deployment, made impossible to place for `p.reason`."""
+    dep = workloads.web_deployment(p.namespace, DEPLOYMENT, replicas=p.replicas)
+    dep["metadata"]["labels"] = {**dep["metadata"]["labels"], "chaoskit.dev/fault": "scheduler.unschedulable"}
+    pod = dep["spec"]["template"]["spec"]
+    if p.reason == "resources":
+        pod["containers"][0]["resources"] = {"requests": {"cpu": TOO_MUCH_CPU}, "limits": {"cpu": TOO_MUCH_CPU}}
+    elif p.reason == "taint":
+        pod["nodeSelector"] = {"kubernetes.io/hostname": node}  # the node the fault taints, with no toleration
+    else:
+        term = {"matchExpressions": [{"key": "chaoskit.dev/no-such-label", "operator": "In", "values": ["true"]}]}
+        required = {"nodeSelectorTerms": [term]}
+        pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    return dep
+
+
+def _tolerating_not_found(line: str) -> str:
+    """`line`, except that "not found" (already undone) counts as success."""
+    return f'out=$({line} 2>&1) || case "$out" in *"not found"*) ;; *) echo "$out" >&2; exit 1;; esac'
+
+
+def _absent(env: Env, path: str) -> bool:
+    try:
+        env.kube.get(path)
+    except KubeError as exc:
+        if "HTTP 404" in str(exc):
+            return True
+        raise
+    return False
+
+
+@register
+class Unschedulable(Fault):
+    """Pods Pending because nothing fits them, as in an HPA scale-up that outgrows the cluster or a scheduling
+    policy that is wrong: the scheduler runs, tries, and says why in a FailedScheduling event per pod.
+
+    It creates a small Deployment of chaoskit's workload (`chaoskit-unschedulable`, in `namespace`, created and
+    later deleted if missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient
+    cpu"); `taint` pins the pods to the control-plane node and adds the NoSchedule taint
+    `chaoskit.dev/unschedulable` there, with no toleration ("untolerated taint"); `affinity` requires a node
+    label no node has ("didn't match Pod's node affinity/selector"). Effect: every replica Pending with such an
+    event. Unlike scheduler.down, the events are there: that is how the two are told apart. The revert deletes
+    the Deployment, the taint and the namespace if the fault created it. Runs kubectl on the control-plane node.
+    """
+
+    name = "scheduler.unschedulable"
+    component = "scheduler"
+    Params = UnschedulableParams
+    effect_timeout = 60.0
+    recovery_timeout = 120.0  # namespace deletion
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        p = params_of(params, UnschedulableParams)
+        ns = p.namespace
+        manifest = json.dumps(unschedulable_deployment(p, node), separators=(",", ":"))
+        created = f"{CREATED_BY}={self.name}"
+        make_ns = f"{kubectl('create', 'namespace', ns)} && {kubectl('label', 'namespace', ns, created)}"
+        apply = [f"{kubectl('get', 'namespace', ns)} >/dev/null 2>&1 || {{ {make_ns}; }}"]
+        revert = [kubectl("delete", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found")]
+        if p.reason == "taint":
+            apply.append(kubectl("taint", "nodes", node, TAINT, "--overwrite"))
+            revert.append(_tolerating_not_found(kubectl("taint", "nodes", node, f"{TAINT_KEY}:NoSchedule-")))
+        apply.append(f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}")
+        ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
+        revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
+        return FaultPlan(
+            self.name,
+            node,
+            apply=tuple(apply),
+            revert=tuple(revert),
+            summary=f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}",
+            params=p,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        p = plan.params_as(UnschedulableParams)
+        pods = env.kube.get(f"/api/v1/namespaces/{p.namespace}/pods", labelSelector=f"app={DEPLOYMENT}")["items"]
+        pending = {o["metadata"]["name"] for o in pods
+                   if o["status"].get("phase") == "Pending" and not o["spec"].get("nodeName")}  # fmt: skip
+        if len(pods) != p.replicas or len(pending) != p.replicas:
+            return False
+        events = env.kube.get(f"/api/v1/namespaces/{p.namespace}/events", fieldSelector="reason=FailedScheduling")
+        explained = {e["involvedObject"]["name"] for e in events["items"]
+                     if REASON_MESSAGES[p.reason] in (e.get("message") or "")}  # fmt: skip
+        return pending <= explained
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        p = plan.params_as(UnschedulableParams)
+        if not _absent(env, f"/apis/apps/v1/namespaces/{p.namespace}/deployments/{DEPLOYMENT}"):
+            return False
+        if env.kube.get(f"/api/v1/namespaces/{p.namespace}/pods", labelSelector=f"app={DEPLOYMENT}")["items"]:
+            return False
+        taints = env.kube.get(f"/api/v1/nodes/{plan.node}")["spec"].get("taints") or []
+        if any(t.get("key") == TAINT_KEY for t in taints):
+            return False
+        try:
+            ns = env.kube.get(f"/api/v1/namespaces/{p.namespace}")
+        except KubeError as exc:
+            return "HTTP 404" in str(exc)
+        return bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays

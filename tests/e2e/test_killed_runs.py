@@ -1,5 +1,5 @@
-"""Nothing is left broken when chaoskit dies: SIGKILL mid-fault heals by the deadline, and `chaoskit revert`
-undoes a killed run's injection at once."""
+"""Nothing is left broken when chaoskit dies: `chaoskit run` killed with SIGKILL mid-fault is healed by the node
+at the deadline, and `chaoskit revert` undoes a killed run's injection at once."""
 
 from __future__ import annotations
 
@@ -34,11 +34,28 @@ def _wait(what: str, check, timeout: float) -> float:  # type: ignore[no-untyped
     return time.monotonic() - start
 
 
-def _start_and_kill(cluster: str, journal: Path, deadline: float) -> str:
+PLAYBOOK = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {{name: killed-mid-fault}}
+spec:
+  cluster: {cluster}
+  steps:
+    - fault: kube-proxy.freeze
+      target: {{node: {node}}}
+      duration: {duration}s
+      deadline: {deadline}s
+"""
+
+
+def _start_and_kill(cluster: str, tmp_path: Path, journal: Path, deadline: float) -> str:
+    """`chaoskit run` a playbook holding kube-proxy frozen, and SIGKILL it as soon as the fault holds."""
     node = f"{cluster}-worker"
+    playbook = tmp_path / "killed.yaml"
+    # a playbook's deadline must exceed its hold; the kill comes long before either
+    playbook.write_text(PLAYBOOK.format(cluster=cluster, node=node, duration=deadline - 5, deadline=deadline))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chaoskit", "inject", FAULT, "--cluster", cluster, "--node", node,
-         "--duration", "300", "--deadline", str(deadline), "--journal", str(journal)],
+        [sys.executable, "-m", "chaoskit", "run", str(playbook), "--journal", str(journal)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -53,22 +70,25 @@ def _start_and_kill(cluster: str, journal: Path, deadline: float) -> str:
 
 def test_sigkill_mid_fault_is_healed_by_the_node_at_the_deadline(cluster: str, tmp_path: Path) -> None:
     journal = tmp_path / "killed.jsonl"
-    node = _start_and_kill(cluster, journal, deadline=15)
+    node = _start_and_kill(cluster, tmp_path, journal, deadline=20)
     inj = Journal(journal).pending()[0]
     healed_after = _wait("the dead-man switch to heal the node", lambda: _state(node) not in ("T", ""), 40)
     assert time.time() <= inj.deadline_at + 5, "healed late"
     assert inj.id not in armed(DockerNodeExec(SubprocessRunner()), node)
-    print(f"\nhealed {healed_after:.1f}s after the kill, deadline was 15s after arming")
+    print(f"\nhealed {healed_after:.1f}s after the kill, deadline was 20s after arming")
 
 
 def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: Path) -> None:
     journal = tmp_path / "killed.jsonl"
-    node = _start_and_kill(cluster, journal, deadline=600)
+    node = _start_and_kill(cluster, tmp_path, journal, deadline=600)
     done = chaoskit("revert", str(journal), "--cluster", cluster)
     assert done.returncode == 0, done.stderr
     assert "reverted 1 injection" in done.stdout
     assert _state(node) not in ("T", "")
     assert Journal(journal).pending() == []
     assert armed(DockerNodeExec(SubprocessRunner()), node) == []
+    lease = subprocess.run(["docker", "exec", f"{cluster}-control-plane", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf",
+                            "-n", "kube-system", "get", "lease", "chaoskit-lock-kube-proxy"], capture_output=True)  # fmt: skip
+    assert lease.returncode != 0, "the killed run's lock must be released by the revert"
     again = chaoskit("revert", str(journal), "--cluster", cluster)
     assert again.returncode == 0 and "nothing to revert" in again.stdout

@@ -1,0 +1,46 @@
+"""Expired certificates signed by the real cluster CA, made inside the control-plane node with its openssl.
+
+An expired certificate cannot come from the API (a CSR's expirationSeconds is at least 10 minutes), so the
+fault signs one itself with /etc/kubernetes/pki/ca.key, which only the control-plane node holds. The copy keeps
+the original's subject, key and extensions (SANs, key usages), so the only thing wrong with it is its dates.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+PKI = "/etc/kubernetes/pki"
+CA_CRT = f"{PKI}/ca.crt"
+CA_KEY = f"{PKI}/ca.key"
+
+
+def _openssl_date(offset: str) -> str:
+    return f'"$(date -u -d {shlex.quote(offset)} +%Y%m%d%H%M%SZ)"'
+
+
+def expired_copy(cert: str, key: str, out: str) -> str:
+    """One shell line: `out` becomes `cert` re-signed by the cluster CA, valid from two days ago until yesterday.
+
+    `x509 -req` cannot date a certificate in the past (OpenSSL 3.0), `openssl ca` can, given a throwaway database.
+    """
+    c, k, o = shlex.quote(cert), shlex.quote(key), shlex.quote(out)
+    config = ["[ca]", "default_ca=x", "[x]", 'database=$d/index', 'new_certs_dir=$d', 'serial=$d/serial',
+              "default_md=sha256", "policy=p", "copy_extensions=copyall", "unique_subject=no", "[p]",
+              "commonName=optional"]  # fmt: skip
+    lines = " ".join(f'"{line}"' for line in config)  # double quotes: $d expands
+    return " && ".join([
+        "d=$(mktemp -d)",
+        "trap 'rm -rf \"$d\"' EXIT",
+        f"printf '%s\\n' {lines} > \"$d/ca.cnf\"",
+        ': > "$d/index"',
+        'echo 01 > "$d/serial"',
+        f'openssl x509 -x509toreq -in {c} -signkey {k} -copy_extensions copyall -out "$d/req.csr"',
+        f'openssl ca -batch -config "$d/ca.cnf" -preserveDN -notext -cert {CA_CRT} -keyfile {CA_KEY} '
+        f"-startdate {_openssl_date('-2 days')} -enddate {_openssl_date('-1 day')} "
+        f'-in "$d/req.csr" -out {o}',
+    ])  # fmt: skip
+
+
+def expired_check(path: str) -> str:
+    """A shell test that passes when the first certificate in `path` has expired."""
+    return f"! openssl x509 -in {shlex.quote(path)} -noout -checkend 0 >/dev/null"
