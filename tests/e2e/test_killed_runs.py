@@ -87,8 +87,10 @@ def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: P
     assert _state(node) not in ("T", "")
     assert Journal(journal).pending() == []
     assert armed(DockerNodeExec(SubprocessRunner()), node) == []
-    lease = subprocess.run(["docker", "exec", f"{cluster}-control-plane", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf",
-                            "-n", "kube-system", "get", "lease", "chaoskit-lock-kube-proxy"], capture_output=True)  # fmt: skip
+    kubectl = ["docker", "exec", f"{cluster}-control-plane", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
+    lease = subprocess.run(
+        [*kubectl, "-n", "kube-system", "get", "lease", "chaoskit-lock-kube-proxy"], capture_output=True
+    )
     assert lease.returncode != 0, "the killed run's lock must be released by the revert"
     again = chaoskit("revert", str(journal), "--cluster", cluster)
     assert again.returncode == 0 and "nothing to revert" in again.stdout
