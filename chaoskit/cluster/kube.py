@@ -211,3 +211,51 @@ def condition(obj: Obj, kind: str) -> bool:
     return any(
         c.get("type") == kind and c.get("status") == "True" for c in obj.get("status", {}).get("conditions") or []
     )
+
+
+class FakeKube(Kube):
+    """An in-memory API for unit tests: objects by path; create answers 409 on a taken name, get 404 on none."""
+
+    def __init__(self, objects: dict[str, Obj] | None = None, raw_paths: dict[str, str] | None = None) -> None:
+        super().__init__(api=None)
+        self.objects: dict[str, Obj] = dict(objects or {})
+        self.raw_paths: dict[str, str] = dict(raw_paths or {})
+        self.calls: list[tuple[str, str]] = []
+        self._version = 0
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        self.calls.append((method, path))
+        if method == "GET":
+            if path in self.objects:
+                return self.objects[path]
+            items = [o for p, o in sorted(self.objects.items()) if p.rsplit("/", 1)[0] == path]
+            if items:
+                return {"items": items}
+            raise KubeError(f"GET {path}: HTTP 404 Not Found")
+        if method == "POST":
+            item = f"{path}/{body['metadata']['name']}"
+            if item in self.objects:
+                raise KubeError(f"POST {path}: HTTP 409 Conflict")
+            return self._store(item, body)
+        if method in ("PUT", "PATCH"):
+            return self._store(path, body if method == "PUT" else {**self.objects.get(path, {}), **body})
+        if method == "DELETE":
+            if self.objects.pop(path, None) is None:
+                raise KubeError(f"DELETE {path}: HTTP 404 Not Found")
+            return {}
+        raise KubeError(f"{method} {path}: not supported by FakeKube")
+
+    def apply(self, obj: Obj) -> Any:
+        return self._store(object_path(obj), obj)
+
+    def raw(self, path: str) -> str:
+        self.calls.append(("GET", path))
+        if path not in self.raw_paths:
+            raise KubeError(f"GET {path}: HTTP 404 Not Found")
+        return self.raw_paths[path]
+
+    def _store(self, path: str, obj: Obj) -> Obj:
+        self._version += 1
+        stored = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(self._version)}}
+        self.objects[path] = stored
+        return stored

@@ -1,0 +1,65 @@
+"""Per-component locks and cluster recognition, against the in-memory API."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.shell import FakeRunner
+from chaoskit.safety import MARKER, Locked, NotOurCluster, acquire, recognise, release, release_run_locks
+
+PS = ('{"Names":"chaoskit-control-plane","Image":"chaoskit/node:x","State":"running",'
+      '"Labels":"io.x-k8s.kind.cluster=chaoskit,io.x-k8s.kind.role=control-plane"}\n')  # fmt: skip
+
+
+def test_a_free_component_is_locked_and_released() -> None:
+    kube = FakeKube()
+    lock = acquire(kube, "scheduler", "host/run1", 60)
+    assert kube.get(lock.path)["spec"]["holderIdentity"] == "host/run1"
+    release(kube, lock)
+    assert lock.path not in kube.objects
+
+
+def test_a_component_held_by_a_live_run_is_refused() -> None:
+    kube = FakeKube()
+    acquire(kube, "scheduler", "host/run1", 60)
+    with pytest.raises(Locked, match="another run"):
+        acquire(kube, "scheduler", "host/run2", 60)
+
+
+def test_the_same_run_may_take_its_own_lock_again() -> None:
+    kube = FakeKube()
+    acquire(kube, "kubelet", "host/run1", 60)
+    acquire(kube, "kubelet", "host/run1", 60)  # concurrent steps of one run on one component
+
+
+def test_an_expired_lease_is_taken_over() -> None:
+    kube = FakeKube()
+    lock = acquire(kube, "scheduler", "host/dead", 60)
+    kube.objects[lock.path]["spec"]["renewTime"] = "2020-01-01T00:00:00.000000Z"
+    acquire(kube, "scheduler", "host/run2", 60)
+    assert kube.get(lock.path)["spec"]["holderIdentity"] == "host/run2"
+
+
+def test_release_leaves_another_holders_lock_alone() -> None:
+    kube = FakeKube()
+    lock = acquire(kube, "scheduler", "host/other", 60)
+    release_run_locks(kube, "mine", ["scheduler"])
+    assert lock.path in kube.objects
+
+
+def test_a_cluster_without_kind_nodes_is_not_ours() -> None:
+    with pytest.raises(NotOurCluster, match="--allow-any-cluster"):
+        recognise(FakeRunner(), FakeKube(), "prod")
+
+
+def test_a_kind_cluster_without_the_marker_is_not_ours() -> None:
+    runner = FakeRunner(responses={("docker", "ps"): PS})
+    with pytest.raises(NotOurCluster, match=MARKER):
+        recognise(runner, FakeKube(), "chaoskit")
+
+
+def test_a_kind_cluster_with_the_marker_is_ours() -> None:
+    runner = FakeRunner(responses={("docker", "ps"): PS})
+    kube = FakeKube({f"/api/v1/namespaces/kube-system/configmaps/{MARKER}": {"metadata": {"name": MARKER}}})
+    recognise(runner, kube, "chaoskit")
