@@ -74,6 +74,23 @@ def _install_packages(runner: Runner, packages: tuple[str, ...], progress: Progr
         runner.run(["apt-get", "install", "-y", "-qq", *missing], env={"DEBIAN_FRONTEND": "noninteractive"})
 
 
+# Every kind node runs its own kubelet and containerd, each holding inotify instances; the host default (128)
+# runs out at about two clusters, and then kubelet dies with "too many open files" (kind's known issue).
+HOST_SYSCTLS = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
+
+
+def ensure_host_limits(progress: Progress) -> None:
+    for key, wanted in HOST_SYSCTLS.items():
+        path = Path("/proc/sys") / key
+        try:
+            if int(path.read_text()) < wanted:
+                path.write_text(str(wanted))
+                progress.info(f"raised {key.replace('/', '.')} to {wanted}")
+        except OSError as exc:
+            progress.info(f"[yellow]warning[/yellow]: cannot raise {key.replace('/', '.')} to {wanted} ({exc}); "
+                          "several clusters at once may fail")  # fmt: skip
+
+
 def ensure_host_tools(runner: Runner, progress: Progress) -> None:
     if shutil.which("go") is None:
         raise MissingDependency("chaoskit builds Kubernetes from Go modules and needs `go` (>= 1.24) on PATH")

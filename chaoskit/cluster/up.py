@@ -70,6 +70,7 @@ def up(
     cfg = kind_config.load(config_path, name)
     cache.sweep_temporaries()
     docker.ensure_host_tools(runner, progress)
+    docker.ensure_host_limits(progress)
     docker.ensure_engine(runner, cache, progress)
     wanted = choose_node_image(image)
     artifacts = build.build_all(cache, runner, progress, offline_node_image=wanted == "build")
