@@ -38,13 +38,12 @@ def api_answers(env: Env, node: str) -> bool:
 
 @register
 class ApiServerDown(StaticPodDown):
-    """kube-apiserver stopped: the whole cluster is uncontrollable (no kubectl, no scheduling, no heartbeats
-    recorded), while running pods keep running.
+    """kube-apiserver stopped: the whole cluster is uncontrollable while running pods keep running.
 
-    Its static-pod manifest is parked outside /etc/kubernetes/manifests, so kubelet stops it; the effect is that
-    nothing answers on 127.0.0.1:6443 inside the control-plane node. After the revert kubelet starts it again and
-    recovery is /readyz answering ok. The scheduler and controller manager lose their leader leases meanwhile and
-    restart, as they would in the field.
+    No kubectl, no scheduling, no heartbeats recorded. Its static-pod manifest is parked outside
+    /etc/kubernetes/manifests, so kubelet stops it; the effect is that nothing answers on 127.0.0.1:6443 inside the
+    control-plane node. After the revert kubelet starts it again and recovery is /readyz answering ok. The scheduler
+    and controller manager lose their leader leases meanwhile and restart, as they would in the field.
     """
 
     name = "apiserver.down"
@@ -75,16 +74,15 @@ def _etcd_rule(action: str, match: tuple[str, ...]) -> str:
 
 @register
 class EtcdTimeout(Fault):
-    """The API server's connection to etcd times out: its packets are dropped, so calls hang and then fail, not
-    refused at once.
+    """The API server's traffic to etcd is dropped: requests hang, then fail with etcd timeouts, never refused at once.
 
     Two iptables rules in the control-plane node's OUTPUT chain DROP loopback TCP to and from etcd's client port
     (127.0.0.1:2379, where kubeadm's --etcd-servers points). Connections the API server already holds hang too:
-    filter-table rules see every packet, not only a connection's first (unlike NAT rules, which conntrack skips
-    once a flow exists), so no conntrack flush is needed. Evidence: /readyz?verbose reports `[-]etcd failed`
-    within seconds, reads and writes hang until their timeout, the API server log shows etcd deadline-exceeded
-    errors. Held longer than ~80 s, kubelet's liveness probe restarts the API server, which then cannot start,
-    as in the field. The rules carry the comment `chaoskit-etcd-timeout`; the revert deletes exactly those.
+    filter-table rules see every packet, not only a connection's first (unlike NAT rules, which conntrack skips once
+    a flow exists), so no conntrack flush is needed. Evidence: /readyz?verbose reports `[-]etcd failed` within
+    seconds, reads and writes hang until their timeout, the API server log shows etcd deadline-exceeded errors. Held
+    longer than ~80 s, kubelet's liveness probe restarts the API server, which stays down until etcd answers again.
+    The rules carry the comment `chaoskit-etcd-timeout`; the revert deletes exactly those.
     """
 
     name = "apiserver.etcd-timeout"
@@ -129,16 +127,15 @@ def verified_readyz(env: Env, node: str) -> str:
 
 @register
 class ApiServerCertExpired(Fault):
-    """The API server's serving certificate has expired: every client that verifies it gets x509 "certificate has
-    expired" on a new connection.
+    """The API server serves an expired certificate: verifying clients get x509 "certificate has expired".
 
-    The fault re-signs the serving certificate with the cluster CA (same subject, key and SANs) so that it
-    expired yesterday, and swaps it in atomically; the original is parked in /etc/kubernetes/chaoskit-parked/.
-    kube-apiserver reloads its serving certificate from disk as soon as the file changes (and every minute), the
-    way it picks up a renewed one, so it needs no restart on either side. Connections opened before keep working
-    (TLS checks certificates at the handshake only); kubelets, controllers and kubectl fail as they reconnect.
-    Effect: `curl --cacert ca.crt` from the control-plane node reports the certificate has expired; recovery:
-    /readyz ok with verification. The revert puts the original back.
+    The fault re-signs the serving certificate with the cluster CA (same subject, key and SANs) so that it expired
+    yesterday, and swaps it in atomically; the original is parked in /etc/kubernetes/chaoskit-parked/.
+    kube-apiserver reloads its serving certificate from disk as soon as the file changes (and every minute), the way
+    it picks up a renewed one, so it needs no restart on either side. Connections opened before keep working (TLS
+    checks certificates at the handshake only); kubelets, controllers and kubectl fail as they reconnect. Effect:
+    `curl --cacert ca.crt` from the control-plane node reports the certificate has expired; recovery: /readyz ok
+    with verification. The revert puts the original back.
     """
 
     name = "apiserver.cert-expired"
@@ -188,7 +185,7 @@ CURL_PARALLEL_MAX = 250  # curl caps --parallel-max at 300
 # Watches the API server is serving now: its gauge of long-running WATCH requests, summed over every resource.
 # A failed scrape must fail the line, not read as 0, hence the variable rather than a pipe.
 WATCH_COUNT = (
-    f"""m=$({kubectl('get', '--raw', '/metrics')}) && printf '%s\\n' "$m" | """
+    f"""m=$({kubectl("get", "--raw", "/metrics")}) && printf '%s\\n' "$m" | """
     """awk '/^apiserver_longrunning_requests[{]/ && /verb="WATCH"/ {s += $NF} END {print s + 0}'"""
 )
 
@@ -207,14 +204,14 @@ def _watch_script(watches: int) -> str:
 
 @register
 class WatchLeak(Fault):
-    """Many watch connections to the API server left open and never closed, as a leaking client or controller
-    leaves them: `apiserver_longrunning_requests` (verb WATCH) climbs by that many and each holds server memory.
+    """Watch connections to the API server leaked by the hundred: apiserver_longrunning_requests climbs and stays.
 
-    A transient systemd unit (chaoskit-watch-leak) on the control-plane node runs curl with the admin client
-    certificate, holding `watches` HTTP/1.1 watches on ConfigMaps in `default`, one TCP connection each. The
-    apply records the gauge first; the effect is the gauge at least watches/2 above that baseline; the revert
-    stops the unit (its cgroup: exactly those curls) and deletes the copied credentials; recovery is the gauge
-    back within max(10, watches/10) of the baseline.
+    As a leaking client or controller leaves them: opened, never closed, each holding API server memory. A transient
+    systemd unit (chaoskit-watch-leak) on the control-plane node runs curl with the admin client certificate,
+    holding `watches` HTTP/1.1 watches on ConfigMaps in `default`, one TCP connection each. The apply records the
+    gauge first; the effect is the gauge at least watches/2 above that baseline; the revert stops the unit (its
+    cgroup: exactly those curls) and deletes the copied credentials; recovery is the gauge back within max(10,
+    watches/10) of the baseline.
     """
 
     name = "apiserver.watch-leak"

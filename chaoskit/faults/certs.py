@@ -18,7 +18,7 @@ def _openssl_date(offset: str) -> str:
     return f'"$(date -u -d {shlex.quote(offset)} +%Y%m%d%H%M%SZ)"'
 
 
-def expired_copy(cert: str, key: str, out: str) -> str:
+def expired_copy(cert: str, key: str, out: str, *, ca_crt: str = CA_CRT, ca_key: str = CA_KEY) -> str:
     """One shell line: `out` becomes `cert` re-signed by the cluster CA, valid from two days ago until yesterday.
 
     `x509 -req` cannot date a certificate in the past (OpenSSL 3.0), `openssl ca` can, given a throwaway database.
@@ -27,6 +27,7 @@ def expired_copy(cert: str, key: str, out: str) -> str:
     config = ["[ca]", "default_ca=x", "[x]", 'database=$d/index', 'new_certs_dir=$d', 'serial=$d/serial',
               "default_md=sha256", "policy=p", "copy_extensions=copyall", "unique_subject=no", "[p]",
               "commonName=optional"]  # fmt: skip
+    signer = f"-cert {shlex.quote(ca_crt)} -keyfile {shlex.quote(ca_key)}"
     lines = " ".join(f'"{line}"' for line in config)  # double quotes: $d expands
     return " && ".join([
         "d=$(mktemp -d)",
@@ -35,7 +36,7 @@ def expired_copy(cert: str, key: str, out: str) -> str:
         ': > "$d/index"',
         'echo 01 > "$d/serial"',
         f'openssl x509 -x509toreq -in {c} -signkey {k} -copy_extensions copyall -out "$d/req.csr"',
-        f'openssl ca -batch -config "$d/ca.cnf" -preserveDN -notext -cert {CA_CRT} -keyfile {CA_KEY} '
+        f'openssl ca -batch -config "$d/ca.cnf" -preserveDN -notext {signer} '
         f"-startdate {_openssl_date('-2 days')} -enddate {_openssl_date('-1 day')} "
         f'-in "$d/req.csr" -out {o}',
     ])  # fmt: skip

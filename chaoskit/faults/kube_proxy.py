@@ -1,9 +1,18 @@
-"""kube-proxy faults: frozen (new endpoints are not programmed into the node's rules)."""
+"""kube-proxy faults: frozen (new endpoints are not programmed into the node's rules), Service rules flushed on
+one node, rule syncs made slow everywhere."""
 
 from __future__ import annotations
 
-from chaoskit.faults.base import Env, FaultPlan, register
-from chaoskit.faults.control_plane import ProcessFrozen
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from chaoskit.cluster.kube import condition
+from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, node_sh, params_of, register, sh
+from chaoskit.faults.certs import CA_CRT
+from chaoskit.faults.control_plane import PARKED, ProcessFrozen
+from chaoskit.model.duration import Duration, parse_duration
 
 HEALTHZ = "http://127.0.0.1:10256/healthz"  # kube-proxy's own health endpoint on the node
 
@@ -29,3 +38,185 @@ class KubeProxyFrozen(ProcessFrozen):
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         return healthz_answers(env, plan.node)
+
+
+SERVICES_CHAIN = "KUBE-SERVICES"  # nat: every ClusterIP's entry point, for node-originated and pod traffic alike
+CANARY = "KUBE-PROXY-CANARY"  # kube-proxy recreates all its rules when it finds this chain gone
+CANARY_TABLES = ("mangle", "nat", "filter")  # kube-proxy checks mangle first, then waits for the others
+
+
+def kubernetes_cluster_ip(env: Env) -> str:
+    return str(env.kube.get("/api/v1/namespaces/default/services/kubernetes")["spec"]["clusterIP"])
+
+
+def cluster_ip_serves_api(env: Env, node: str) -> bool:
+    """Whether the `kubernetes` Service's ClusterIP, dialled from `node`, reaches the real API server.
+
+    The CA is verified: without kube-proxy's DNAT the packets leave by the default route, where something else
+    may answer.
+    """
+    ip = kubernetes_cluster_ip(env)
+    done = node_sh(env, node, f"curl -sS --max-time 3 --cacert {CA_CRT} https://{ip}:443/readyz 2>&1")
+    return done.stdout.strip() == "ok"
+
+
+def services_chain_rules(env: Env, node: str) -> int | None:
+    done = node_sh(env, node, f"iptables -t nat -S {SERVICES_CHAIN}")
+    if done.returncode != 0:
+        return None
+    return sum(1 for line in done.stdout.splitlines() if line.startswith("-A "))
+
+
+@register
+class KubeProxyFlushRules(Fault):
+    """kube-proxy's Service rules flushed on one node: no ClusterIP answers from there until kube-proxy resyncs.
+
+    Neither the node's own processes nor its pods reach any Service, while the rest of the cluster is fine. The
+    apply flushes the nat KUBE-SERVICES chain (iptables mode). kube-proxy does not notice by itself: in v1.34 its
+    periodic check (every syncPeriod, 30 s) only looks for its KUBE-PROXY-CANARY chains, which a chain flush leaves
+    alone, so the rules come back at the next Service or EndpointSlice change anywhere in the cluster (every sync
+    rewrites KUBE-SERVICES whole) or at the hourly full resync; in a quiet cluster that can be an hour. The revert
+    therefore deletes the canary chains, exactly what a firewall reload does, and kube-proxy re-writes all its rules
+    at its next check, within syncPeriod. Effect: the chain has no rules and the `kubernetes` Service's ClusterIP no
+    longer reaches the API server from the node; recovery: both back.
+    """
+
+    name = "kube-proxy.flush-rules"
+    component = "kube-proxy"
+    target_role = "worker"
+    effect_timeout = 30.0
+    recovery_timeout = 90.0  # syncPeriod (30 s) plus kube-proxy's 5 s wait for the other canaries
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        delete_canaries = " && ".join(
+            f"if iptables -t {t} -S {CANARY} >/dev/null 2>&1; then iptables -w 5 -t {t} -X {CANARY}; fi"
+            for t in CANARY_TABLES
+        )
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(
+                f"iptables -t nat -S {SERVICES_CHAIN} >/dev/null 2>&1 || {{ echo 'no nat {SERVICES_CHAIN} chain on"
+                f" {node}: is kube-proxy in iptables mode?' >&2; exit 1; }}",
+                sh("iptables", "-w", "5", "-t", "nat", "-F", SERVICES_CHAIN),
+            ),
+            revert=(delete_canaries,),
+            summary=f"flush the nat {SERVICES_CHAIN} chain on {node} (no ClusterIP answers from it)",
+            params=params,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return services_chain_rules(env, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return bool(services_chain_rules(env, plan.node)) and cluster_ip_serves_api(env, plan.node)
+
+
+class SlowSyncParams(FaultParams):
+    min_sync_period: Duration = Field(
+        default=30.0,
+        ge=2.0,
+        le=600.0,
+        description="kube-proxy's minSyncPeriod while the fault holds (kind's is 1s): at most one rule sync per "
+        "period after a burst of two.",
+    )
+
+
+PROXY_CONFIGMAP_BACKUP = f"{PARKED}/kube-proxy-configmap.yaml"
+DEFAULT_SYNC_PERIOD = 30.0  # kube-proxy's, when the ConfigMap says 0s
+
+
+def go_duration(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+
+
+def slow_sync_sed(min_sync_period: float) -> str:
+    """A sed command that sets every proxy mode's minSyncPeriod in the ConfigMap's YAML, and syncPeriod too where
+    its default (30 s) would be the shorter of the two."""
+    period = go_duration(min_sync_period)
+    edits = [f"-e 's/^\\( *\\)minSyncPeriod: .*$/\\1minSyncPeriod: {period}/'"]
+    if min_sync_period > DEFAULT_SYNC_PERIOD:
+        edits.append(f"-e 's/^\\( *\\)syncPeriod: .*$/\\1syncPeriod: {period}/'")
+    return "sed " + " ".join(edits)
+
+
+def kube_proxy_pods(env: Env) -> tuple[int, list[dict[str, Any]]]:
+    """(pods the DaemonSet wants, its live pods: not being deleted)."""
+    ds = env.kube.get("/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy")
+    pods = env.kube.get("/api/v1/namespaces/kube-system/pods", labelSelector="k8s-app=kube-proxy")["items"]
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return int(ds["status"].get("desiredNumberScheduled", 0)), live
+
+
+def running_min_sync_period(env: Env, node: str) -> float | None:
+    """The minSyncPeriod the kube-proxy on `node` runs with, from its /configz (asked on the node itself)."""
+    done = node_sh(env, node, "curl -s --max-time 3 http://127.0.0.1:10249/configz")
+    try:
+        return parse_duration(json.loads(done.stdout)["kubeproxy.config.k8s.io"]["MinSyncPeriod"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@register
+class KubeProxySlowSync(Fault):
+    """kube-proxy's rule syncs made slow on every node: endpoint changes reach the rules up to minSyncPeriod late.
+
+    An HPA scale-up's new pods get no traffic for a while, removed ones keep getting it. The kube-system/kube-proxy
+    ConfigMap's minSyncPeriod (every proxy mode's) is raised to `min_sync_period` (syncPeriod too, where its 30 s
+    default would be shorter) and the kube-proxy pods are restarted to read it. kube-proxy then syncs at most once
+    per period after a burst of two, so the gap between an EndpointSlice's last-change-trigger-time and the rules,
+    `kubeproxy_network_programming_duration_seconds`, grows to about the period. The original ConfigMap is kept in
+    /etc/kubernetes/chaoskit-parked/ on the control-plane node (where kubectl runs); the revert restores it and
+    restarts the pods again. Effect: every kube-proxy runs with the slow period (its /configz); recovery: every
+    kube-proxy back on another.
+    """
+
+    name = "kube-proxy.slow-sync"
+    component = "kube-proxy"
+    target_role = "control-plane"
+    Params = SlowSyncParams
+    effect_timeout = 90.0  # the DaemonSet recreates the pods; each waits for the old one to let go of its ports
+    recovery_timeout = 120.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        p = params_of(params, SlowSyncParams)
+        period = go_duration(p.min_sync_period)
+        get_cm = kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "yaml")
+        restart = kubectl("-n", "kube-system", "delete", "pod", "-l", "k8s-app=kube-proxy", "--wait=false")
+        backup = PROXY_CONFIGMAP_BACKUP
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(
+                f"if [ -e {backup} ]; then echo '{backup} exists: an earlier injection was not reverted"
+                " (chaoskit revert)' >&2; exit 1; fi",
+                sh("mkdir", "-p", PARKED),
+                f"{get_cm} > {backup}.new && mv {backup}.new {backup}",
+                f"{slow_sync_sed(p.min_sync_period)} {backup} | {kubectl('replace', '-f', '-')}",
+                restart,
+            ),
+            revert=(
+                # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile
+                f"if [ -f {backup} ]; then sed '/^  resourceVersion: /d' {backup} | {kubectl('replace', '-f', '-')}"
+                f" && {restart} && rm -f {backup}; fi",
+            ),
+            summary=f"set kube-proxy's minSyncPeriod to {period} in kube-system/kube-proxy and restart kube-proxy",
+            params=p,
+        )
+
+    def _periods(self, env: Env) -> list[float | None] | None:
+        """Each live kube-proxy's minSyncPeriod, or None while the DaemonSet is not fully Ready."""
+        desired, pods = kube_proxy_pods(env)
+        if desired == 0 or len(pods) != desired or not all(condition(p, "Ready") for p in pods):
+            return None
+        return [running_min_sync_period(env, p["spec"]["nodeName"]) for p in pods]
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        slow = plan.params_as(SlowSyncParams).min_sync_period
+        periods = self._periods(env)
+        return periods is not None and all(s is not None and abs(s - slow) < 1e-3 for s in periods)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        slow = plan.params_as(SlowSyncParams).min_sync_period
+        periods = self._periods(env)
+        return periods is not None and all(s is not None and abs(s - slow) >= 1e-3 for s in periods)

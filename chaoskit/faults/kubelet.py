@@ -95,15 +95,15 @@ class DiskPressureParams(FaultParams):
 
 @register
 class DiskPressure(Fault):
-    """The node's disk filled past kubelet's eviction threshold: DiskPressure=True, the node is tainted
-    node.kubernetes.io/disk-pressure (no new pods) and kubelet evicts pods to reclaim space.
+    """kubelet's filesystem filled past the eviction threshold: DiskPressure=True, node tainted, pods evicted.
 
-    One file, fallocated on /var/lib/kubelet, leaves `free_percent` of it free. That filesystem is the 4 GiB
-    loop-mounted ext4 chaoskit's node image gives each node, so the host's disk is never touched (the apply
-    refuses to run when /var/lib/kubelet is not a mount of its own). kind-config.yaml sets evictionHard
-    nodefs.available 10% (kind's default is 0%, which never fires). The revert deletes the file; DiskPressure
-    clears evictionPressureTransitionPeriod (30 s) after kubelet last saw the pressure, then the taint goes.
-    Critical pods (kube-proxy, the pod network) are never evicted; others on the node may be.
+    The node is tainted node.kubernetes.io/disk-pressure (no new pods) and kubelet evicts pods to reclaim space. One
+    file, fallocated on /var/lib/kubelet, leaves `free_percent` of it free. That filesystem is the 4 GiB
+    loop-mounted ext4 chaoskit's node image gives each node, so the host's disk is never touched (the apply refuses
+    to run when /var/lib/kubelet is not a mount of its own). kind-config.yaml sets evictionHard nodefs.available 10%
+    (kind's default is 0%, which never fires). The revert deletes the file; DiskPressure clears
+    evictionPressureTransitionPeriod (30 s) after kubelet last saw the pressure, then the taint goes. Critical pods
+    (kube-proxy, the pod network) are never evicted; others on the node may be.
     """
 
     name = "kubelet.disk-pressure"
@@ -148,16 +148,17 @@ EXPIRED_PEM = f"{KUBELET_DIR}/pki/kubelet-client-chaoskit-expired.pem"
 
 @register
 class KubeletCertExpired(Fault):
-    """kubelet's client certificate expired and not renewed (rotation failed): kubelet cannot authenticate to the
-    API server, heartbeats stop and the node goes NotReady after the grace period.
+    """kubelet restarted with an expired client certificate it cannot renew: it crash-loops and the node goes NotReady.
 
-    kubelet-client-current.pem is swapped for a copy of itself (same identity and key) re-signed by the cluster
-    CA to have expired yesterday, and kubelet is restarted, as after a reboot past the expiry date. Rotation
-    cannot rescue it: renewing needs a valid certificate, and kubeadm deletes the bootstrap kubeconfig after
-    joining. So kubelet logs that its client certificate "is expired", fails to load the bootstrap kubeconfig
-    and exits; systemd restarts it every second, and `journalctl -u kubelet` shows the loop. Running pods keep
-    running. Signing needs the CA key, which only the control-plane node holds, so this fault targets that node's
-    kubelet. The revert renames the original certificate back and restarts kubelet.
+    Certificate rotation failed and the certificate ran out: kubelet cannot authenticate to the API server, its
+    heartbeats stop and the node goes NotReady after the grace period. kubelet-client-current.pem is swapped for a
+    copy of itself (same identity and key) re-signed by the cluster CA to have expired yesterday, and kubelet is
+    restarted, as after a reboot past the expiry date. Rotation cannot rescue it: renewing needs a valid
+    certificate, and kubeadm deletes the bootstrap kubeconfig after joining. So kubelet logs that its client
+    certificate "is expired", fails to load the bootstrap kubeconfig and exits; systemd restarts it every second,
+    and `journalctl -u kubelet` shows the loop. Running pods keep running. Signing needs the CA key, which only the
+    control-plane node holds, so this fault targets that node's kubelet. The revert renames the original certificate
+    back and restarts kubelet.
     """
 
     name = "kubelet.cert-expired"

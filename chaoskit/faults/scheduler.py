@@ -68,8 +68,9 @@ def unschedulable_deployment(p: UnschedulableParams, node: str) -> dict[str, Any
 
 
 def _tolerating_not_found(line: str) -> str:
-    """`line`, except that "not found" (already undone) counts as success."""
-    return f'out=$({line} 2>&1) || case "$out" in *"not found"*) ;; *) echo "$out" >&2; exit 1;; esac'
+    """`line`, except that "not found" (already undone) counts as success. No `exit`: the dead-man switch runs
+    every revert line in one script."""
+    return f'out=$({line} 2>&1) || case "$out" in *"not found"*) ;; *) echo "$out" >&2; false;; esac'
 
 
 def _absent(env: Env, path: str) -> bool:
@@ -84,16 +85,16 @@ def _absent(env: Env, path: str) -> bool:
 
 @register
 class Unschedulable(Fault):
-    """Pods Pending because nothing fits them, as in an HPA scale-up that outgrows the cluster or a scheduling
-    policy that is wrong: the scheduler runs, tries, and says why in a FailedScheduling event per pod.
+    """New pods stay Pending because no node fits them, each with a FailedScheduling event that says why.
 
-    It creates a small Deployment of chaoskit's workload (`chaoskit-unschedulable`, in `namespace`, created and
-    later deleted if missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient
-    cpu"); `taint` pins the pods to the control-plane node and adds the NoSchedule taint
-    `chaoskit.dev/unschedulable` there, with no toleration ("untolerated taint"); `affinity` requires a node
-    label no node has ("didn't match Pod's node affinity/selector"). Effect: every replica Pending with such an
-    event. Unlike scheduler.down, the events are there: that is how the two are told apart. The revert deletes
-    the Deployment, the taint and the namespace if the fault created it. Runs kubectl on the control-plane node.
+    As in an HPA scale-up that outgrows the cluster, or a scheduling policy that is wrong. It creates a small
+    Deployment of chaoskit's workload (`chaoskit-unschedulable`, in `namespace`, created and later deleted if
+    missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient cpu"); `taint` pins
+    the pods to the control-plane node and adds the NoSchedule taint `chaoskit.dev/unschedulable` there, with no
+    toleration ("untolerated taint"); `affinity` requires a node label no node has ("didn't match Pod's node
+    affinity/selector"). Effect: every replica Pending with such an event. Unlike scheduler.down, the events are
+    there: that is how the two are told apart. The revert deletes the Deployment, the taint and the namespace if the
+    fault created it. Runs kubectl on the control-plane node.
     """
 
     name = "scheduler.unschedulable"

@@ -63,3 +63,21 @@ def test_fault_takes_effect_and_the_cluster_heals_after_revert(name: str, env: E
     wait_healthy(env)
     print(f"\n{name}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert, "
           f"healthy {time.monotonic() - t0:.0f}s after inject")  # fmt: skip
+
+
+# Params that change what a fault does, beyond the defaults the test above runs.
+VARIANTS = [
+    ("scheduler.unschedulable", {"reason": "taint"}),
+    ("scheduler.unschedulable", {"reason": "affinity", "namespace": "default"}),
+    ("kube-proxy.slow-sync", {"minSyncPeriod": "90s"}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), VARIANTS, ids=[f"{n}-{'-'.join(p.values())}" for n, p in VARIANTS])
+def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str], env: Env, tmp_path: Path) -> None:
+    fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
+    result = run_fault(env, fault, _node(env.cluster, fault), fault.Params.model_validate(params), duration=5,
+                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    assert result.ok, result.errors
+    wait_healthy(env)
+    print(f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert")

@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import inspect
+import os
+import re
+import shutil
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
-from chaoskit.faults.base import Fault, NoParams
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.faults.apiserver import (
+    ApiServerCertExpired,
+    ApiServerDown,
+    EtcdTimeout,
+    WatchLeak,
+    WatchLeakParams,
+    _watch_script,
+)
+from chaoskit.faults.base import Env, Fault, NoParams
+from chaoskit.faults.certs import expired_check, expired_copy
 from chaoskit.faults.controller_manager import ControllerManagerDown, ControllerManagerHung
-from chaoskit.faults.kube_proxy import KubeProxyFrozen
-from chaoskit.faults.kubelet import ContainerRuntimeUnresponsive, KubeletStopped
-from chaoskit.faults.scheduler import SchedulerDown
+from chaoskit.faults.kube_proxy import (
+    KubeProxyFlushRules,
+    KubeProxyFrozen,
+    KubeProxySlowSync,
+    SlowSyncParams,
+    go_duration,
+    slow_sync_sed,
+)
+from chaoskit.faults.kubelet import (
+    ContainerRuntimeUnresponsive,
+    DiskPressure,
+    DiskPressureParams,
+    KubeletCertExpired,
+    KubeletStopped,
+)
+from chaoskit.faults.scheduler import SchedulerDown, Unschedulable, UnschedulableParams, unschedulable_deployment
+from chaoskit.model.duration import parse_duration
+from chaoskit.registry import FAULTS, load_catalog
+
+load_catalog()
 
 ALL = [SchedulerDown(), ControllerManagerDown(), ControllerManagerHung(), KubeletStopped(),
        ContainerRuntimeUnresponsive(), KubeProxyFrozen()]  # fmt: skip
@@ -63,3 +99,317 @@ def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
 def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
     plan = ControllerManagerHung().plan("chaoskit-control-plane", NoParams())
     assert plan.apply == ("pkill -STOP -x kube-controller",)
+
+
+# --- the faults added with the catalog: apiserver, scheduler.unschedulable, kubelet, kube-proxy -------------------
+
+CATALOG = [cls() for _, cls in FAULTS.items()]  # every registered fault, whatever its module
+NEW = [ApiServerDown(), EtcdTimeout(), ApiServerCertExpired(), WatchLeak(), Unschedulable(), DiskPressure(),
+       KubeletCertExpired(), KubeProxyFlushRules(), KubeProxySlowSync()]  # fmt: skip
+VARIANTS = [
+    *((Unschedulable(), UnschedulableParams(reason=r)) for r in ("resources", "taint", "affinity")),
+    (WatchLeak(), WatchLeakParams(watches=1)),
+    (WatchLeak(), WatchLeakParams(watches=1234)),
+    (KubeProxySlowSync(), SlowSyncParams(min_sync_period=90)),
+    (KubeProxySlowSync(), SlowSyncParams(min_sync_period=2.5)),
+    (DiskPressure(), DiskPressureParams(free_percent=2.5)),
+]
+
+
+@pytest.mark.parametrize("fault", NEW, ids=lambda f: f.name)
+def test_a_fault_summary_is_one_whole_line_because_faults_list_shows_only_that(fault: Fault) -> None:
+    lines = (inspect.getdoc(fault) or "").split("\n")
+    assert lines[0].endswith(".") and len(lines) > 2 and lines[1] == ""
+
+
+@pytest.mark.parametrize("fault", CATALOG, ids=lambda f: f.name)
+def test_every_registered_fault_plans_valid_shell_with_default_params(fault: Fault) -> None:
+    assert fault.Params.model_config.get("extra") == "forbid" and fault.Params.model_config.get("frozen")
+    assert 0 < fault.effect_timeout <= 300 and 0 < fault.recovery_timeout <= 300
+    plan = fault.plan("chaoskit-worker", NoParams())  # NoParams: what a caller without params passes
+    assert plan.fault == fault.name and plan.apply and plan.revert and plan.summary
+    assert fault.name.split(".")[0] == fault.component
+    for line in plan.apply + plan.revert:
+        assert subprocess.run(["sh", "-n", "-c", line]).returncode == 0, line
+
+
+@pytest.mark.parametrize(("fault", "params"), VARIANTS, ids=lambda v: getattr(v, "name", repr(v)))
+def test_plans_for_non_default_params_are_valid_shell(fault: Fault, params: BaseModel) -> None:
+    plan = fault.plan("chaoskit-control-plane", params)
+    assert plan.params == params
+    for line in plan.apply + plan.revert:
+        assert subprocess.run(["sh", "-n", "-c", line]).returncode == 0, line
+
+
+@pytest.mark.parametrize("fault", CATALOG, ids=lambda f: f.name)
+def test_no_revert_line_exits_because_the_dead_man_switch_runs_them_all_in_one_script(fault: Fault) -> None:
+    for line in fault.plan("n", NoParams()).revert:
+        assert not re.search(r"\bexit\b", line), line
+
+
+def test_params_read_camel_case_from_playbooks_and_refuse_unknown_keys() -> None:
+    assert SlowSyncParams.model_validate({"minSyncPeriod": "1m30s"}).min_sync_period == 90.0
+    assert SlowSyncParams(min_sync_period="45s").min_sync_period == 45.0  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        UnschedulableParams.model_validate({"reason": "gravity"})
+    with pytest.raises(ValidationError):
+        WatchLeakParams.model_validate({"watches": 10, "watchers": 10})
+    with pytest.raises(ValidationError):
+        DiskPressureParams(free_percent=10)  # at the threshold: no pressure
+
+
+def _bin(tmp_path: Path, name: str, body: str) -> None:
+    """A fake command on PATH for running plan lines on this host."""
+    path = tmp_path / "bin" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def _run(tmp_path: Path, line: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "STATE": str(tmp_path / "state")}
+    return subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env)
+
+
+# A fake iptables over a text file: -I/-D/-S of rules, -N/-X/-F of chains (enough for the plans' lines).
+FAKE_IPTABLES = r"""
+set -- $(printf '%s\n' "$@" | grep -v -x -e -w -e 5)
+table=filter; [ "$1" = -t ] && { table=$2; shift 2; }
+touch "$STATE"; op=$1; chain=$2; shift 2; rule="$table $chain $*"
+case $op in
+  -I) echo "$rule" >> "$STATE" ;;
+  -D) grep -q -x -F -- "$rule" "$STATE" || exit 1
+      grep -v -x -F -- "$rule" "$STATE" > "$STATE.n"; mv "$STATE.n" "$STATE" ;;
+  -S) grep -q -x -F "chain $table $chain" "$STATE" || [ -n "$(grep "^$table $chain " "$STATE")" ] || exit 1
+      echo "-N $chain"; grep "^$table $chain " "$STATE" | sed "s/^$table /-A /" ;;
+  -F) grep -v "^$table $chain " "$STATE" > "$STATE.n"; mv "$STATE.n" "$STATE" ;;
+  -X) grep -q -x -F "chain $table $chain" "$STATE" || exit 1
+      grep -v -x -F "chain $table $chain" "$STATE" > "$STATE.n"; mv "$STATE.n" "$STATE" ;;
+esac
+"""
+
+
+def test_etcd_timeout_drops_both_directions_and_its_revert_deletes_exactly_its_rules(tmp_path: Path) -> None:
+    _bin(tmp_path, "iptables", FAKE_IPTABLES)
+    _bin(tmp_path, "grep", 'exec /bin/grep "$@"')
+    (tmp_path / "state").write_text("filter OUTPUT -j KUBE-FIREWALL\n")
+    plan = EtcdTimeout().plan("chaoskit-control-plane", NoParams())
+    assert any("--dport 2379" in line and "-j DROP" in line for line in plan.apply)
+    assert any("--sport 2379" in line and "-j DROP" in line for line in plan.apply)
+    for line in plan.apply[1:] + plan.apply[1:]:  # inserted twice: the revert loops until none is left
+        assert _run(tmp_path, line).returncode == 0
+    assert (tmp_path / "state").read_text().count("chaoskit-etcd-timeout") == 4
+    for _ in range(2):  # the dead-man switch may run after a manual revert
+        for line in plan.revert:
+            assert _run(tmp_path, line).returncode == 0, line
+    assert (tmp_path / "state").read_text() == "filter OUTPUT -j KUBE-FIREWALL\n"
+
+
+def test_flush_rules_refuses_without_the_iptables_chain_and_its_revert_drops_only_present_canaries(
+    tmp_path: Path,
+) -> None:
+    _bin(tmp_path, "iptables", FAKE_IPTABLES)
+    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    done = _run(tmp_path, plan.apply[0])
+    assert done.returncode != 0 and "iptables mode" in done.stderr
+    (tmp_path / "state").write_text("chain mangle KUBE-PROXY-CANARY\nchain nat KUBE-PROXY-CANARY\n")
+    for _ in range(2):
+        assert _run(tmp_path, plan.revert[0]).returncode == 0
+    assert (tmp_path / "state").read_text() == ""
+
+
+def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:
+    plan = ApiServerCertExpired().plan("n", NoParams())
+    revert = [line.replace("/etc/kubernetes", str(tmp_path)) for line in plan.revert]
+    (tmp_path / "pki").mkdir()
+    (tmp_path / "chaoskit-parked").mkdir()
+    (tmp_path / "pki" / "apiserver.crt").write_text("expired")
+    (tmp_path / "chaoskit-parked" / "apiserver.crt").write_text("original")
+    (tmp_path / "chaoskit-parked" / "apiserver.key").write_text("key")
+    for _ in range(2):
+        for line in revert:
+            assert _run(tmp_path, line).returncode == 0, line
+    assert (tmp_path / "pki" / "apiserver.crt").read_text() == "original"
+    assert (tmp_path / "pki" / "apiserver.key").read_text() == "key"
+
+
+def test_cert_expired_refuses_to_overwrite_a_parked_original(tmp_path: Path) -> None:
+    refuse = ApiServerCertExpired().plan("n", NoParams()).apply[0].replace("/etc/kubernetes", str(tmp_path))
+    assert _run(tmp_path, refuse).returncode == 0
+    (tmp_path / "chaoskit-parked").mkdir()
+    (tmp_path / "chaoskit-parked" / "apiserver.crt").write_text("original")
+    assert _run(tmp_path, refuse).returncode != 0
+
+
+def test_kubelet_cert_revert_restores_the_symlink_and_restarts_kubelet_once(tmp_path: Path) -> None:
+    _bin(tmp_path, "systemctl", 'echo "$@" >> "$STATE"')
+    plan = KubeletCertExpired().plan("chaoskit-control-plane", NoParams())
+    revert = [line.replace("/var/lib/kubelet", str(tmp_path)) for line in plan.revert]
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    (pki / "kubelet-client-2026.pem").write_text("original")
+    (pki / "kubelet-client-current.pem.chaoskit-parked").symlink_to(pki / "kubelet-client-2026.pem")
+    (pki / "kubelet-client-current.pem").write_text("expired")
+    for _ in range(2):
+        for line in revert:
+            assert _run(tmp_path, line).returncode == 0, line
+    assert (pki / "kubelet-client-current.pem").is_symlink()
+    assert (pki / "kubelet-client-current.pem").read_text() == "original"
+    assert (tmp_path / "state").read_text() == "restart kubelet\n"
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="needs openssl")
+def test_expired_copy_keeps_subject_and_sans_and_is_signed_by_the_ca_but_expired(tmp_path: Path) -> None:
+    def ssl(*args: str) -> str:
+        return subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+        "-subj", "/CN=kubernetes", "-days", "10")  # fmt: skip
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.crt", "-subj",
+        "/CN=kube-apiserver", "-addext", "subjectAltName=DNS:kubernetes,IP:10.96.0.1", "-CA", "ca.crt",
+        "-CAkey", "ca.key", "-days", "10")  # fmt: skip
+    line = expired_copy("srv.crt", "srv.key", "out.crt", ca_crt="ca.crt", ca_key="ca.key")
+    done = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run(["sh", "-c", expired_check("out.crt")], cwd=tmp_path).returncode == 0
+    assert subprocess.run(["sh", "-c", expired_check("srv.crt")], cwd=tmp_path).returncode != 0
+    shown = ssl("x509", "-in", "out.crt", "-noout", "-subject", "-ext", "subjectAltName")
+    assert "CN = kube-apiserver" in shown and "DNS:kubernetes" in shown and "IP Address:10.96.0.1" in shown
+    verify = subprocess.run(["openssl", "verify", "-CAfile", "ca.crt", "out.crt"], cwd=tmp_path, capture_output=True)
+    assert verify.returncode != 0 and b"certificate has expired" in verify.stdout + verify.stderr
+    ssl("verify", "-no_check_time", "-CAfile", "ca.crt", "out.crt")  # the CA signed it: only the dates are wrong
+
+
+def test_disk_pressure_fills_to_the_asked_free_space_and_never_outside_its_own_filesystem(tmp_path: Path) -> None:
+    _bin(tmp_path, "df", 'printf "  1B-blocks Avail\\n 4000000000 3800000000\\n"')
+    _bin(tmp_path, "fallocate", 'echo "$@" > "$STATE"')
+    _bin(tmp_path, "mountpoint", "exit 1")
+    plan = DiskPressure().plan("chaoskit-worker", DiskPressureParams(free_percent=5))
+    refused = _run(tmp_path, plan.apply[0])
+    assert refused.returncode != 0 and "refusing" in refused.stderr
+    assert _run(tmp_path, plan.apply[1]).returncode == 0
+    size = 3_800_000_000 - 4_000_000_000 * 5 // 100
+    assert (tmp_path / "state").read_text() == f"-l {size} /var/lib/kubelet/chaoskit-disk-pressure.fill\n"
+    assert plan.revert == ("rm -f /var/lib/kubelet/chaoskit-disk-pressure.fill",)
+
+
+KUBE_PROXY_CONFIGMAP = """\
+apiVersion: v1
+data:
+  config.conf: |-
+    configSyncPeriod: 0s
+    iptables:
+      minSyncPeriod: 1s
+      syncPeriod: 0s
+    nftables:
+      minSyncPeriod: 0s
+      syncPeriod: 0s
+kind: ConfigMap
+metadata:
+  name: kube-proxy
+  resourceVersion: "123"
+"""
+
+
+@pytest.mark.parametrize(("period", "sync_changed"), [(30.0, False), (90.0, True), (2.5, False)])
+def test_slow_sync_sets_every_min_sync_period_and_keeps_sync_period_the_longer(
+    tmp_path: Path, period: float, sync_changed: bool
+) -> None:
+    (tmp_path / "cm.yaml").write_text(KUBE_PROXY_CONFIGMAP)
+    out = _run(tmp_path, f"{slow_sync_sed(period)} {tmp_path / 'cm.yaml'}").stdout
+    rendered = go_duration(period)
+    assert out.count(f"      minSyncPeriod: {rendered}\n") == 2
+    assert out.count(f"      syncPeriod: {rendered}\n") == (2 if sync_changed else 0)
+    assert "    configSyncPeriod: 0s\n" in out
+    assert parse_duration(rendered) == period
+
+
+def test_watch_leak_spreads_watches_over_curls_of_at_most_250_each() -> None:
+    script = _watch_script(500)
+    assert script.count("curl ") == 2 and "[3600-3849]" in script and "[3850-4099]" in script
+    assert _watch_script(1).count("curl ") == 1 and "[3600-3600]" in _watch_script(1)
+    assert _watch_script(251).count("curl ") == 2 and "[3850-3850]" in _watch_script(251)
+
+
+def _node_env(answers: dict[str, str], objects: dict[str, Any] | None = None) -> Env:
+    def responder(argv: tuple[str, ...]) -> Completed | None:
+        script = argv[-1]
+        for needle, out in answers.items():
+            if needle in script:
+                return Completed(argv, 0, out)
+        return Completed(argv, 1, "")
+
+    return Env(FakeKube(objects or {}), FakeNodeExec(FakeRunner(responder=responder)), "chaoskit")
+
+
+def test_watch_leak_takes_effect_at_half_the_watches_above_baseline_and_recovers_near_it() -> None:
+    plan = WatchLeak().plan("cp", WatchLeakParams(watches=100))
+    assert WatchLeak().took_effect(_node_env({"baseline": "150\n200\n"}), plan)
+    assert not WatchLeak().took_effect(_node_env({"baseline": "150\n199\n"}), plan)
+    assert WatchLeak().recovered(_node_env({"baseline": "150\n160\n"}), plan)
+    assert not WatchLeak().recovered(_node_env({"baseline": "150\n161\n"}), plan)
+    assert not WatchLeak().recovered(_node_env({}), plan)  # a failed scrape is not a recovery
+
+
+def test_etcd_timeout_effect_is_a_failing_etcd_check_or_a_timed_out_request() -> None:
+    plan = EtcdTimeout().plan("cp", NoParams())
+    assert EtcdTimeout().took_effect(
+        _node_env({"readyz?verbose": "[+]ping ok\n[-]etcd failed: reason withheld\n"}), plan
+    )
+    assert not EtcdTimeout().took_effect(_node_env({"readyz?verbose": "[+]etcd ok\nreadyz check passed\n"}), plan)
+
+
+def _pod(name: str, node: str = "") -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"nodeName": node} if node else {}, "status": {"phase": "Pending"}}
+
+
+def _event(pod: str, message: str) -> dict[str, Any]:
+    return {"involvedObject": {"name": pod}, "reason": "FailedScheduling", "message": message}
+
+
+def test_unschedulable_takes_effect_when_every_replica_is_pending_with_the_reason_in_its_event() -> None:
+    ns = "/api/v1/namespaces/chaoskit-faults"
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=2))
+    pods = {f"{ns}/pods/a": _pod("a"), f"{ns}/pods/b": _pod("b")}
+    msg = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    both = {f"{ns}/events/1": _event("a", msg), f"{ns}/events/2": _event("b", msg)}
+    assert Unschedulable().took_effect(_node_env({}, {**pods, **both}), plan)
+    assert not Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", msg)}), plan)
+    other = {f"{ns}/events/1": _event("a", "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity")}
+    assert not Unschedulable().took_effect(_node_env({}, {**pods, **other}), plan)
+
+
+def test_unschedulable_manifests_fail_for_their_reason_only() -> None:
+    resources = unschedulable_deployment(UnschedulableParams(reason="resources"), "cp")["spec"]["template"]["spec"]
+    assert resources["containers"][0]["resources"]["requests"]["cpu"] == "10000"
+    assert "nodeSelector" not in resources and "affinity" not in resources
+    taint = unschedulable_deployment(UnschedulableParams(reason="taint"), "cp")["spec"]["template"]["spec"]
+    assert taint["nodeSelector"] == {"kubernetes.io/hostname": "cp"} and "tolerations" not in taint
+    dep = unschedulable_deployment(UnschedulableParams(reason="affinity"), "cp")
+    assert dep["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert dep["spec"]["selector"]["matchLabels"] == {"app": "chaoskit-unschedulable"}
+    for d in (dep,):
+        assert d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+
+
+def test_unschedulable_revert_removes_its_taint_and_treats_not_found_as_done(tmp_path: Path) -> None:
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+    assert any("taint nodes cp chaoskit.dev/unschedulable=scheduler.unschedulable:NoSchedule" in a for a in plan.apply)
+    untaint = next(line for line in plan.revert if "NoSchedule-" in line)
+    _bin(tmp_path, "kubectl", "echo 'error: taint \"chaoskit.dev/unschedulable:NoSchedule\" not found'; exit 1")
+    assert _run(tmp_path, untaint).returncode == 0
+    _bin(tmp_path, "kubectl", "echo 'The connection to the server was refused'; exit 1")
+    assert _run(tmp_path, untaint).returncode != 0
+    assert not any("taint" in line for line in Unschedulable().plan("cp", UnschedulableParams()).revert)
+
+
+def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
+    def node(pressure: str, tainted: bool) -> dict[str, Any]:
+        taints = [{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}] if tainted else []
+        return {"spec": {"taints": taints}, "status": {"conditions": [{"type": "DiskPressure", "status": pressure}]}}
+
+    plan = DiskPressure().plan("w", NoParams())
+    assert DiskPressure().took_effect(_node_env({}, {"/api/v1/nodes/w": node("True", True)}), plan)
+    assert not DiskPressure().took_effect(_node_env({}, {"/api/v1/nodes/w": node("True", False)}), plan)
+    assert DiskPressure().recovered(_node_env({}, {"/api/v1/nodes/w": node("False", False)}), plan)
+    assert not DiskPressure().recovered(_node_env({}, {"/api/v1/nodes/w": node("False", True)}), plan)
