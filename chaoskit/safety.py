@@ -85,13 +85,22 @@ def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": max(1, round(seconds)),
                  "acquireTime": _now(), "renewTime": _now()},
     }  # fmt: skip
-    try:
-        kube.create(lock.path.rsplit("/", 1)[0], body)
-        return lock
-    except KubeError as exc:
-        if "HTTP 409" not in str(exc):
-            raise
-    current = kube.get(lock.path)
+    for _ in range(10):
+        try:
+            kube.create(lock.path.rsplit("/", 1)[0], body)
+            return lock
+        except KubeError as exc:
+            if "HTTP 409" not in str(exc):
+                raise
+        try:
+            current = kube.get(lock.path)
+            break
+        except KubeError as exc:
+            if "HTTP 404" not in str(exc):
+                raise
+            time.sleep(0.2)  # released between our create and our read: try the create again
+    else:
+        raise Locked(f"could not take the {component} lock: it keeps appearing and vanishing")
     spec = current.get("spec", {})
     renewed = datetime.strptime(spec.get("renewTime", _now()), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     expires = renewed.timestamp() + float(spec.get("leaseDurationSeconds", 0))
@@ -109,7 +118,7 @@ def release(kube: Kube, lock: Lock) -> None:
     try:
         current = kube.get(lock.path)
         if current.get("spec", {}).get("holderIdentity") == lock.holder:
-            kube.delete(lock.path)
+            kube.delete(lock.path, propagation="Background")  # gone at once: the next step may take it
     except KubeError:
         pass  # the API server may be the broken component; the lease expires on its own
 

@@ -62,9 +62,9 @@ class Kube:
     def patch(self, path: str, body: Obj) -> Any:
         return self.request("PATCH", path, body)
 
-    def delete(self, path: str) -> Any:
+    def delete(self, path: str, propagation: str = "Foreground") -> Any:
         try:
-            return self.request("DELETE", path, {"propagationPolicy": "Foreground"})
+            return self.request("DELETE", path, {"propagationPolicy": propagation})
         except KubeError as exc:
             if "HTTP 404" in str(exc):
                 return None

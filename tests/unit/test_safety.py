@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.kube import FakeKube, KubeError
 from chaoskit.cluster.shell import FakeRunner
 from chaoskit.safety import MARKER, Locked, NotOurCluster, acquire, recognise, release, release_run_locks
 
@@ -63,3 +63,19 @@ def test_a_kind_cluster_with_the_marker_is_ours() -> None:
     runner = FakeRunner(responses={("docker", "ps"): PS})
     kube = FakeKube({f"/api/v1/namespaces/kube-system/configmaps/{MARKER}": {"metadata": {"name": MARKER}}})
     recognise(runner, kube, "chaoskit")
+
+
+def test_a_lease_vanishing_between_create_and_read_is_created_again() -> None:
+    class Flaky(FakeKube):
+        posts = 0
+
+        def request(self, method, path, body=None, query=None):  # type: ignore[no-untyped-def]
+            if method == "POST":
+                self.posts += 1
+                if self.posts == 1:  # another run's lease is still being deleted...
+                    raise KubeError(f"POST {path}: HTTP 409 Conflict")
+            return super().request(method, path, body, query)  # ...and the GET finds it gone (404)
+
+    kube = Flaky()
+    lock = acquire(kube, "scheduler", "host/run2", 60)
+    assert kube.get(lock.path)["spec"]["holderIdentity"] == "host/run2"
