@@ -18,7 +18,9 @@ class ControllerManagerDown(StaticPodDown):
 
 @register
 class ControllerManagerHung(ProcessFrozen):
-    """kube-controller-manager frozen (SIGSTOP), as a deadlocked controller loop looks from outside: its leader
+    """kube-controller-manager frozen (SIGSTOP): its lease stops renewing and nothing converges.
+
+    This is how a deadlocked controller loop looks from outside: its leader
     lease stops renewing and an HPA-scaled Deployment does not converge. kubelet's liveness probe restarts it after
     about 80 s, as it would a real hang."""
 

@@ -25,8 +25,11 @@ def healthz_answers(env: Env, node: str) -> bool:
 
 @register
 class KubeProxyFrozen(ProcessFrozen):
-    """kube-proxy frozen (SIGSTOP) on one node: rules stay as they were, so endpoints added or removed meanwhile
-    (an HPA scale-up) get no traffic from that node, or keep getting it, until it thaws and resyncs."""
+    """kube-proxy frozen (SIGSTOP) on one node: endpoint changes are not programmed into its rules.
+
+    Endpoints added or removed meanwhile (an HPA scale-up) get no traffic from that node, or keep getting it,
+    until it thaws and resyncs.
+    """
 
     name = "kube-proxy.freeze"
     component = "kube-proxy"

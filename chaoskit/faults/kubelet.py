@@ -21,8 +21,10 @@ def node_ready(env: Env, node: str) -> bool | None:
 
 @register
 class KubeletStopped(Fault):
-    """The kubelet unit stopped: heartbeats stop, the node controller marks the node NotReady (Unknown) after
-    the 50 s grace period, taints it and, after the toleration period, evicts its pods."""
+    """kubelet stopped on a node: heartbeats stop and the node goes NotReady after the 50 s grace period.
+
+    The node controller then taints the node and, after the toleration period, evicts its pods.
+    """
 
     name = "kubelet.stop"
     component = "kubelet"
