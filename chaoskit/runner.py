@@ -69,6 +69,9 @@ class RunRecord:
     before: list[CheckRecord] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     after: list[CheckRecord] = field(default_factory=list)
+    measurements: list[dict[str, Any]] = field(default_factory=list)  # MeasurementResult.to_dict()
+    thresholds: list[dict[str, Any]] = field(default_factory=list)  # each threshold with its observed value
+    diagnoses: list[dict[str, Any]] = field(default_factory=list)  # {"when": before|during|after, "report": ...}
     verdict: Verdict = "passed"
     errors: list[str] = field(default_factory=list)
 

@@ -1,0 +1,172 @@
+"""Pure timeline math shared by the measurements, the exporter and the reports: stages, samples, percentiles.
+
+A sample is one stage of one subject (a pod, a node) with the clocks it was read from; its precision is that of
+the coarser end: a watch event seen by us has ~1 ms, an API timestamp (creationTimestamp, conditions) 1 s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+WATCH_PRECISION = 0.001  # our clock when a watch event or a probe arrives
+API_PRECISION = 1.0  # metav1.Time is serialised with whole seconds
+PROBE_PRECISION = 0.1  # the rule-sync probes poll every 100 ms
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    component: str  # the component that owns the time spent in this stage
+    description: str
+
+
+# The HPA-to-Ready critical path, in order: each stage starts where the previous one ends.
+HPA_STAGES: tuple[Stage, ...] = (
+    Stage("hpa_decision", "controller-manager", "metric above target → the HPA writes new desired replicas"),
+    Stage("replicaset_scaled", "controller-manager", "HPA desired replicas → the ReplicaSet's replicas raised"),
+    Stage("pod_created", "controller-manager", "ReplicaSet scaled → the Pod object created"),
+    Stage("scheduled", "scheduler", "Pod created → bound to a node (PodScheduled)"),
+    Stage("containers_started", "kubelet", "scheduled → every container running"),
+    Stage("ready", "kubelet", "containers running → Ready (readiness probe passed)"),
+    Stage("endpoint_ready", "controller-manager", "Pod Ready → ready in the Service's EndpointSlice"),
+    Stage("rules_programmed", "kube-proxy", "ready endpoint → present in each node's dataplane rules"),
+    Stage("first_request", "kube-proxy", "rules programmed → first request through the Service answered by it"),
+)
+RULE_SYNC_STAGES: tuple[Stage, ...] = (
+    Stage("rules_programmed", "kube-proxy", "EndpointSlice changed → the change present in the node's rules"),
+    Stage("traffic_follows", "kube-proxy", "EndpointSlice changed → requests from the node follow the change"),
+)
+STAGE_COMPONENTS: dict[str, str] = {s.name: s.component for s in (*HPA_STAGES, *RULE_SYNC_STAGES)}
+
+# A percentile needs enough samples to exist at all: p99 of 5 samples would be invented.
+MIN_SAMPLES: dict[str, int] = {"p50": 2, "p90": 10, "p99": 100}
+QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One stage of one subject: when it started and ended (wall clock, seconds) and how precise that is."""
+
+    measurement: str  # hpa_scale_up | rule_sync
+    stage: str
+    component: str
+    subject: str  # pod name, "node/<name>", or "<pod>@<node>"
+    start: float
+    end: float
+    precision: float  # seconds: WATCH_PRECISION, PROBE_PRECISION or API_PRECISION
+    run: int = 0  # which scale-up or endpoint change this belongs to
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch where we could not observe (the API server restarted, a watch was re-listed)."""
+
+    start: float
+    end: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    count: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+    precision: float  # the coarsest precision among the samples
+    notes: tuple[str, ...] = ()
+
+    def get(self, statistic: str) -> float | None:
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max}.get(statistic)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of a non-empty sequence (no interpolation: every figure is a real sample)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarize(samples: Iterable[Sample]) -> Summary:
+    items = list(samples)
+    values = [s.seconds for s in items]
+    notes: list[str] = []
+    stats: dict[str, float | None] = {}
+    for name, q in QUANTILES.items():
+        if len(values) >= MIN_SAMPLES[name]:
+            stats[name] = percentile(values, q)
+        else:
+            stats[name] = None
+            notes.append(f"{name} needs at least {MIN_SAMPLES[name]} samples, have {len(values)}")
+    return Summary(
+        count=len(values),
+        p50=stats["p50"],
+        p90=stats["p90"],
+        p99=stats["p99"],
+        max=max(values) if values else None,
+        precision=max((s.precision for s in items), default=0.0),
+        notes=tuple(notes),
+    )
+
+
+@dataclass
+class MeasurementResult:
+    """What one measurement recorded during a run: raw samples (the timeline), summaries per stage, gaps."""
+
+    name: str  # as the playbook calls it
+    type: str  # hpa_scale_up | rule_sync
+    started_at: float
+    finished_at: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def stages(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for s in self.samples:
+            seen.setdefault(s.stage, None)
+        return list(seen)
+
+    def summaries(self) -> dict[str, Summary]:
+        """Per stage, plus "total" per subject and run (first stage start → last stage end)."""
+        out = {stage: summarize(s for s in self.samples if s.stage == stage) for stage in self.stages()}
+        if self.samples:
+            out["total"] = summarize(self.totals())
+        return out
+
+    def totals(self) -> list[Sample]:
+        spans: dict[tuple[int, str], list[Sample]] = {}
+        for s in self.samples:
+            spans.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
+        return [
+            Sample(self.type, "total", "", subject, min(x.start for x in xs), max(x.end for x in xs),
+                   max(x.precision for x in xs), run)  # fmt: skip
+            for (run, subject), xs in spans.items()
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "summaries": {stage: asdict(s) for stage, s in self.summaries().items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasurementResult:
+        return cls(
+            name=data["name"],
+            type=data["type"],
+            started_at=float(data["started_at"]),
+            finished_at=float(data.get("finished_at") or 0.0),
+            samples=[Sample(**s) for s in data.get("samples", [])],
+            gaps=[Gap(**g) for g in data.get("gaps", [])],
+            errors=list(data.get("errors", [])),
+            notes=list(data.get("notes", [])),
+        )
