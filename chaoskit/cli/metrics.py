@@ -1,0 +1,184 @@
+"""`chaoskit metrics serve | textfile | prometheus up|down|status|query`: run journals as Prometheus metrics.
+
+`chaoskit run` writes its journal where --journal says (default: the working directory); `serve` watches one
+directory of journals, by default ~/.local/state/chaoskit/journals, so point --journal there to see runs live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from chaoskit.cli import Globals
+from chaoskit.cli.options import cluster_name_option
+from chaoskit.cluster import prometheus as prom
+from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.engine import sigterm_as_interrupt
+from chaoskit.errors import UsageError
+from chaoskit.exporters.prometheus import Exporter, JournalDir
+from chaoskit.exporters.prometheus import serve as serve_exporter
+from chaoskit.progress import Progress
+
+
+def _state_home() -> Path:
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "chaoskit"
+
+
+def default_journal_dir() -> Path:
+    return _state_home() / "journals"
+
+
+def default_prometheus_dir() -> Path:
+    return _state_home() / "prometheus"
+
+
+@click.group()
+def metrics() -> None:
+    """Export run journals as Prometheus metrics; run a real Prometheus beside the cluster."""
+
+
+@metrics.command()
+@click.option("--port", default=9464, show_default=True, help="Port of /metrics.")
+@click.option("--address", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--journals", "journal_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=default_journal_dir, show_default="~/.local/state/chaoskit/journals",
+              help="Directory of run journals (*.jsonl), re-read when one is added or changes.")  # fmt: skip
+@click.option("--interval", default=5.0, show_default=True, help="Seconds between looks at the directory.")
+def serve(port: int, address: str, journal_dir: Path, interval: float) -> None:
+    """Serve /metrics for every journal in a directory until interrupted."""
+    progress = Progress()
+    exporter = Exporter()
+    watcher = JournalDir(exporter, journal_dir)
+    if not journal_dir.is_dir():
+        progress.info(f"[yellow]note[/yellow]: {journal_dir} does not exist yet; serving empty metrics until it does")
+    try:
+        server, _ = serve_exporter(exporter, port, address)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {address}:{port}: {exc}") from exc
+    progress.info(f"serving http://{address}:{port}/metrics for the journals in {journal_dir}")
+    stop = threading.Event()
+    try:
+        with sigterm_as_interrupt():
+            watcher.watch(stop, interval)
+    except KeyboardInterrupt:
+        progress.info("stopped")
+    finally:
+        server.shutdown()
+
+
+@metrics.command()
+@click.argument("journals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (atomically); node_exporter's textfile collector reads only *.prom.")  # fmt: skip
+def textfile(journals: tuple[Path, ...], out: Path) -> None:
+    """Write the metrics of some journals once, in the node_exporter textfile-collector format."""
+    exporter = Exporter()
+    for path in journals:
+        exporter.observe_journal(path)
+    exporter.write_textfile(out)
+    click.echo(f"wrote {out} from {len(journals)} journal{'s' if len(journals) != 1 else ''}")
+
+
+@metrics.group()
+def prometheus() -> None:
+    """A real Prometheus (Debian's binaries, no service) scraping the cluster and chaoskit's exporter."""
+
+
+_STATE = click.option(
+    "--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=default_prometheus_dir,
+    show_default="~/.local/state/chaoskit/prometheus", help="Config, data, log and pid file of the server.",
+)  # fmt: skip
+
+
+@prometheus.command()
+@cluster_name_option
+@click.option("--port", default=9090, show_default=True, help="Port of Prometheus' web API.")
+@click.option("--address", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--exporter", default="127.0.0.1:9464", show_default=True,
+              help="host:port of `chaoskit metrics serve` to scrape; 'none' to skip it.")  # fmt: skip
+@_STATE
+@click.option(
+    "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
+)
+@click.pass_obj
+def up(g: Globals, name: str, port: int, address: str, exporter: str, state_dir: Path, cache_dir: Path) -> None:
+    """Install (cached) and start Prometheus in the background; prints its URL."""
+    if (running := prom.adopt(state_dir)) is not None:
+        click.echo(running.url)
+        Progress().info(f"already running (pid {running.pid}); `chaoskit metrics prometheus down` stops it")
+        return
+    progress = Progress()
+    runner = SubprocessRunner()
+    with progress.step("Prometheus binaries from Debian's prometheus package"):
+        tools = prom.install(runner, Cache(cache_dir))
+    progress.info(f"prometheus {tools.version}: {tools.prometheus}")
+    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
+    with progress.step(f"ServiceAccount {prom.NAMESPACE}/{prom.SERVICE_ACCOUNT} and scrape config"):
+        config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter)
+    if not config.rule_files:
+        progress.info("[yellow]note[/yellow]: no deploy/prometheus/rules.yml beside this chaoskit; no recording rules")
+    with progress.step(f"starting prometheus on {address}:{port}"):
+        server = prom.start(tools, state_dir, port, address, detach=True)
+        took = server.wait_ready()
+    progress.info(f"ready after {took:.1f}s; log {server.log}; data {state_dir / 'data'}")
+    click.echo(server.url)
+
+
+@prometheus.command()
+@_STATE
+def down(state_dir: Path) -> None:
+    """Stop the Prometheus `up` started (its data stays in the state directory)."""
+    server = prom.adopt(state_dir)
+    if server is None:
+        click.echo("prometheus is not running; nothing to stop")
+        return
+    server.stop()
+    click.echo(f"prometheus (pid {server.pid}) stopped")
+
+
+@prometheus.command()
+@_STATE
+def status(state_dir: Path) -> None:
+    """The server's URL and the health of every scrape target."""
+    server = prom.adopt(state_dir)
+    if server is None:
+        click.echo("prometheus is not running")
+        raise click.exceptions.Exit(1)
+    table = Table("job", "instance", "health", "last scrape", "error", title=f"{server.url} (pid {server.pid})")
+    for t in sorted(server.targets(), key=lambda t: (t["labels"].get("job", ""), t["labels"].get("instance", ""))):
+        table.add_row(t["labels"].get("job", ""), t["labels"].get("instance", ""), t.get("health", ""),
+                      _ago(t.get("lastScrape", "")), t.get("lastError", ""))  # fmt: skip
+    Console(highlight=False).print(table)
+
+
+@prometheus.command()
+@click.argument("expr")
+@_STATE
+def query(expr: str, state_dir: Path) -> None:
+    """Evaluate a PromQL expression now; prints the result as JSON."""
+    server = prom.adopt(state_dir)
+    if server is None:
+        raise UsageError("prometheus is not running; start it with `chaoskit metrics prometheus up`")
+    click.echo(json.dumps(server.query(expr), indent=2))
+
+
+def _ago(stamp: str) -> str:
+    """'2.3s ago' from an RFC 3339 time as Prometheus writes it (nanoseconds; Python reads at most micro)."""
+    if stamp.startswith("0001-"):  # Go's zero time: never scraped yet
+        return "never"
+    try:
+        then = datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    return f"{time.time() - then.timestamp():.1f}s ago"

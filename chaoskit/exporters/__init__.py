@@ -1,0 +1,1 @@
+"""Exporters: what chaoskit's run journals look like to other tools (Prometheus)."""
