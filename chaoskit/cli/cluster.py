@@ -1,4 +1,4 @@
-"""`chaoskit cluster up | down | status`."""
+"""`chaoskit cluster up | down | status | proxy-mode`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_name_option, emit, output_option
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.proxymode import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.progress import Progress
 
@@ -81,3 +85,21 @@ def status(name: str, output: str) -> None:
     for n in st.nodes:
         table.add_row(n.name, n.role, n.container, {True: "yes", False: "no", None: "?"}[n.ready], n.kubelet_version)
     console.print(table)
+
+
+@cluster.command("proxy-mode")
+@click.argument("mode", required=False, type=click.Choice(PROXY_MODES))
+@cluster_name_option
+@click.pass_obj
+def proxy_mode(g: Globals, mode: str | None, name: str) -> None:
+    """Show kube-proxy's mode on every node, or switch all of them to MODE (in place, no rebuild).
+
+    IPVS is refused, with the reason, where the host kernel has no ip_vs module.
+    """
+    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
+    nodes = DockerNodeExec(SubprocessRunner())
+    if mode is not None:
+        set_mode(kube, nodes, mode, say=Progress().info)
+    click.echo(f"configured: {configured_mode(kube)}")
+    for node in node_names(kube):
+        click.echo(f"{node}: {running_mode(nodes, node) or 'not answering'}")

@@ -4,11 +4,10 @@ one node, rule syncs made slow everywhere."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.kube import condition
+from chaoskit.cluster.proxymode import PROXY_MODE_URL, kube_proxy_pods, proxies_ready
 from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, node_sh, params_of, register, sh
 from chaoskit.faults.certs import CA_CRT
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
@@ -43,9 +42,17 @@ class KubeProxyFrozen(ProcessFrozen):
         return healthz_answers(env, plan.node)
 
 
-SERVICES_CHAIN = "KUBE-SERVICES"  # nat: every ClusterIP's entry point, for node-originated and pod traffic alike
-CANARY = "KUBE-PROXY-CANARY"  # kube-proxy recreates all its rules when it finds this chain gone
+SERVICES_CHAIN = "KUBE-SERVICES"  # iptables nat: every ClusterIP's entry point, for node and pod traffic alike
+SERVICE_IPS_MAP = "ip kube-proxy service-ips"  # nftables: the verdict map every ClusterIP is dispatched through
+CANARY = "KUBE-PROXY-CANARY"  # iptables mode: kube-proxy recreates all its rules when it finds this chain gone
 CANARY_TABLES = ("mangle", "nat", "filter")  # kube-proxy checks mangle first, then waits for the others
+
+# How many Service entries the node's dataplane holds, in whichever mode kube-proxy left its rules.
+SERVICE_RULE_COUNT = (
+    f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1;"
+    f" then nft list map {SERVICE_IPS_MAP} | grep -o ': goto' | wc -l;"
+    f" else iptables -t nat -S {SERVICES_CHAIN} | grep -c '^-A '; fi"
+)
 
 
 def kubernetes_cluster_ip(env: Env) -> str:
@@ -63,25 +70,29 @@ def cluster_ip_serves_api(env: Env, node: str) -> bool:
     return done.stdout.strip() == "ok"
 
 
-def services_chain_rules(env: Env, node: str) -> int | None:
-    done = node_sh(env, node, f"iptables -t nat -S {SERVICES_CHAIN}")
-    if done.returncode != 0:
+def service_rules(env: Env, node: str) -> int | None:
+    """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements)."""
+    done = node_sh(env, node, SERVICE_RULE_COUNT)
+    try:
+        return int(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
         return None
-    return sum(1 for line in done.stdout.splitlines() if line.startswith("-A "))
 
 
 @register
 class KubeProxyFlushRules(Fault):
     """kube-proxy's Service rules flushed on one node: no ClusterIP answers from there until kube-proxy resyncs.
 
-    Neither the node's own processes nor its pods reach any Service, while the rest of the cluster is fine. The
-    apply flushes the nat KUBE-SERVICES chain (iptables mode). kube-proxy does not notice by itself: in v1.34 its
-    periodic check (every syncPeriod, 30 s) only looks for its KUBE-PROXY-CANARY chains, which a chain flush leaves
-    alone, so the rules come back at the next Service or EndpointSlice change anywhere in the cluster (every sync
-    rewrites KUBE-SERVICES whole) or at the hourly full resync; in a quiet cluster that can be an hour. The revert
-    therefore deletes the canary chains, exactly what a firewall reload does, and kube-proxy re-writes all its rules
-    at its next check, within syncPeriod. Effect: the chain has no rules and the `kubernetes` Service's ClusterIP no
-    longer reaches the API server from the node; recovery: both back.
+    Neither the node's own processes nor its pods reach any Service, while the rest of the cluster is fine. Works
+    in both modes, picked from kube-proxy's own /proxyMode: iptables flushes the nat KUBE-SERVICES chain, nftables
+    the `service-ips` verdict map of the `kube-proxy` table. kube-proxy does not notice either by itself: in v1.34
+    its periodic check (iptables, every syncPeriod) only looks for its KUBE-PROXY-CANARY chains, and nftables
+    partial syncs only touch the Services that changed, so the rules come back at the hourly full resync (or, in
+    iptables mode, at any Service change). The revert therefore does what an operator would: in iptables mode it
+    deletes the canary chains, as a firewall reload does, and kube-proxy re-writes everything within syncPeriod;
+    in nftables mode, where no such check exists, it restarts kube-proxy (its container comes back at once and
+    starts with a full sync). Effect: no Service entries left and the `kubernetes` Service's ClusterIP no longer
+    reaches the API server from the node; recovery: both back.
     """
 
     name = "kube-proxy.flush-rules"
@@ -95,24 +106,31 @@ class KubeProxyFlushRules(Fault):
             f"if iptables -t {t} -S {CANARY} >/dev/null 2>&1; then iptables -w 5 -t {t} -X {CANARY}; fi"
             for t in CANARY_TABLES
         )
+        restart_if_flushed = (
+            f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1 && ! nft list map {SERVICE_IPS_MAP} | grep -q ': goto';"
+            " then pkill -x kube-proxy; fi"
+        )  # the `kubernetes` Service always has an entry: an empty map is our flush
+        flush = (
+            f'mode=$(curl -s --max-time 3 {PROXY_MODE_URL}); case "$mode" in'
+            f" iptables) {sh('iptables', '-w', '5', '-t', 'nat', '-F', SERVICES_CHAIN)};;"
+            f" nftables) nft flush map {SERVICE_IPS_MAP};;"
+            f" *) echo \"kube-proxy on {node} runs in mode '$mode': flush-rules knows iptables and nftables\" >&2;"
+            " exit 1;; esac"
+        )
         return FaultPlan(
             self.name,
             node,
-            apply=(
-                f"iptables -t nat -S {SERVICES_CHAIN} >/dev/null 2>&1 || {{ echo 'no nat {SERVICES_CHAIN} chain on"
-                f" {node}: is kube-proxy in iptables mode?' >&2; exit 1; }}",
-                sh("iptables", "-w", "5", "-t", "nat", "-F", SERVICES_CHAIN),
-            ),
-            revert=(delete_canaries,),
-            summary=f"flush the nat {SERVICES_CHAIN} chain on {node} (no ClusterIP answers from it)",
+            apply=(flush,),
+            revert=(delete_canaries, restart_if_flushed),
+            summary=f"flush kube-proxy's Service rules on {node} (iptables KUBE-SERVICES or nftables service-ips)",
             params=params,
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return services_chain_rules(env, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
+        return service_rules(env, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return bool(services_chain_rules(env, plan.node)) and cluster_ip_serves_api(env, plan.node)
+        return bool(service_rules(env, plan.node)) and cluster_ip_serves_api(env, plan.node)
 
 
 class SlowSyncParams(FaultParams):
@@ -141,14 +159,6 @@ def slow_sync_sed(min_sync_period: float) -> str:
     if min_sync_period > DEFAULT_SYNC_PERIOD:
         edits.append(f"-e 's/^\\( *\\)syncPeriod: .*$/\\1syncPeriod: {period}/'")
     return "sed " + " ".join(edits)
-
-
-def kube_proxy_pods(env: Env) -> tuple[int, list[dict[str, Any]]]:
-    """(pods the DaemonSet wants, its live pods: not being deleted)."""
-    ds = env.kube.get("/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy")
-    pods = env.kube.get("/api/v1/namespaces/kube-system/pods", labelSelector="k8s-app=kube-proxy")["items"]
-    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-    return int(ds["status"].get("desiredNumberScheduled", 0)), live
 
 
 def running_min_sync_period(env: Env, node: str) -> float | None:
@@ -209,9 +219,9 @@ class KubeProxySlowSync(Fault):
 
     def _periods(self, env: Env) -> list[float | None] | None:
         """Each live kube-proxy's minSyncPeriod, or None while the DaemonSet is not fully Ready."""
-        desired, pods = kube_proxy_pods(env)
-        if desired == 0 or len(pods) != desired or not all(condition(p, "Ready") for p in pods):
+        if not proxies_ready(env.kube):
             return None
+        _, pods = kube_proxy_pods(env.kube)
         return [running_min_sync_period(env, p["spec"]["nodeName"]) for p in pods]
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:

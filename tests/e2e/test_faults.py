@@ -4,6 +4,7 @@ cluster is healthy again (all nodes Ready, API server /readyz ok, every kube-sys
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.proxymode import ipvs_unsupported, node_names, running_mode, set_mode
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import run_fault
 from chaoskit.faults.base import Env, Fault, NoParams
@@ -81,3 +83,31 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
     assert result.ok, result.errors
     wait_healthy(env)
     print(f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert")
+
+
+KUBE_PROXY_FAULTS = [n for n in FAULTS.names() if n.startswith("kube-proxy.")]
+
+
+@pytest.fixture
+def proxy_mode(request: pytest.FixtureRequest, env: Env) -> Iterator[str]:
+    """Every kube-proxy switched to the mode under test, and back to kind's iptables afterwards."""
+    mode: str = request.param
+    if mode == "ipvs" and (reason := ipvs_unsupported(env.nodes, f"{env.cluster}-worker")):
+        pytest.skip(reason)
+    set_mode(env.kube, env.nodes, mode)
+    try:
+        yield mode
+    finally:
+        set_mode(env.kube, env.nodes, "iptables")
+
+
+@pytest.mark.parametrize("proxy_mode", ["nftables", "ipvs"], indirect=True)
+@pytest.mark.parametrize("name", KUBE_PROXY_FAULTS)
+def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, env: Env, tmp_path: Path) -> None:
+    fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
+    result = run_fault(env, fault, _node(env.cluster, fault), fault.Params(), duration=5,
+                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    assert result.ok, result.errors
+    assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
+    wait_healthy(env)
+    print(f"\n{name} ({proxy_mode}): effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert")

@@ -205,17 +205,54 @@ def test_etcd_timeout_drops_both_directions_and_its_revert_deletes_exactly_its_r
     assert (tmp_path / "state").read_text() == "filter OUTPUT -j KUBE-FIREWALL\n"
 
 
-def test_flush_rules_refuses_without_the_iptables_chain_and_its_revert_drops_only_present_canaries(
+# A fake nft over the same file: the service-ips map's elements are its "nft-element" lines.
+FAKE_NFT = r"""
+case "$1 $2" in
+  "list map") grep -q -x "nft-map" "$STATE" || exit 1; echo "map service-ips {"
+              grep "^nft-element " "$STATE" | sed "s/^nft-element /  /"; echo "}" ;;
+  "flush map") grep -v "^nft-element " "$STATE" > "$STATE.n"; mv "$STATE.n" "$STATE" ;;
+esac
+"""
+
+
+def test_flush_rules_refuses_a_mode_it_does_not_know(tmp_path: Path) -> None:
+    _bin(tmp_path, "curl", "echo ipvs")
+    done = _run(tmp_path, KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).apply[0])
+    assert done.returncode != 0 and "mode 'ipvs'" in done.stderr
+
+
+def test_flush_rules_in_iptables_mode_flushes_the_chain_and_its_revert_drops_only_present_canaries(
     tmp_path: Path,
 ) -> None:
     _bin(tmp_path, "iptables", FAKE_IPTABLES)
+    _bin(tmp_path, "nft", FAKE_NFT)
+    _bin(tmp_path, "curl", "echo iptables")
+    _bin(tmp_path, "pkill", 'echo killed >> "$STATE.pkill"')
+    (tmp_path / "state").write_text("nat KUBE-SERVICES -j KUBE-SVC-X\nchain mangle KUBE-PROXY-CANARY\n")
     plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
-    done = _run(tmp_path, plan.apply[0])
-    assert done.returncode != 0 and "iptables mode" in done.stderr
-    (tmp_path / "state").write_text("chain mangle KUBE-PROXY-CANARY\nchain nat KUBE-PROXY-CANARY\n")
-    for _ in range(2):
-        assert _run(tmp_path, plan.revert[0]).returncode == 0
+    assert _run(tmp_path, plan.apply[0]).returncode == 0
+    assert (tmp_path / "state").read_text() == "chain mangle KUBE-PROXY-CANARY\n"
+    for _ in range(2):  # the dead-man switch may run after a manual revert
+        for line in plan.revert:
+            assert _run(tmp_path, line).returncode == 0, line
     assert (tmp_path / "state").read_text() == ""
+    assert not (tmp_path / "state.pkill").exists()
+
+
+def test_flush_rules_in_nftables_mode_empties_the_map_and_its_revert_restarts_kube_proxy_once(tmp_path: Path) -> None:
+    _bin(tmp_path, "iptables", FAKE_IPTABLES)
+    _bin(tmp_path, "nft", FAKE_NFT)
+    _bin(tmp_path, "curl", "echo nftables")
+    refill = 'echo "nft-element 10.96.0.1 . tcp . 443 : goto s" >> "$STATE"'  # what a restarted kube-proxy does
+    _bin(tmp_path, "pkill", f'echo "$@" >> "$STATE.pkill"; {refill}')
+    (tmp_path / "state").write_text("nft-map\nnft-element 10.96.0.1 . tcp . 443 : goto s\n")
+    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    assert _run(tmp_path, plan.apply[0]).returncode == 0
+    assert (tmp_path / "state").read_text() == "nft-map\n"
+    for _ in range(2):  # a restarted kube-proxy refills the map, so the second revert leaves it alone
+        for line in plan.revert:
+            assert _run(tmp_path, line).returncode == 0, line
+    assert (tmp_path / "state.pkill").read_text() == "-x kube-proxy\n"
 
 
 def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import pytest
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.proxymode import (
+    CONFIGMAP,
+    ProxyModeUnsupported,
+    configured_mode,
+    ipvs_unsupported,
+    set_mode,
+    with_mode,
+)
+from chaoskit.cluster.shell import FakeRunner
+
+CONF = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\niptables:\n  minSyncPeriod: 1s\nmode: iptables\nnftables: {}\n"
+NODES = ("chaoskit-control-plane", "chaoskit-worker")
+
+
+def _kube(conf: str = CONF) -> FakeKube:
+    objects = {CONFIGMAP: {"metadata": {"name": "kube-proxy"}, "data": {"config.conf": conf}}}
+    for n in NODES:
+        objects[f"/api/v1/nodes/{n}"] = {"metadata": {"name": n}}
+    return FakeKube(objects)
+
+
+def test_the_top_level_mode_is_read_and_rewritten_without_touching_the_mode_sections() -> None:
+    assert configured_mode(_kube()) == "iptables"
+    assert configured_mode(_kube(CONF.replace("mode: iptables", 'mode: ""'))) == "iptables"
+    switched = with_mode(CONF, "nftables")
+    assert "mode: nftables\n" in switched and "iptables:\n  minSyncPeriod: 1s" in switched
+    assert with_mode("kind: KubeProxyConfiguration\n", "nftables").endswith("mode: nftables\n")
+
+
+def test_ipvs_is_refused_with_the_kernels_reason_and_nothing_is_changed() -> None:
+    nodes = FakeNodeExec(
+        FakeRunner(failures={("chaoskit-worker", "sh"): ""}, responses={("chaoskit-worker", "uname"): "6.18.0\n"})
+    )
+    reason = ipvs_unsupported(nodes, "chaoskit-worker")
+    assert reason is not None and "ip_vs" in reason and "6.18.0" in reason
+    kube = _kube()
+    with pytest.raises(ProxyModeUnsupported, match="ip_vs"):
+        set_mode(kube, nodes, "ipvs")
+    assert not any(method == "PATCH" for method, _ in kube.calls)
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ProxyModeUnsupported, match="userspace"):
+        set_mode(_kube(), FakeNodeExec(), "userspace")
+
+
+def test_a_mode_already_running_everywhere_is_left_alone() -> None:
+    nodes = FakeNodeExec(FakeRunner(responses={(n, "curl"): "iptables" for n in NODES}))
+    kube = _kube()
+    assert set_mode(kube, nodes, "iptables") is False
+    assert not any(method in ("PATCH", "DELETE") for method, _ in kube.calls)
