@@ -18,6 +18,7 @@ from typing import Any, Literal
 from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.cluster.kind import NodeContainer
+from chaoskit.cluster.proxymode import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.engine import FaultResult, poll, run_fault
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
 from chaoskit.faults.base import Env, Fault
@@ -135,6 +136,7 @@ class Runner:
         self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
+        self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
 
     def run(self, pb: Playbook) -> RunRecord:
         rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
@@ -151,11 +153,15 @@ class Runner:
         finally:
             if pb.spec.workload is not None:
                 self._cleanup(pb)
+            if self.restore_proxy_mode is not None:
+                self._proxy_mode(self.restore_proxy_mode)
             rec.finished_at = time.time()
             self.journal.append("run-finished", verdict=rec.verdict, record=rec.to_dict())
         return rec
 
     def _run(self, pb: Playbook, rec: RunRecord) -> None:
+        if pb.spec.kube_proxy_mode is not None:
+            self._proxy_mode(pb.spec.kube_proxy_mode)
         if pb.spec.workload is not None:
             self._deploy(pb)
         rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
@@ -172,14 +178,34 @@ class Runner:
         if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after):
             rec.verdict = "deviated"
 
+    def _proxy_mode(self, mode: str) -> None:
+        before = configured_mode(self.env.kube)
+        try:
+            set_mode(self.env.kube, self.env.nodes, mode, say=self.say)
+        except ProxyModeUnsupported as exc:
+            raise UsageError(f"spec.kubeProxyMode {mode}: {exc}") from exc
+        self.restore_proxy_mode = None if mode == self.restore_proxy_mode else before
+
     def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
         record = _check(self.env, name, params, timeout)
         self.say(f"steady state {when}: {name} {'ok' if record.ok else 'FAILED'} ({record.detail})")
         return record
 
     def _group(self, group: list[FaultStep]) -> list[StepRecord]:
-        if len(group) == 1:
-            return [self._step(group[0])]
+        """Steps that run together; each component they break is locked once for the whole group."""
+        seconds = max(s.after + s.deadline for s in group)
+        locks = []
+        try:
+            for component in sorted({fault_for(s).component for s in group}):
+                locks.append(acquire(self.env.kube, component, holder_id(self.run_id), seconds))
+            if len(group) == 1:
+                return [self._step(group[0])]
+            return self._together(group)
+        finally:
+            for lock in locks:
+                release(self.env.kube, lock)
+
+    def _together(self, group: list[FaultStep]) -> list[StepRecord]:
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
             futures = [pool.submit(self._step, s) for s in group]
             try:
@@ -196,15 +222,11 @@ class Runner:
         rec = StepRecord(step.name, step.fault, node)
         if step.after and self.stop.wait(step.after):
             return rec
-        lock = acquire(self.env.kube, fault.component, holder_id(self.run_id), step.after + step.deadline)
-        try:
-            params = FAULTS.params_model(step.fault).model_validate(step.params)
-            result: FaultResult = run_fault(
-                self.env, fault, node, params, duration=step.duration, deadline=step.deadline,
-                journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop,
-            )  # fmt: skip
-        finally:
-            release(self.env.kube, lock)
+        params = FAULTS.params_model(step.fault).model_validate(step.params)
+        result: FaultResult = run_fault(
+            self.env, fault, node, params, duration=step.duration, deadline=step.deadline,
+            journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop,
+        )  # fmt: skip
         rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
         rec.recovery_s, rec.errors = result.recovery_s, result.errors
         return rec

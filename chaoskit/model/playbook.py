@@ -227,6 +227,11 @@ class Spec(_Model):
     workload: Workload | None = Field(
         default=None, description="Deploy chaoskit's test workload (omit to bring your own)."
     )
+    kube_proxy_mode: Literal["iptables", "nftables", "ipvs"] | None = Field(
+        default=None,
+        description="Run with every kube-proxy in this mode (switched in place, restored afterwards); ipvs is "
+        "refused where the kernel has no ip_vs module.",
+    )
     steady_state: list[Check] = Field(
         default_factory=list, description="Checked before the first step and after the last revert."
     )
