@@ -94,3 +94,47 @@ def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: P
     assert lease.returncode != 0, "the killed run's lock must be released by the revert"
     again = chaoskit("revert", str(journal), "--cluster", cluster)
     assert again.returncode == 0 and "nothing to revert" in again.stdout
+
+
+CONCURRENT = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {{name: interrupted-concurrent}}
+spec:
+  cluster: {cluster}
+  steps:
+    - concurrent:
+        - fault: kube-proxy.freeze
+          target: {{node: {cluster}-worker}}
+          duration: 300s
+          deadline: 400s
+        - fault: scheduler.down
+          duration: 300s
+          deadline: 400s
+"""
+
+
+def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str, tmp_path: Path) -> None:
+    playbook, journal = tmp_path / "concurrent.yaml", tmp_path / "concurrent.jsonl"
+    playbook.write_text(CONCURRENT.format(cluster=cluster))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "run", str(playbook), "--journal", str(journal)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    nodes = DockerNodeExec(SubprocessRunner())
+
+    def scheduler_gone() -> bool:
+        return nodes.run(f"{cluster}-control-plane", ["pgrep", "-x", "kube-scheduler"], check=False).returncode != 0
+
+    try:
+        _wait("both faults to hold", lambda: _state(f"{cluster}-worker") == "T" and scheduler_gone(), 90)
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr[-2000:]
+    assert Journal(journal).pending() == [], "every injection must be reverted before exiting"
+    assert _state(f"{cluster}-worker") not in ("T", "")
+    _wait("the scheduler to come back", lambda: not scheduler_gone(), 120)
+    assert armed(nodes, f"{cluster}-worker") == [] and armed(nodes, f"{cluster}-control-plane") == []
