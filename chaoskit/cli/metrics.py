@@ -59,7 +59,7 @@ def serve(port: int, address: str, journal_dir: Path, interval: float) -> None:
     """Serve /metrics for every journal in a directory until interrupted."""
     progress = Progress()
     exporter = Exporter()
-    watcher = JournalDir(exporter, journal_dir)
+    watcher = JournalDir(exporter, journal_dir, say=progress.info)
     if not journal_dir.is_dir():
         progress.info(f"[yellow]note[/yellow]: {journal_dir} does not exist yet; serving empty metrics until it does")
     try:

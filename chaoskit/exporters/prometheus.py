@@ -22,16 +22,21 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server, write_to_textfile
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from chaoskit.errors import UsageError
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.timeline import MeasurementResult, Sample
 
-__all__ = ["BUCKETS", "ActiveFault", "Exporter", "JournalDir", "serve"]
+__all__ = ["BUCKETS", "ActiveFault", "Exporter", "JournalDir", "JournalError", "serve"]
 
 # Stages run from a watch event (~10 ms) to a node coming back (minutes); ~2.5x steps cover 0.01-300 s in 15 buckets.
 BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, math.inf)
 
 REVERT_OUTCOMES = ("reverted", "manual", "failed")  # by the run itself, by `chaoskit revert`, or failed
+
+
+class JournalError(UsageError):
+    """A file given as a journal is not one (or holds a record this chaoskit cannot read)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ class Exporter:
             "chaoskit_threshold_breaches", "Thresholds a run's measurements breached.",
             ["playbook", "measurement", "stage", "stat"], registry=r,
         )  # fmt: skip
+        self.read_errors = Counter(
+            "chaoskit_journal_read_errors", "Journals (or versions of one) that could not be read.", registry=r
+        )
         self._lock = threading.Lock()
         self._seen: set[str] = set()  # run ids and journal entry keys already counted
         self._last_run: dict[tuple[str, str], float] = {}
@@ -92,19 +100,26 @@ class Exporter:
 
     # ---- feeding
     def observe_record(self, record: dict[str, Any]) -> bool:
-        """Count one finished run (RunRecord.to_dict()); False when its run id was counted already."""
+        """Count one finished run (RunRecord.to_dict()); False when its run id was counted already.
+
+        JournalError when the record cannot be read; then nothing of it is counted.
+        """
+        try:
+            measurements = [MeasurementResult.from_dict(m) for m in record.get("measurements") or []]
+            finished = float(record.get("finished_at") or record.get("started_at") or 0.0)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise JournalError(f"run {record.get('run_id')!r}: unreadable record: {type(exc).__name__}: {exc}") from exc
         run_id = str(record.get("run_id") or "")
         if not self._first(f"run:{run_id}" if run_id else f"run:{record.get('journal')}:{record.get('started_at')}"):
             return False
         playbook, verdict = str(record.get("playbook", "")), str(record.get("verdict", ""))
         self.runs.labels(playbook, verdict).inc()
-        finished = float(record.get("finished_at") or record.get("started_at") or 0.0)
         with self._lock:
             latest = max(finished, self._last_run.get((playbook, verdict), 0.0))  # an older journal read later
             self._last_run[(playbook, verdict)] = latest
         self.last_run.labels(playbook, verdict).set(latest)
-        for data in record.get("measurements") or []:
-            self.observe_measurement(MeasurementResult.from_dict(data))
+        for measurement in measurements:
+            self.observe_measurement(measurement)
         for threshold in record.get("thresholds") or []:
             if breached(threshold):
                 self.breaches.labels(
@@ -124,7 +139,20 @@ class Exporter:
             self.hpa_stage.labels(s.stage, s.component).observe(s.seconds)
 
     def observe_journal(self, path: Path) -> int:
-        """Count what `path` holds that was not counted yet; returns how many entries were new."""
+        """Count what `path` holds that was not counted yet; returns how many entries were new.
+
+        JournalError when `path` is not a chaoskit journal (what was read before the bad line stays counted).
+        """
+        try:
+            return self._observe_journal(path)
+        except JournalError as exc:
+            raise JournalError(f"{path}: {exc}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise JournalError(f"{path} is not a chaoskit journal: {type(exc).__name__}: {exc}") from exc
+        except OSError as exc:
+            raise JournalError(f"cannot read {path}: {exc}") from exc
+
+    def _observe_journal(self, path: Path) -> int:
         journal = Journal(path)
         faults: dict[str, str] = {}  # injection id -> fault, for the revert entries that name only the id
         new = 0
@@ -226,6 +254,7 @@ class JournalDir:
 
     exporter: Exporter
     root: Path
+    say: Callable[[str], None] = lambda _: None  # told once per journal that cannot be read, with why
     _stamps: dict[Path, tuple[int, int]] = field(default_factory=dict, init=False)
 
     def refresh(self) -> int:
@@ -240,7 +269,11 @@ class JournalDir:
         new = 0
         for path, stamp in current.items():
             if self._stamps.get(path) != stamp:
-                new += self.exporter.observe_journal(path)
+                try:
+                    new += self.exporter.observe_journal(path)
+                except JournalError as exc:  # one bad file must not stop a long-running server
+                    self.exporter.read_errors.inc()
+                    self.say(f"skipped: {exc}")
         for gone in self._stamps.keys() - current.keys():
             self.exporter.forget_journal(gone)
         self._stamps = current

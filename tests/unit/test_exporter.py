@@ -14,7 +14,15 @@ from prometheus_client import generate_latest
 from chaoskit.cli import cli
 from chaoskit.cluster.prometheus import free_port
 from chaoskit.cluster.scrape import HttpScraper, Metric, parse, samples, value
-from chaoskit.exporters.prometheus import BUCKETS, Exporter, JournalDir, breached, rule_sync_node, serve
+from chaoskit.exporters.prometheus import (
+    BUCKETS,
+    Exporter,
+    JournalDir,
+    JournalError,
+    breached,
+    rule_sync_node,
+    serve,
+)
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.runner import RunRecord
@@ -237,3 +245,32 @@ def test_metrics_textfile_command_writes_one_file_from_several_journals(tmp_path
     m = parse(out.read_text())
     assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
     assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="deviated") == 1
+
+
+def test_a_file_that_is_not_a_journal_is_skipped_and_said_once(tmp_path: Path) -> None:
+    ex = Exporter(clock=lambda: NOW)
+    said: list[str] = []
+    d = JournalDir(ex, tmp_path, say=said.append)
+    (tmp_path / "other.jsonl").write_text('{"event": "not ours"}\n')
+    _journal(tmp_path / "run.jsonl")
+    assert d.refresh() == 5  # the good journal still counts
+    assert d.refresh() == 0
+    assert len(said) == 1 and "other.jsonl is not a chaoskit journal" in said[0]
+    assert value(_scrape(ex), "chaoskit_journal_read_errors_total") == 1
+
+
+def test_an_unreadable_record_counts_nothing_of_its_run() -> None:
+    ex = Exporter()
+    bad = {**_record(), "measurements": [{"name": "m"}]}  # no type, no started_at
+    with pytest.raises(JournalError, match="run 'r1': unreadable record"):
+        ex.observe_record(bad)
+    assert value(_scrape(ex), "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") is None
+    assert ex.observe_record(_record())  # the run id was not spent on the bad copy
+
+
+def test_metrics_textfile_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"event": "not ours"}\n')
+    result = CliRunner().invoke(cli, ["metrics", "textfile", str(other), "-o", str(tmp_path / "x.prom")])
+    assert isinstance(result.exception, JournalError) and result.exception.exit_code == 2
+    assert not (tmp_path / "x.prom").exists()
