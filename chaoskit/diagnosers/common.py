@@ -1,0 +1,169 @@
+"""Pieces several diagnosers share: HTTP answers read inside a node, certificate dates, times and ages, log
+excerpts, and the finding that says API-side evidence is unavailable."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from chaoskit.diagnosers.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.metrics import Metrics
+from chaoskit.diagnosers.sources import Fetched, Section
+
+_HTTP_MARK = "@@http "
+CURL_TIMED_OUT = 28
+
+
+def http_command(url: str, *, max_time: float = 5, insecure: bool = True, extra: str = "") -> str:
+    """curl printing the body, then the status code on a line of its own (000: nothing answered)."""
+    k = "-k " if insecure else ""
+    return f"curl -sS {k}{extra}--max-time {max_time:g} -w '\\n{_HTTP_MARK}%{{http_code}}\\n' {shlex.quote(url)}"
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    code: int  # 0: no HTTP answer at all
+    body: str
+    curl_rc: int | None  # 28: timed out; 7: refused; 35/60: TLS
+
+    @classmethod
+    def of(cls, section: Section) -> HttpAnswer:
+        body, code = [], 0
+        for line in section.output.splitlines():
+            if line.startswith(_HTTP_MARK):
+                digits = line[len(_HTTP_MARK) :].strip()
+                code = int(digits) if digits.isdigit() else 0
+            else:
+                body.append(line)
+        return cls(code, "\n".join(body).strip(), section.rc)
+
+    @property
+    def answered(self) -> bool:
+        return self.code != 0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.curl_rc == CURL_TIMED_OUT
+
+    def describe(self) -> str:
+        if self.answered:
+            return f"HTTP {self.code}"
+        if self.timed_out:
+            return "no answer (timed out)"
+        last = self.body.splitlines()[-1] if self.body else ""
+        return f"no answer (curl exit {self.curl_rc}{': ' + last if last else ''})"
+
+
+def failing_checks(verbose_body: str) -> list[str]:
+    """The `[-]name failed` lines of a /readyz?verbose or /healthz?verbose answer, as names."""
+    return [m.group(1) for m in re.finditer(r"^\[-\](\S+)", verbose_body, re.M)]
+
+
+def parse_time(value: object) -> float | None:
+    """An API timestamp (RFC 3339, seconds or microseconds) as epoch seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.replace("Z", "+00:00")
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+def age(value: object, now: float) -> float | None:
+    t = parse_time(value)
+    return None if t is None else max(0.0, now - t)
+
+
+OPENSSL_DATE = "%b %d %H:%M:%S %Y %Z"
+
+
+def cert_dates_command(paths: Mapping[str, str]) -> str:
+    """One line per certificate: `<label> notAfter=<date>` (or `<label> missing`)."""
+    lines = [
+        f'if [ -r {shlex.quote(p)} ]; then echo "{label} $(openssl x509 -in {shlex.quote(p)} -noout -enddate)"; '
+        f"else echo '{label} missing'; fi"
+        for label, p in paths.items()
+    ]
+    return "; ".join(lines)
+
+
+def served_cert_command(host_port: str, label: str) -> str:
+    """The certificate a TLS server presents, as `<label> notAfter=<date>`."""
+    fetch = f"echo | timeout 5 openssl s_client -connect {host_port} 2>/dev/null | openssl x509 -noout -enddate"
+    return f'd=$({fetch}) && echo "{label} $d" || echo "{label} unreadable"'
+
+
+def parse_not_after(text: str) -> dict[str, float | None]:
+    """label -> notAfter as epoch seconds (None: missing or unreadable)."""
+    out: dict[str, float | None] = {}
+    for line in text.splitlines():
+        label, _, rest = line.strip().partition(" ")
+        if not label:
+            continue
+        when = None
+        if rest.startswith("notAfter="):
+            try:
+                when = datetime.strptime(rest[len("notAfter=") :].strip(), OPENSSL_DATE).replace(tzinfo=UTC)
+            except ValueError:
+                when = None
+        out[label] = when.timestamp() if when else None
+    return out
+
+
+def iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# klog's error and warning lines (E1130 03:48:56.170719 ...), and words that mark trouble in any log format
+_KLOG_PROBLEM = re.compile(r"^(?:\S+ \S+ \S+\[\d+\]: )?[EF]\d{4} ")
+TROUBLE = ("panic", "fatal", "x509", "expired", "deadline exceeded", "timed out", "timeout", "refused", "PLEG")
+
+
+def excerpt(text: str, patterns: Iterable[str] = (), limit: int = 12) -> tuple[str, ...]:
+    """The last `limit` lines that are klog errors or contain one of `patterns` (case-insensitive)."""
+    wanted = [p.lower() for p in patterns]
+    picked = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and (_KLOG_PROBLEM.match(line) or any(p in line.lower() for p in wanted))
+    ]
+    return tuple(line[:400] for line in picked[-limit:])
+
+
+def matching(lines: Iterable[str], *needles: str) -> tuple[str, ...]:
+    lowered = [n.lower() for n in needles]
+    return tuple(line for line in lines if any(n in line.lower() for n in lowered))
+
+
+def unavailable(check: str, source: str, error: str) -> Evidence:
+    return Evidence(check, source, {"error": error}, available=False)
+
+
+def api_unavailable(component: str, check: str, source: str, error: str) -> Assessed:
+    """API-side evidence could not be read: said plainly, never counted against the component itself."""
+    ev = unavailable(check, source, error)
+    finding = Finding(
+        "info",
+        component,
+        f"API-side evidence unavailable ({check})",
+        f"the API server did not answer: {error}; this check was skipped, not failed",
+        (ev,),
+        ("diagnose the API server first (chaoskit diagnose apiserver)",),
+    )
+    return Assessed(ev, (finding,))
+
+
+def metrics_of(section: Section) -> Metrics:
+    """A scrape section as metrics; a failed scrape keeps curl's last words as the reason."""
+    return Metrics.parse(section.output) if section.ok else Metrics.unavailable(section.text[-300:] or "no answer")
+
+
+def items(fetched: Fetched) -> list[dict[str, Any]]:
+    """The items of a fetched list (none when the read failed)."""
+    data = fetched.data if fetched.ok else None
+    return list(data.get("items") or []) if isinstance(data, dict) else []

@@ -1,0 +1,187 @@
+"""etcd diagnosis: the API server's only store, checked from its own side (health, leader, disk latency) and from
+the API server's side (how long its etcd requests take).
+
+etcd serves /health, /readyz and /metrics over plain HTTP on 2381 (kind-config.yaml binds it), so no client
+certificate is needed; latency is judged over the window between two scrapes, as for the API server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from chaoskit.diagnosers.apiserver import API
+from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of
+from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command, windowed
+from chaoskit.diagnosers.sources import Sources
+from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.faults.base import FaultParams
+
+ETCD_METRICS_URL = "http://127.0.0.1:2381"
+ETCD_METRICS = (
+    "etcd_disk_wal_fsync_duration_seconds",
+    "etcd_disk_backend_commit_duration_seconds",
+    "etcd_server_has_leader",
+    "etcd_server_leader_changes_seen_total",
+    "etcd_server_proposals_failed_total",
+    "etcd_mvcc_db_total_size_in_bytes",
+    "etcd_server_quota_backend_bytes",
+)
+API_METRICS = ("etcd_request_duration_seconds",)
+
+
+class EtcdParams(FaultParams):
+    window: float = Field(default=5.0, ge=1, le=60, description="Seconds between the two metrics scrapes.")
+    fsync_p99: float = Field(default=0.25, description="Seconds; WAL fsync p99 above this: warning (disk too slow).")
+    commit_p99: float = Field(default=0.25, description="Seconds; backend commit p99 above this: warning.")
+    request_p99: float = Field(default=1.0, description="Seconds; the API server's etcd request p99: warning.")
+    db_quota_share: float = Field(default=0.8, description="Database size over this share of its quota: warning.")
+
+
+@dataclass(frozen=True)
+class EtcdEvidence:
+    node: str
+    health: HttpAnswer  # /health on 2381: {"health":"true"}
+    readyz: HttpAnswer
+    metrics_before: Metrics
+    metrics_after: Metrics
+    api_before: Metrics  # the API server's etcd_request_duration_seconds
+    api_after: Metrics
+    window_s: float
+    process: ProcessState
+
+
+@register
+class EtcdDiagnoser(Diagnoser[EtcdEvidence]):
+    """etcd: process, /health and /readyz, leader, WAL fsync and commit latency, the API server's etcd latency."""
+
+    component = "etcd"
+    Params = EtcdParams
+
+    @property
+    def p(self) -> EtcdParams:
+        assert isinstance(self.params, EtcdParams)
+        return self.params
+
+    def collect(self, src: Sources, node: str) -> EtcdEvidence:
+        etcd = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)
+        api = scrape_command(f"{API}/metrics", API_METRICS, client_cert=True)
+        s = src.sections(node, {
+            "health": http_command(f"{ETCD_METRICS_URL}/health", max_time=5),
+            "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose", max_time=5),
+            "etcd_before": etcd, "api_before": api,
+            "wait": f"sleep {self.p.window:g}",
+            "etcd_after": etcd, "api_after": api,
+            **process_commands("etcd"),
+        }, timeout=60 + self.p.window)  # fmt: skip
+        return EtcdEvidence(
+            node=node,
+            health=HttpAnswer.of(s["health"]),
+            readyz=HttpAnswer.of(s["readyz"]),
+            metrics_before=metrics_of(s["etcd_before"]),
+            metrics_after=metrics_of(s["etcd_after"]),
+            api_before=metrics_of(s["api_before"]),
+            api_after=metrics_of(s["api_after"]),
+            window_s=self.p.window,
+            process=ProcessState.of("etcd", s),
+        )
+
+    def assess(self, ev: EtcdEvidence) -> list[Assessed]:
+        return [
+            assess_process("etcd", ev.node, ev.process,
+                           frozen_effect="the API server's reads and writes hang",
+                           down_effect="the API server cannot read or write anything and fails its readiness"),
+            self._health(ev),
+            self._leader(ev),
+            self._disk(ev),
+            self._requests(ev),
+        ]  # fmt: skip
+
+    def _health(self, ev: EtcdEvidence) -> Assessed:
+        h, r = ev.health, ev.readyz
+        failing = failing_checks(r.body)
+        e = Evidence("health", f"curl {ETCD_METRICS_URL}/health and /readyz?verbose on {ev.node}",
+                     {"health": h.body[:200] or h.describe(), "readyz": r.describe(),
+                      "failing": ", ".join(failing) or None})  # fmt: skip
+        if h.answered and h.code == 200 and '"health":"true"' in h.body.replace(" ", ""):
+            return Assessed(e)
+        if not h.answered:
+            title, cause = "etcd does not answer on :2381", "etcd is not running or hangs (see the process check)"
+        else:
+            title = f"etcd reports itself unhealthy: {h.body[:120]}"
+            cause = "etcd cannot serve: no leader, a corrupt or full database, or an alarm (NOSPACE)"
+        return Assessed(e, (Finding(
+            "critical", "etcd", title, cause, (e,),
+            ("crictl logs $(crictl ps --name '^etcd$' -q) on the control-plane node",
+             f"curl '{ETCD_METRICS_URL}/readyz?verbose' for the failing check"),
+        ),))  # fmt: skip
+
+    def _leader(self, ev: EtcdEvidence) -> Assessed:
+        m = ev.metrics_after
+        source = f"etcd_server_has_leader, etcd_mvcc_db_total_size_in_bytes from {ETCD_METRICS_URL}/metrics"
+        if not m:
+            return Assessed(Evidence("leader", source, {"error": m.error}, available=False))
+        has_leader = m.total("etcd_server_has_leader")
+        size, quota = m.total("etcd_mvcc_db_total_size_in_bytes"), m.total("etcd_server_quota_backend_bytes")
+        e = Evidence("leader", source, {"has_leader": has_leader == 1}, metrics=rounded([
+            ("has_leader", has_leader), ("leader_changes_total", m.total("etcd_server_leader_changes_seen_total")),
+            ("proposals_failed_total", m.total("etcd_server_proposals_failed_total")),
+            ("db_bytes", size), ("quota_bytes", quota)]))  # fmt: skip
+        findings = []
+        if has_leader == 0:
+            findings.append(Finding("critical", "etcd", "etcd has no leader",
+                                    "without a leader etcd accepts no writes: every API write fails",
+                                    (e,), ("check every etcd member's logs and their network",)))  # fmt: skip
+        if size and quota and size > self.p.db_quota_share * quota:
+            findings.append(Finding(
+                "warning", "etcd", f"etcd database at {size / quota:.0%} of its quota",
+                "at the quota etcd raises NOSPACE and refuses writes", (e,),
+                ("etcdctl compact and defrag; raise --quota-backend-bytes",),
+            ))  # fmt: skip
+        return Assessed(e, tuple(findings))
+
+    def _disk(self, ev: EtcdEvidence) -> Assessed:
+        source = f"etcd_disk_wal_fsync_duration_seconds, etcd_disk_backend_commit_duration_seconds, {ev.window_s:g}s"
+        if not ev.metrics_after:
+            return Assessed(Evidence("disk-latency", source, {"error": ev.metrics_after.error}, available=False))
+        values: dict[str, float | None] = {}
+        slow: list[str] = []
+        for name, metric, limit in (("wal_fsync", "etcd_disk_wal_fsync_duration_seconds", self.p.fsync_p99),
+                                    ("backend_commit", "etcd_disk_backend_commit_duration_seconds",
+                                     self.p.commit_p99)):  # fmt: skip
+            hist, basis = windowed(ev.metrics_after.histogram(metric), ev.metrics_before.histogram(metric))
+            if hist is None or basis != "window":
+                continue  # no fsync in the window: nothing to judge now
+            p99 = hist.quantile(0.99)
+            values[f"{name}_p99_s"], values[f"{name}_count"] = p99, hist.count
+            if p99 is not None and p99 > limit:
+                slow.append(f"{name} p99 {p99 * 1000:.0f} ms > {limit * 1000:.0f} ms")
+        e = Evidence("disk-latency", source, {"window_s": ev.window_s}, metrics=rounded(values.items(), 5))
+        if not slow:
+            return Assessed(e)
+        return Assessed(e, (Finding(
+            "warning", "etcd", f"etcd's disk is slow: {'; '.join(slow)}",
+            "every write waits for the WAL fsync: a slow or shared disk slows the whole API and can cost leadership",
+            (e,), ("put etcd's data dir on a faster, dedicated disk", "iostat -x 1 on the host: look at await"),
+        ),))  # fmt: skip
+
+    def _requests(self, ev: EtcdEvidence) -> Assessed:
+        source = f"etcd_request_duration_seconds from {API}/metrics (the API server's side), {ev.window_s:g}s"
+        if not ev.api_after:
+            return Assessed(Evidence("request-latency", source, {"error": ev.api_after.error}, available=False))
+        hist, basis = windowed(ev.api_after.histogram("etcd_request_duration_seconds"),
+                               ev.api_before.histogram("etcd_request_duration_seconds"), min_count=5)  # fmt: skip
+        if hist is None or basis != "window":
+            return Assessed(Evidence("request-latency", source, {"window_s": ev.window_s, "requests": 0}))
+        p99 = hist.quantile(0.99)
+        e = Evidence("request-latency", source, {"window_s": ev.window_s, "requests": hist.count},
+                     metrics=rounded([("p99_s", p99), ("mean_s", hist.mean)], 5))  # fmt: skip
+        if p99 is None or p99 <= self.p.request_p99:
+            return Assessed(e)
+        return Assessed(e, (Finding(
+            "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s",
+            "etcd answers slowly (disk, CPU, a large database) or the path to it drops packets",
+            (e,), ("look at etcd's disk latency and logs ('apply request took too long')",),
+        ),))  # fmt: skip

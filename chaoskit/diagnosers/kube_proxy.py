@@ -1,0 +1,304 @@
+"""kube-proxy diagnosis, per node: does it run and sync, and do the node's dataplane rules match the Services'
+endpoints.
+
+The document's kube-proxy fault is rule-update lag during fast HPA scaling: new pods get no traffic, old ones keep
+getting it. Its evidence is kube-proxy's own metrics (a change queued long after the last sync means it is hung or
+throttled; FAULTS.md) and the rules themselves compared with the EndpointSlices: a Service port with ready endpoints
+but no rule, an endpoint the rules do not reach, a rule that still reaches an endpoint that is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.common import HttpAnswer, api_unavailable, http_command, items, metrics_of
+from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.sources import Fetched, Sources
+from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.faults.base import FaultParams
+from chaoskit.model.duration import parse_duration
+
+METRICS_URL = "http://127.0.0.1:10249"
+HEALTHZ = "http://127.0.0.1:10256/healthz"
+SERVICES = "/api/v1/services"
+SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+METRICS = (
+    "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+    "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+    "kubeproxy_sync_proxy_rules_duration_seconds",
+    "kubeproxy_network_programming_duration_seconds",
+    "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
+    "kubeproxy_sync_proxy_rules_service_changes_pending",
+)
+Target = tuple[str, str, int]  # (IP, protocol, port)
+
+
+class KubeProxyParams(FaultParams):
+    lag_warning: float = Field(default=10.0, description="Seconds a queued change may wait for a sync: warning.")
+    lag_critical: float = Field(default=60.0, description="Seconds a queued change may wait for a sync: critical.")
+    min_sync_warning: float = Field(default=5.0, description="minSyncPeriod above this (seconds): warning.")
+
+
+@dataclass(frozen=True)
+class KubeProxyEvidence:
+    node: str
+    node_time: float | None  # the node's clock when the metrics were read (kube-proxy's timestamps are on it)
+    mode: str  # /proxyMode: iptables, ipvs, nftables ("" if it did not answer)
+    healthz: HttpAnswer
+    metrics: Metrics
+    min_sync_period: float | None  # from /configz
+    rules: str  # `nft list table ip kube-proxy` or the KUBE-* lines of `iptables-save -t nat`
+    process: ProcessState
+    services: Fetched
+    slices: Fetched
+
+
+@register
+class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
+    """kube-proxy on each node: running, healthy, syncing without lag, rules matching the Services' endpoints."""
+
+    component = "kube-proxy"
+    per_node = True
+    Params = KubeProxyParams
+
+    @property
+    def p(self) -> KubeProxyParams:
+        assert isinstance(self.params, KubeProxyParams)
+        return self.params
+
+    def collect(self, src: Sources, node: str) -> KubeProxyEvidence:
+        services, slices = src.api.fetch(SERVICES), src.api.fetch(SLICES)  # before the rules: they may only be newer
+        s = src.sections(node, {
+            "mode": f"curl -sS --max-time 3 {METRICS_URL}/proxyMode",
+            "healthz": http_command(HEALTHZ, max_time=3),
+            "metrics": scrape_command(f"{METRICS_URL}/metrics", METRICS, max_time=5),
+            "now": "date +%s.%N",
+            "configz": f"curl -sS --max-time 3 {METRICS_URL}/configz",
+            "nft": "nft list table ip kube-proxy",
+            "iptables": "iptables-save -t nat | grep -E '^-A KUBE-(SERVICES|SVC-|SEP-)'",
+            **process_commands("kube-proxy", static_pod=False),
+        })  # fmt: skip
+        mode = s["mode"].text if s["mode"].ok else ""
+        now = s["now"].text
+        return KubeProxyEvidence(
+            node=node,
+            node_time=float(now) if re.fullmatch(r"\d+(\.\d+)?", now) else None,
+            mode=mode,
+            healthz=HttpAnswer.of(s["healthz"]),
+            metrics=metrics_of(s["metrics"]),
+            min_sync_period=_min_sync_period(s["configz"].output),
+            rules=s["nft"].output if mode == "nftables" else s["iptables"].output,
+            process=ProcessState.of("kube-proxy", s),
+            services=services,
+            slices=slices,
+        )
+
+    def assess(self, ev: KubeProxyEvidence) -> list[Assessed]:
+        return [
+            assess_process("kube-proxy", ev.node, ev.process,
+                           frozen_effect=f"Service rules on {ev.node} stop following endpoint changes",
+                           down_effect=f"Service rules on {ev.node} stop following endpoint changes"),
+            self._health(ev),
+            self._sync(ev),
+            self._rules(ev),
+        ]  # fmt: skip
+
+    def _health(self, ev: KubeProxyEvidence) -> Assessed:
+        h = ev.healthz
+        e = Evidence("healthz", f"curl {HEALTHZ} and {METRICS_URL}/proxyMode on {ev.node}",
+                     {"answer": h.describe(), "body": h.body[:300] or None, "mode": ev.mode or None,
+                      "min_sync_period_s": ev.min_sync_period})  # fmt: skip
+        if not h.answered or h.code != 200:
+            return Assessed(e, (Finding(
+                "critical", "kube-proxy",
+                f"kube-proxy on {ev.node} is unhealthy: /healthz {h.describe()}",
+                "kube-proxy is down or frozen, or has not synced its rules within its deadline: Service traffic from "
+                "this node follows stale rules",
+                (e,), (f"crictl logs of kube-proxy on {ev.node}",
+                       "kubectl -n kube-system delete pod -l k8s-app=kube-proxy "
+                       f"--field-selector spec.nodeName={ev.node}"),
+            ),))  # fmt: skip
+        if ev.min_sync_period is not None and ev.min_sync_period > self.p.min_sync_warning:
+            return Assessed(e, (Finding(
+                "warning", "kube-proxy", f"kube-proxy on {ev.node} syncs at most every {ev.min_sync_period:g}s "
+                "(minSyncPeriod)",
+                "endpoint changes (an HPA scale-up's new pods) reach this node's rules up to minSyncPeriod late",
+                (e,), ("lower minSyncPeriod in the kube-system/kube-proxy ConfigMap (1s is kube-proxy's default) "
+                       "and restart the kube-proxy pods",),
+            ),))  # fmt: skip
+        return Assessed(e)
+
+    def _sync(self, ev: KubeProxyEvidence) -> Assessed:
+        m = ev.metrics
+        source = f"kubeproxy_sync_proxy_rules_* from {METRICS_URL}/metrics on {ev.node}"
+        if not m or ev.node_time is None:
+            return Assessed(Evidence("rule-sync", source, {"error": m.error or "no clock"}, available=False))
+        queued = _newest(m, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds")
+        synced = _newest(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        waiting = ev.node_time - queued if queued is not None and (synced is None or queued > synced) else 0.0
+        programming = m.histogram("kubeproxy_network_programming_duration_seconds")
+        e = Evidence("rule-sync", source, {
+            "last_queued_s_ago": None if queued is None else round(ev.node_time - queued, 1),
+            "last_synced_s_ago": None if synced is None else round(ev.node_time - synced, 1),
+            "change_waiting_s": round(waiting, 1),
+        }, metrics=rounded([
+            ("endpoint_changes_pending", m.total("kubeproxy_sync_proxy_rules_endpoint_changes_pending")),
+            ("service_changes_pending", m.total("kubeproxy_sync_proxy_rules_service_changes_pending")),
+            ("network_programming_p99_s_since_start", programming.quantile(0.99) if programming else None),
+        ]))  # fmt: skip
+        if waiting <= self.p.lag_warning:
+            return Assessed(e)
+        return Assessed(e, (Finding(
+            "critical" if waiting > self.p.lag_critical else "warning", "kube-proxy",
+            f"kube-proxy on {ev.node} has not synced a change queued {waiting:.0f}s ago",
+            "kube-proxy's rule sync is hung or throttled (last_queued ≫ last_synced): new endpoints get no traffic "
+            "from this node and removed ones keep getting it",
+            (e,), (f"crictl logs of kube-proxy on {ev.node}: look for sync errors",
+                   "check minSyncPeriod and the sync duration (kubeproxy_sync_proxy_rules_duration_seconds)"),
+        ),))  # fmt: skip
+
+    def _rules(self, ev: KubeProxyEvidence) -> Assessed:
+        source = (
+            f"{'nft list table ip kube-proxy' if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
+            f"{ev.node}; GET {SERVICES}, {SLICES}"
+        )
+        for fetched in (ev.services, ev.slices):
+            if not fetched.ok:
+                return api_unavailable("kube-proxy", "rules", source, fetched.error)
+        if ev.mode not in ("nftables", "iptables"):
+            return Assessed(
+                Evidence(
+                    "rules",
+                    source,
+                    {"mode": ev.mode or "unknown", "note": "rules are compared in iptables and nftables modes"},
+                )
+            )
+        want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
+        have_services, have_endpoints = (_nft_rules if ev.mode == "nftables" else _iptables_rules)(ev.rules)
+        missing_services = sorted(want_services.keys() - have_services)
+        missing_endpoints = sorted(want_endpoints - have_endpoints)
+        stale = sorted(have_endpoints - allowed)
+        e = Evidence("rules", source, {
+            "mode": ev.mode, "service_ports_expected": len(want_services), "service_ports_programmed":
+            len(have_services & want_services.keys()), "endpoints_expected": len(want_endpoints),
+            "endpoints_programmed": len(have_endpoints & want_endpoints), "stale_endpoints": len(stale),
+        }, conditions=tuple(
+            [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
+            + [f"endpoint {ip}:{port} not reachable through the rules" for ip, port in missing_endpoints[:8]]
+            + [f"rules still send traffic to {ip}:{port}, no longer an endpoint" for ip, port in stale[:8]]
+        ))  # fmt: skip
+        findings = []
+        fix = (
+            f"kube-proxy rewrites its rules at its next sync: check its health and logs on {ev.node}",
+            f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
+        )
+        if missing_services:
+            wiped = len(missing_services) == len(want_services)
+            findings.append(Finding(
+                "critical" if wiped else "warning", "kube-proxy",
+                f"{'No' if wiped else len(missing_services)} Service rule(s) on {ev.node}"
+                + (" at all" if wiped else f" missing ({want_services[missing_services[0]]})"),
+                "the node's Service rules were flushed or never written: ClusterIPs do not answer from this node "
+                "(kube-proxy only rewrites them at its next change-driven or periodic sync)",
+                (e,), fix,
+            ))  # fmt: skip
+        if missing_endpoints or stale:
+            findings.append(Finding(
+                "warning", "kube-proxy",
+                f"rules on {ev.node} lag the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
+                f"{len(stale)} stale",
+                "kube-proxy has not applied the latest endpoint changes: new pods get no traffic from this node, "
+                "removed ones still do",
+                (e,), fix,
+            ))  # fmt: skip
+        return Assessed(e, tuple(findings))
+
+
+def _newest(m: Metrics, name: str) -> float | None:
+    values = [s.value for s in m.select(name) if s.labels.get("ip_family", "IPv4") == "IPv4"]
+    return max(values) if values else None
+
+
+def _min_sync_period(configz: str) -> float | None:
+    try:
+        return parse_duration(json.loads(configz)["kubeproxy.config.k8s.io"]["MinSyncPeriod"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _expected(
+    services: list[dict[str, Any]], slices: list[dict[str, Any]], node: str
+) -> tuple[dict[Target, str], set[tuple[str, int]], set[tuple[str, int]]]:
+    """From the API: Service ports with a ready endpoint (→ "ns/name:port"), the ready endpoints the rules should
+    reach, and every endpoint the rules may still reach (ready or serving while terminating)."""
+    by_service: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for sl in slices:
+        if sl.get("addressType") != "IPv4":
+            continue
+        meta = sl.get("metadata", {})
+        name = (meta.get("labels") or {}).get("kubernetes.io/service-name")
+        if name:
+            by_service.setdefault((meta.get("namespace", ""), name), []).append(sl)
+    want_services: dict[Target, str] = {}
+    ready: set[tuple[str, int]] = set()
+    allowed: set[tuple[str, int]] = set()
+    for svc in services:
+        meta, spec = svc.get("metadata", {}), svc.get("spec", {})
+        ip = spec.get("clusterIP") or ""
+        if spec.get("type") == "ExternalName" or not re.fullmatch(r"[\d.]+", ip):
+            continue  # headless or IPv6: no ClusterIP rule in the IPv4 table
+        local_only = spec.get("internalTrafficPolicy") == "Local"
+        for port in spec.get("ports") or []:
+            port_name = port.get("name") or ""
+            endpoints_ready = False
+            for sl in by_service.get((meta.get("namespace", ""), meta.get("name", "")), []):
+                target = next((p.get("port") for p in sl.get("ports") or [] if (p.get("name") or "") == port_name),
+                              None)  # fmt: skip
+                if target is None:
+                    continue
+                for ep in sl.get("endpoints") or []:
+                    cond = ep.get("conditions") or {}
+                    if local_only and ep.get("nodeName") != node:
+                        continue
+                    for addr in ep.get("addresses") or []:
+                        if cond.get("ready", True):
+                            ready.add((addr, int(target)))
+                            endpoints_ready = True
+                        if cond.get("ready", True) or cond.get("serving"):
+                            allowed.add((addr, int(target)))
+            if endpoints_ready:
+                key = (ip, str(port.get("protocol", "TCP")).lower(), int(port.get("port", 0)))
+                label = port_name or port.get("port")
+                want_services[key] = f"{meta.get('namespace', '')}/{meta.get('name', '')}:{label}"
+    return want_services, ready, allowed
+
+
+_NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")
+_NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?__([\d.]+)/(\d+)\b")
+
+
+def _nft_rules(table: str) -> tuple[set[Target], set[tuple[str, int]]]:
+    """ClusterIP entries of the service-ips map, and the endpoints the service chains jump to."""
+    start = table.find("map service-ips {")
+    block = table[start : table.find("\n\t}", start)] if start >= 0 else ""
+    services = {(ip, proto, int(port)) for ip, proto, port in _NFT_SERVICE.findall(block)}
+    endpoints = {(ip, int(port)) for ip, port in _NFT_ENDPOINT.findall(table)}
+    return services, endpoints
+
+
+_IPT_SERVICE = re.compile(r"^-A KUBE-SERVICES -d ([\d.]+)/32 -p (\w+) .*--dport (\d+) .*-j KUBE-SVC-", re.M)
+_IPT_JUMP = re.compile(r"^-A KUBE-SVC-\S+ .*-j (KUBE-SEP-\S+)", re.M)
+_IPT_DNAT = re.compile(r"^-A (KUBE-SEP-\S+) .*--to-destination ([\d.]+):(\d+)", re.M)
+
+
+def _iptables_rules(nat: str) -> tuple[set[Target], set[tuple[str, int]]]:
+    services = {(ip, proto, int(port)) for ip, proto, port in _IPT_SERVICE.findall(nat)}
+    referenced = set(_IPT_JUMP.findall(nat))
+    endpoints = {(ip, int(port)) for chain, ip, port in _IPT_DNAT.findall(nat) if chain in referenced}
+    return services, endpoints

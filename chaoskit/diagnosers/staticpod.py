@@ -1,0 +1,131 @@
+"""The node-local view of a component's process: is it running, frozen or gone, where is its static-pod manifest,
+what did its last container do and say. This is what still answers when the API server does not."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from chaoskit.diagnosers.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.common import excerpt
+from chaoskit.diagnosers.sources import Section
+from chaoskit.faults.base import comm
+
+MANIFESTS = "/etc/kubernetes/manifests"
+
+
+def process_commands(process: str, *, container: str | None = None, static_pod: bool = True) -> dict[str, str]:
+    """Node-script commands for `process_state`: its state letter, manifests, containers and last log lines."""
+    name = container or process
+    commands = {
+        "process": f'pid=$(pgrep -x {comm(process)} | head -n1) && [ -n "$pid" ] && ps -o stat= -p "$pid"',
+        "containers": f"timeout 8 crictl --timeout 3s ps -a --name '^{name}$' -o json",
+        "logs": f"id=$(timeout 8 crictl --timeout 3s ps -a --name '^{name}$' -q | head -n1) && [ -n \"$id\" ] && "
+        f'timeout 8 crictl --timeout 3s logs --tail 300 "$id"',
+    }
+    if static_pod:  # the manifest wherever it is under /etc/kubernetes: moved away is the "down" fault's signature
+        commands["manifest"] = f"find /etc/kubernetes -name '{process}.yaml*' 2>/dev/null"
+    return commands
+
+
+@dataclass(frozen=True)
+class ProcessState:
+    process: str
+    stat: str  # ps state letters ("Ssl", "Tsl" when stopped); "" when no such process
+    manifests: tuple[str, ...] | None  # every file named <process>.yaml* under /etc/kubernetes; None: not a static pod
+    container_state: str  # the newest container's state (CONTAINER_RUNNING, CONTAINER_EXITED...), "" if unknown
+    restarts: int | None
+    log: str  # the newest container's last lines
+
+    @classmethod
+    def of(cls, process: str, sections: dict[str, Section]) -> ProcessState:
+        stat = sections["process"].text if sections["process"].ok else ""
+        manifest = sections.get("manifest")
+        manifests = tuple(line.strip() for line in manifest.output.splitlines() if line.strip()) if manifest else None
+        state, restarts = _newest_container(sections["containers"])
+        return cls(process, stat, manifests, state, restarts, sections["logs"].output)
+
+    @property
+    def running(self) -> bool:
+        return bool(self.stat) and not self.stopped and not self.stat.startswith("Z")
+
+    @property
+    def stopped(self) -> bool:
+        return self.stat.startswith("T")
+
+    @property
+    def manifest_in_place(self) -> bool | None:
+        if self.manifests is None:
+            return None
+        return f"{MANIFESTS}/{self.process}.yaml" in self.manifests
+
+    def evidence(self, node: str) -> Evidence:
+        observed: dict[str, str | int | bool | None] = {
+            "state": self.stat or "absent",
+            "container": self.container_state or "unknown",
+            "restarts": self.restarts,
+        }
+        if self.manifests is not None:
+            observed["manifest_in_place"] = self.manifest_in_place
+            observed["manifest_found_at"] = ", ".join(self.manifests) or "nowhere under /etc/kubernetes"
+        return Evidence(
+            "process",
+            f"pgrep -x {comm(self.process)}, crictl ps -a, crictl logs on {node}",
+            observed,
+            log_lines=excerpt(self.log),
+        )
+
+
+def _newest_container(section: Section) -> tuple[str, int | None]:
+    try:
+        containers = json.loads(section.output).get("containers") or []
+    except (ValueError, AttributeError):
+        return "", None
+    if not containers:
+        return "", None
+    newest = max(containers, key=lambda c: int(c.get("createdAt") or 0))
+    count = str((newest.get("annotations") or {}).get("io.kubernetes.container.restartCount"))
+    return str(newest.get("state", "")), int(count) if count.isdigit() else None
+
+
+def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect: str, down_effect: str) -> Assessed:
+    """Frozen, gone with its manifest moved, gone with the manifest in place (crash), or running."""
+    ev = p.evidence(node)
+    if p.stopped:
+        return Assessed(ev, (Finding(
+            "critical", component, f"{p.process} is stopped (process state {p.stat})",
+            f"the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does nothing; "
+            f"{frozen_effect}",
+            (ev,),
+            (f"on {node}: pkill -CONT -x {comm(p.process)} (if something stopped it on purpose)",
+             "otherwise wait for kubelet's liveness probe to restart it, or delete its container with crictl",
+             f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last"),
+        ),))  # fmt: skip
+    if p.running:
+        if p.restarts:
+            return Assessed(ev, (Finding(
+                "info", component, f"{p.process} restarted {p.restarts} time(s)",
+                "kubelet restarted the container (a failed liveness probe, a crash, or a fault injected earlier)",
+                (ev,), (f"crictl ps -a --name '^{p.process}$' on {node} for the earlier containers",),
+            ),))  # fmt: skip
+        return Assessed(ev)
+    if p.manifest_in_place is False:
+        elsewhere = [m for m in p.manifests or () if m != f"{MANIFESTS}/{p.process}.yaml"]
+        fix = [f"mv {elsewhere[0]} {MANIFESTS}/{p.process}.yaml on {node}"] if elsewhere else []
+        return Assessed(ev, (Finding(
+            "critical", component, f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
+            f"kubelet stops a static pod whose manifest leaves {MANIFESTS}"
+            + (f" (found at {', '.join(elsewhere)})" if elsewhere else " (no copy found under /etc/kubernetes)")
+            + f"; {down_effect}",
+            (ev,),
+            (*fix, f"kubelet starts {p.process} within seconds of the manifest's return",
+             f"restore {MANIFESTS}/{p.process}.yaml from backup or `kubeadm init phase control-plane` if it is lost"),
+        ),))  # fmt: skip
+    return Assessed(ev, (Finding(
+        "critical", component, f"{p.process} is not running",
+        f"no {p.process} process on {node} (newest container: {p.container_state or 'none'}); "
+        f"it is crashing or cannot start; {down_effect}",
+        (ev,),
+        (f"crictl ps -a --name '^{p.process}$' and crictl logs <id> on {node}: the last lines say why",
+         "journalctl -u kubelet on the node for why kubelet does not start it"),
+    ),))  # fmt: skip
