@@ -149,10 +149,10 @@ def test_the_token_never_shows_in_a_scrapers_repr() -> None:
 
 # ---- from inside a node
 @dataclass
-class _RecordingExec:
-    """A NodeExec that keeps what curl got on stdin (FakeNodeExec does not keep input)."""
+class _RecordingExec(FakeNodeExec):
+    """FakeNodeExec that also keeps what curl got on stdin (the plain fake drops input)."""
 
-    stdout: str
+    stdout: str = ""
     runs: list[tuple[str, tuple[str, ...], bytes | None]] = field(default_factory=list)
 
     def run(self, node: str, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = None,
@@ -162,7 +162,7 @@ class _RecordingExec:
 
 
 def test_node_scraper_runs_curl_on_the_node_with_the_token_on_stdin() -> None:
-    nodes = _RecordingExec(SCHEDULER)
+    nodes = _RecordingExec(stdout=SCHEDULER)
     scraper = NodeScraper(nodes, "chaoskit-control-plane", token="s3cret", insecure=True)
     families = scraper.scrape("https://127.0.0.1:10259/metrics")
     assert value(families, "scheduler_pending_pods", queue="active") is not None
