@@ -1,0 +1,77 @@
+"""`chaoskit diagnose [COMPONENT...]`: what is wrong with each control-plane component and node, and why.
+
+Exit codes: 0 every component ok · 1 any component degraded or failed (a finding at warning or critical level) ·
+2 usage · 4 the diagnosis itself could not run (no cluster, no Docker).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from chaoskit.cli import Globals
+from chaoskit.cli.faults import _env
+from chaoskit.cluster.kind import node_containers
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.diagnosers.run import diagnose as run_diagnosis
+from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.progress import Progress
+from chaoskit.reports import FORMATS, render
+from chaoskit.reports.table import renderables
+
+
+@click.command()
+@click.argument("components", nargs=-1, metavar="[COMPONENT]...")
+@click.option("-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Report format.")  # fmt: skip
+@click.option("--output", "output_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to FILE instead of stdout (html and junit are meant for files).")  # fmt: skip
+@click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name.")
+@click.option("--record", "record_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A run record (chaoskit run -o json, or its journal) to report with: steps, measurements, "
+              "the HPA timeline as SVG.")  # fmt: skip
+@click.pass_obj
+def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Path | None, cluster: str,
+             record_path: Path | None) -> None:  # fmt: skip
+    """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
+
+    COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, runtime (default:
+    all). Works when the API server is down: the API server's report then fails on node-local evidence, and the
+    others say which API-side evidence was unavailable.
+
+    Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
+    too); 2 usage; 4 the diagnosis could not run.
+    """
+    nodes = node_containers(SubprocessRunner(), cluster)
+    control_plane = next((n.name for n in nodes if n.role == "control-plane"), None)
+    if control_plane is None:
+        raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")
+    record = _record(record_path) if record_path else None
+    progress = Progress()
+    result = run_diagnosis(_env(g, cluster), control_plane, [n.name for n in nodes], components, say=progress.info)
+    if output_file is not None:
+        output_file.write_text(render(result, fmt, record))
+        progress.info(f"{fmt} report written to {output_file}")
+    elif fmt == "table" and sys.stdout.isatty():
+        Console(highlight=False).print(renderables(result, record))
+    else:
+        click.echo(render(result, fmt, record), nl=False)
+    if not result.ok:
+        raise click.exceptions.Exit(EXIT_BREACHED)
+
+
+def _record(path: Path) -> dict[str, object]:
+    """A run record: the JSON `chaoskit run -o json` prints, or the run-finished entry of a journal."""
+    text = path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        finished = [json.loads(line) for line in text.splitlines() if '"run-finished"' in line]
+        data = (finished[-1].get("data") or {}).get("record") if finished else None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} holds no run record")
+    return data

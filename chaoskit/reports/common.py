@@ -1,0 +1,44 @@
+"""What several renderers share: findings in reading order, status words, run-record fields, number formats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.model.timeline import MeasurementResult
+
+Record = Mapping[str, Any]
+STATUS_MARK = {"ok": "✓", "degraded": "!", "failed": "✗"}
+SEVERITY_MARK = {"critical": "✗", "warning": "!", "info": "i"}
+
+
+def findings(diagnosis: Diagnosis) -> Iterator[tuple[ComponentReport, Finding]]:
+    """Every finding with its report, critical first across the whole diagnosis, info last."""
+    order = {"critical": 0, "warning": 1, "info": 2}
+    pairs = [(r, f) for r in diagnosis.reports for f in r.findings]
+    yield from sorted(pairs, key=lambda rf: order[rf[1].severity])
+
+
+def when(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def seconds(v: object) -> str:
+    return "—" if not isinstance(v, int | float) else f"{v:.3g}s" if v < 10 else f"{v:.1f}s"
+
+
+def observed(e: Evidence) -> str:
+    """One line of what a check saw: its observed values and metric values, absent ones left out."""
+    parts = [f"{k}={v}" for k, v in e.observed.items() if v is not None and v != ""]
+    parts += [f"{k}={v:g}" for k, v in e.metrics.items()]
+    return ", ".join(parts)
+
+
+def measurements(record: Record | None, kind: str | None = None) -> list[MeasurementResult]:
+    """The record's measurements (MeasurementResult.to_dict() each), of one type if `kind` is given."""
+    if not record:
+        return []
+    out = [MeasurementResult.from_dict(m) for m in record.get("measurements") or []]
+    return [m for m in out if kind is None or m.type == kind]

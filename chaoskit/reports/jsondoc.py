@@ -1,0 +1,16 @@
+"""The diagnosis as JSON (Diagnosis.to_dict()), with the run record beside it when there is one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.reports.common import Record
+
+
+def render_json(diagnosis: Diagnosis, record: Record | None = None) -> str:
+    doc: dict[str, Any] = {"diagnosis": diagnosis.to_dict()}
+    if record is not None:
+        doc["run"] = dict(record)
+    return json.dumps(doc, indent=2, default=str) + "\n"

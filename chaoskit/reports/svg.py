@@ -1,0 +1,83 @@
+"""An inline SVG timeline of a measurement's critical path: one row per pod, one coloured segment per stage, a legend
+naming the component that owns each stage, so the slow component is visible at a glance.
+
+Plain SVG text, no script and no external reference, so the HTML report stays one self-contained file.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from chaoskit.model.timeline import HPA_STAGES, RULE_SYNC_STAGES, STAGE_COMPONENTS, MeasurementResult, Sample
+
+# Colour-blind-safe palette (Okabe-Ito, then Tableau), one colour per stage in critical-path order.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999", "#8C564B",
+           "#17BECF", "#BCBD22")  # fmt: skip
+ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
+STAGE_ORDER = [s.name for s in (*HPA_STAGES, *RULE_SYNC_STAGES)]
+
+
+def _colours(stages: list[str]) -> dict[str, str]:
+    ordered = sorted(stages, key=lambda s: (STAGE_ORDER.index(s) if s in STAGE_ORDER else len(STAGE_ORDER), s))
+    return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(ordered)}
+
+
+def _tick_step(span: float) -> float:
+    """A round tick interval giving about six ticks."""
+    raw = span / 6 if span > 0 else 1.0
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw))
+
+
+def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
+    samples = [s for s in m.samples if s.end >= s.start]
+    if not samples:
+        return ""
+    rows: dict[tuple[int, str], list[Sample]] = {}
+    for s in samples:
+        rows.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
+    runs = {run for run, _ in rows}
+    t0, t1 = min(s.start for s in samples), max(s.end for s in samples)
+    span = max(t1 - t0, 1e-3)
+    plot = width - LABEL - 2 * PAD
+    stages = _colours(list(dict.fromkeys(s.stage for s in samples)))
+    legend_top = PAD + 24 + len(rows) * ROW + 26
+    height = legend_top + len(stages) * LEGEND_ROW + PAD
+
+    def x(t: float) -> float:
+        return LABEL + PAD + (t - t0) / span * plot
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(m.name)} timeline">',
+        f'<text x="{PAD}" y="{PAD + 10}" class="title">{escape(m.name)} ({escape(m.type)}): '
+        f"{len(rows)} pod(s), {span:.2f}s from first to last stage</text>",
+    ]
+    top = PAD + 24
+    step = _tick_step(span)
+    tick = 0.0
+    while tick <= span + 1e-9:
+        tx = x(t0 + tick)
+        out.append(f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{top + len(rows) * ROW}" class="grid"/>')
+        out.append(f'<text x="{tx:.1f}" y="{top + len(rows) * ROW + 14}" class="tick">{tick:g}s</text>')
+        tick += step
+    ordered = sorted(rows.items(), key=lambda kv: (kv[0][0], min(s.start for s in kv[1])))
+    for i, ((run, pod), items) in enumerate(ordered):
+        y = top + i * ROW
+        label = f"run {run} · {pod}" if len(runs) > 1 else pod
+        out.append(f'<text x="{PAD}" y="{y + 15}" class="pod">{escape(label[-34:])}</text>')
+        for s in sorted(items, key=lambda s: s.start):
+            w = max(x(s.end) - x(s.start), 1.0)
+            tip = f"{s.stage} ({s.component or STAGE_COMPONENTS.get(s.stage, '')}): {s.seconds:.3f}s ±{s.precision:g}s"
+            if "@" in s.subject:
+                tip += f" on {s.subject.split('@', 1)[1]}"
+            out.append(f'<rect x="{x(s.start):.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW - 6}" '
+                       f'fill="{stages[s.stage]}"><title>{escape(tip)}</title></rect>')  # fmt: skip
+    for j, (stage, colour) in enumerate(stages.items()):
+        y = legend_top + j * LEGEND_ROW
+        owner = STAGE_COMPONENTS.get(stage, "")
+        out.append(f'<rect x="{PAD}" y="{y}" width="12" height="12" fill="{colour}"/>')
+        out.append(f'<text x="{PAD + 18}" y="{y + 10}" class="legend">{escape(stage)} — {escape(owner)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -1,0 +1,55 @@
+"""The terminal view: one row per component and node, then every finding with its cause and what to do."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.reports.common import SEVERITY_MARK, STATUS_MARK, Record, findings, measurements, seconds, when
+
+STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red"}
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def renderables(diagnosis: Diagnosis, record: Record | None = None) -> RenderableType:
+    """What the table view shows, for a Console to print (with colour on a terminal)."""
+    summary = Table("component", "node", "status", "checks", "findings", title=f"chaoskit diagnose "
+                    f"{diagnosis.cluster} — {diagnosis.status} ({when(diagnosis.collected_at)}, "
+                    f"{diagnosis.duration_s:.1f}s)")  # fmt: skip
+    for r in diagnosis.reports:
+        counts = {s: sum(1 for f in r.findings if f.severity == s) for s in ("critical", "warning", "info")}
+        summary.add_row(
+            r.component,
+            r.subject,
+            Text(f"{STATUS_MARK[r.status]} {r.status}", style=STATUS_STYLE[r.status]),
+            str(len(r.checks)),
+            ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "—",
+        )
+    parts: list[RenderableType] = [summary]
+    for report, f in findings(diagnosis):
+        head = Text(f"{SEVERITY_MARK[f.severity]} {f.severity:<8} ", style=SEVERITY_STYLE[f.severity])
+        head.append(f"{report.component} on {report.subject}: ", style="bold")
+        head.append(f.title)
+        body = [head, Text(f"    cause: {f.probable_cause}")]
+        for e in f.evidence:
+            for line in (*e.conditions, *e.events, *e.log_lines)[:4]:
+                body.append(Text(f"    | {line[:200]}", style="dim"))
+        body += [Text(f"    → {step}") for step in f.remediation]
+        parts.append(Group(*body))
+    for m in measurements(record):
+        t = Table("stage", "count", "p50", "p90", "p99", "max", title=f"measurement {m.name} ({m.type})")
+        for stage, s in m.summaries().items():
+            t.add_row(stage, str(s.count), seconds(s.p50), seconds(s.p90), seconds(s.p99), seconds(s.max))
+        parts.append(t)
+    return Group(*parts)
+
+
+def render_table(diagnosis: Diagnosis, record: Record | None = None) -> str:
+    """The table view as plain text (for a file, or a pipe)."""
+    out = io.StringIO()
+    Console(file=out, width=140, color_system=None, highlight=False).print(renderables(diagnosis, record))
+    return out.getvalue()
