@@ -30,10 +30,11 @@ def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespa
 
 
 def _register() -> None:
-    from chaoskit.cli import cluster, demo, faults, metrics, playbook, run
+    from chaoskit.cli import cluster, demo, diagnose, faults, metrics, playbook, run
 
     cli.add_command(cluster.cluster)
     cli.add_command(demo.demo)
+    cli.add_command(diagnose.diagnose)
     cli.add_command(playbook.playbook)
     cli.add_command(playbook.validate)
     cli.add_command(faults.faults)
