@@ -75,6 +75,7 @@ class ApiServerEvidence:
     window_s: float
     process: ProcessState
     etcd_filter_rules: tuple[str, ...]  # packet filter rules that touch etcd's client port
+    client_view: str = ""  # why chaoskit's own API client could not reach the API server ("" when it could)
 
 
 @register
@@ -114,6 +115,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence]):
             window_s=self.p.window,
             process=ProcessState.of("kube-apiserver", s),
             etcd_filter_rules=tuple(line for line in s["etcd_filter"].output.splitlines() if line.startswith("-A")),
+            client_view=src.api.down,
         )
 
     def assess(self, ev: ApiServerEvidence) -> list[Assessed]:
@@ -128,6 +130,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence]):
             self._errors(ev),
             self._latency(ev),
             self._watches(ev),
+            self._client_view(ev),
         ]  # fmt: skip
 
     def _readyz(self, ev: ApiServerEvidence) -> Assessed:
@@ -325,6 +328,18 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence]):
             "goroutine, and the fan-out slows every write",
             (e,), ("find the client: kube-apiserver logs or audit logs by user agent for that resource's WATCHes",
                    "restart or fix the leaking client; the watches close with its connections"),
+        ),))  # fmt: skip
+
+    def _client_view(self, ev: ApiServerEvidence) -> Assessed:
+        e = Evidence("client-view", "chaoskit's API client (kubeconfig server and credentials)",
+                     {"reachable": not ev.client_view, "error": ev.client_view or None})  # fmt: skip
+        if not ev.client_view or not (ev.readyz.answered and ev.readyz.code == 200):
+            return Assessed(e)  # a down API server is the readyz check's finding
+        return Assessed(e, (Finding(
+            "warning", "apiserver", "The API server is ready on its node but unreachable through the kubeconfig",
+            f"{ev.client_view}: the kubeconfig's server address or port, the path to it (Docker port mapping), "
+            "or its TLS trust",
+            (e,), ("kubectl config view --minify: the server and the CA", "docker port <control-plane node> 6443"),
         ),))  # fmt: skip
 
 

@@ -24,6 +24,25 @@ API_TIMEOUT = 8.0  # seconds for one API read; the API server's own default requ
 _ANSWERED = re.compile(r"HTTP [1-9]\d\d")  # an HTTP status: the API server is there, whatever it said
 
 
+# the part of a urllib3/ssl error a reader needs, in the order they are tried
+_REASONS = (
+    re.compile(r"certificate verify failed: [^('\")]+"),
+    re.compile(r"\[Errno -?\d+\] [^'\")]+"),
+    re.compile(r"(?:Read|Connect) timed out"),
+    re.compile(r"HTTP [1-9]\d\d[^:]*"),
+)
+
+
+def short_reason(message: str) -> str:
+    """`GET /path: <reason>` from the adapter's error, without urllib3's retry and pool wrapping."""
+    first = message.splitlines()[0] if message else ""
+    head = " ".join(first.split(" ", 2)[:2]).rstrip(":")
+    for pattern in _REASONS:
+        if m := pattern.search(message):
+            return f"{head}: {m.group(0).strip()}"
+    return first[:200]
+
+
 class ApiUnavailable(ChaoskitError):
     """The API server did not answer (or did not answer in time); the message says how."""
 
@@ -90,7 +109,7 @@ class ApiAccess:
         if ok:
             return value  # type: ignore[no-any-return]
         if isinstance(value, KubeError):
-            message = str(value).splitlines()[0]
+            message = short_reason(str(value))
             if not _ANSWERED.search(message):
                 self._trip(message)
             raise ApiUnavailable(message) from value
