@@ -43,6 +43,16 @@ class Injection:
         )  # fmt: skip
 
 
+def state_home() -> Path:
+    """Where chaoskit keeps what outlives a run (XDG_STATE_HOME, default ~/.local/state/chaoskit)."""
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "chaoskit"
+
+
+def default_journal_dir() -> Path:
+    """Where `chaoskit run` writes journals unless told otherwise, and where `metrics serve` reads them."""
+    return state_home() / "journals"
+
+
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path

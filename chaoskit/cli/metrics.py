@@ -7,7 +7,6 @@ directory of journals, by default ~/.local/state/chaoskit/journals, so point --j
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -28,19 +27,12 @@ from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
 from chaoskit.exporters.prometheus import Exporter, JournalDir
 from chaoskit.exporters.prometheus import serve as serve_exporter
+from chaoskit.journal import default_journal_dir, state_home
 from chaoskit.progress import Progress
 
 
-def _state_home() -> Path:
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "chaoskit"
-
-
-def default_journal_dir() -> Path:
-    return _state_home() / "journals"
-
-
 def default_prometheus_dir() -> Path:
-    return _state_home() / "prometheus"
+    return state_home() / "prometheus"
 
 
 @click.group()

@@ -18,7 +18,7 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Env
-from chaoskit.journal import Journal
+from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
@@ -28,8 +28,12 @@ from chaoskit.safety import recognise
 
 @click.command()
 @click.argument("playbook_path", metavar="PLAYBOOK", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--journal", "journal_path", type=click.Path(path_type=Path),
-              help="Journal (JSON lines) to write; default chaoskit-<playbook>-<time>.jsonl.")  # fmt: skip
+@click.option(
+    "--journal",
+    "journal_path",
+    type=click.Path(path_type=Path),
+    help="Journal (JSON lines); default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
 @output_option
@@ -56,7 +60,7 @@ def run(g: Globals, playbook_path: Path, journal_path: Path | None, dry_run: boo
     if not allow_any_cluster:
         recognise(runner, kube, pb.spec.cluster)
     progress = Progress()
-    journal = Journal(journal_path or Path(f"chaoskit-{pb.name}-{int(time.time())}.jsonl"))
+    journal = Journal(journal_path or default_journal_dir() / f"{pb.name}-{int(time.time())}.jsonl")
     progress.info(f"running {pb.name} on {pb.spec.cluster}; journal {journal.path}")
     with sigterm_as_interrupt():
         record = Runner(Env(kube, DockerNodeExec(runner), pb.spec.cluster), nodes, journal, progress.info).run(pb)

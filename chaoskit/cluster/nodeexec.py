@@ -6,7 +6,8 @@ records them for unit tests. Failures carry a command to paste and its output ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,6 +25,34 @@ class NodeExec(Protocol):
         check: bool = True,
     ) -> Completed: ...
 
+    def lines(self, node: str, argv: Sequence[str]) -> Stream:
+        """Start a long-running command on the node and read its stdout line by line."""
+        ...
+
+
+class Stream(Protocol):
+    def __iter__(self) -> Iterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+class PopenStream:
+    """A command's stdout as lines; close() ends the local process (the caller ends what runs in the node)."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def __iter__(self) -> Iterator[str]:
+        assert self.proc.stdout is not None
+        return iter(self.proc.stdout)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
 
 @dataclass(frozen=True)
 class DockerNodeExec:
@@ -40,12 +69,16 @@ class DockerNodeExec:
     ) -> Completed:
         return self.runner.run(["docker", "exec", "-i", node, *argv], input=input, timeout=timeout, check=check)
 
+    def lines(self, node: str, argv: Sequence[str]) -> Stream:
+        return PopenStream(["docker", "exec", node, *argv])
+
 
 @dataclass
 class FakeNodeExec:
     """Answers from a FakeRunner keyed by (node, *argv); records (node, argv) pairs."""
 
     runner: FakeRunner = field(default_factory=FakeRunner)
+    streams: dict[str, list[str]] = field(default_factory=dict)  # node -> the lines `lines()` yields
 
     @property
     def calls(self) -> list[tuple[str, ...]]:
@@ -61,3 +94,19 @@ class FakeNodeExec:
         check: bool = True,
     ) -> Completed:
         return self.runner.run([node, *argv], input=input, timeout=timeout, check=check)
+
+    def lines(self, node: str, argv: Sequence[str]) -> Stream:
+        self.runner.calls.append((node, *argv))
+        return ListStream(list(self.streams.get(node, [])))
+
+
+@dataclass
+class ListStream:
+    items: list[str]
+    closed: bool = False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.items)
+
+    def close(self) -> None:
+        self.closed = True

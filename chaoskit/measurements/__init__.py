@@ -1,0 +1,1 @@
+"""The measurements playbooks and `chaoskit measure` take: HPA-to-Ready stages and kube-proxy rule-sync delay."""

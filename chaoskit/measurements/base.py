@@ -1,0 +1,48 @@
+"""What a measurement is: started before the faults, stopped after; it returns its raw timeline.
+
+Aggregation (percentiles) and thresholds are pure functions of the result (chaoskit.model.timeline); a measurement
+that could not observe says so in `errors` or `gaps`, it never invents a figure.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, TypeVar
+
+from pydantic import BaseModel, Field
+
+from chaoskit.faults.base import Env, FaultParams
+from chaoskit.model.timeline import MeasurementResult
+from chaoskit.registry import MEASUREMENTS
+
+
+class TargetParams(FaultParams):
+    """The workload a measurement watches; the namespace defaults to the playbook's."""
+
+    namespace: str = Field(default="", description="Namespace of the workload (default: the playbook's).")
+    deployment: str = Field(default="web", description="The Deployment (and its HPA, if any) to watch.")
+    service: str = Field(default="web", description="The Service in front of it.")
+
+
+class Measurement(ABC):
+    name: ClassVar[str]  # as playbooks spell its type
+    Params: ClassVar[type[BaseModel]] = TargetParams
+
+    def __init__(self, env: Env, params: BaseModel, label: str, namespace: str) -> None:
+        self.env, self.params, self.label, self.namespace = env, params, label, namespace
+
+    @abstractmethod
+    def start(self) -> None:
+        """Begin observing; raises a clear error naming what is missing (HPA, Service, metrics API)."""
+
+    @abstractmethod
+    def stop(self) -> MeasurementResult:
+        """Stop observing and return the timeline."""
+
+
+MeasurementT = TypeVar("MeasurementT", bound=type[Measurement])
+
+
+def register(cls: MeasurementT) -> MeasurementT:
+    MEASUREMENTS.add(cls.name, cls)
+    return cls

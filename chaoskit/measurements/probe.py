@@ -1,0 +1,97 @@
+"""The in-node probe both measurements read the dataplane with: one shell loop per node, started once.
+
+Polling with one `docker exec` per look would cost a process start on the host every 100 ms per node; a loop
+inside the node reads the rules (iptables-save or nft, whichever mode kube-proxy runs) and asks the Service, then
+prints only what changed, stamped with the node's clock (the host's: a kind node shares its kernel).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chaoskit.cluster.nodeexec import NodeExec, Stream
+
+INTERVAL = 0.1  # the resolution the rule-sync measurement promises
+REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k
+
+
+@dataclass(frozen=True)
+class RulesSeen:
+    node: str
+    at: float
+    ips: frozenset[str]  # endpoint IPs of the Service present in the node's rules
+
+
+@dataclass(frozen=True)
+class AnswerSeen:
+    node: str
+    at: float
+    pod: str  # the pod that answered a request through the Service (the workload answers with its hostname)
+
+
+def probe_script(namespace: str, service: str, cluster_ip: str, port: int) -> str:
+    """The loop run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer."""
+    ns_svc = f"{namespace}/{service}"
+    # nftables: endpoint chains are named <ns>/<svc>/<proto>/<port>__<ip>/<port>
+    nft = f"nft list table ip kube-proxy 2>/dev/null | grep -o '{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
+    ipt = (
+        f"iptables-save -t nat 2>/dev/null | grep -- '--comment \"\\?{ns_svc}[:\" ]' | grep -o 'to-destination [0-9.]*'"
+        " | sed 's/to-destination //'"
+    )  # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment
+    url = f"http://{cluster_ip}:{port}/"
+    ask = f'a=$(curl -s --max-time 1 {url}) && echo "A $(date +%s.%N) $a"'
+    return (
+        "last=x; while :; do t=$(date +%s.%N);"
+        f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"
+        f" else ips=$({ipt} | sort -u | tr '\\n' ' '); fi;"
+        ' if [ "$ips" != "$last" ]; then echo "R $t $ips"; last=$ips; fi;'
+        + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND))
+        + f" wait; sleep {INTERVAL}; done"
+    )
+
+
+def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
+    parts = line.split()
+    if len(parts) < 2 or parts[0] not in ("R", "A"):
+        return None
+    try:
+        at = float(parts[1])
+    except ValueError:
+        return None
+    if parts[0] == "R":
+        return RulesSeen(node, at, frozenset(parts[2:]))
+    return AnswerSeen(node, at, parts[2]) if len(parts) > 2 else None
+
+
+class NodeProbe:
+    """Runs the probe loop in one node and hands every parsed line to `on_seen` until stopped."""
+
+    def __init__(
+        self, nodes: NodeExec, node: str, script: str, on_seen: Callable[[RulesSeen | AnswerSeen], None]
+    ) -> None:
+        self.nodes, self.node, self.on_seen = nodes, node, on_seen
+        self.marker = f"chaoskit-probe-{uuid.uuid4().hex[:10]}"  # what stop() finds the loop by inside the node
+        self.script = f": {self.marker}; {script}"
+        self.stream: Stream | None = None
+        self.thread = threading.Thread(target=self._read, name=f"probe-{node}", daemon=True)
+
+    def start(self) -> None:
+        self.stream = self.nodes.lines(self.node, ["sh", "-c", self.script])
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.stream is not None
+        for line in self.stream:
+            seen = parse_line(self.node, line)
+            if seen is not None:
+                self.on_seen(seen)
+
+    def stop(self) -> None:
+        # a `docker exec` session's processes outlive its client: end the loop inside the node first
+        self.nodes.run(self.node, ["pkill", "-f", self.marker], check=False)
+        if self.stream is not None:
+            self.stream.close()
+        self.thread.join(timeout=5)
