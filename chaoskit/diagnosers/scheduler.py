@@ -27,6 +27,7 @@ from chaoskit.diagnosers.common import (
 )
 from chaoskit.diagnosers.leases import assess_leader_lease
 from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.placement import blocked_by_policy
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.faults.base import FaultParams
@@ -63,7 +64,7 @@ REASONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "volumes": ("volume", "the pods' volumes cannot be placed with them (zone or node affinity of the volume)",
                 ("kubectl describe pvc for the pods' claims",)),
 }  # fmt: skip
-_PER_NODE = re.compile(r"nodes are available: (.*?)(?:\. preemption:|\.$|$)")
+_PER_NODE = re.compile(r"nodes are available: (.*?)(?:\.\s|\.$|$)")
 
 
 class SchedulerParams(FaultParams):
@@ -81,6 +82,7 @@ class SchedulerEvidence:
     pending: Fetched  # Pending pods, cluster-wide
     events: Fetched  # FailedScheduling events, cluster-wide
     lease: Fetched
+    nodes: Fetched  # to tell a policy no node satisfies from nodes that are tainted
 
 
 @register
@@ -111,6 +113,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence]):
             pending=src.api.fetch(PENDING_PODS, fieldSelector="status.phase=Pending"),
             events=src.api.fetch(FAILED_SCHEDULING, fieldSelector="reason=FailedScheduling"),
             lease=src.api.fetch(LEASE),
+            nodes=src.api.fetch("/api/v1/nodes"),
         )
 
     def assess(self, ev: SchedulerEvidence) -> list[Assessed]:
@@ -149,6 +152,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence]):
         latest = _latest_events(items(ev.events))
         queues = ev.metrics.group("scheduler_pending_pods", "queue")
         by_reason: dict[str, list[str]] = {}
+        details: dict[str, str] = {}
         silent: list[str] = []
         messages: dict[str, str] = {}
         for pod in waiting:
@@ -158,8 +162,9 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence]):
                 silent.append(key)
                 continue
             messages[key] = message
-            for reason in _reasons(message):
-                by_reason.setdefault(reason, []).append(key)
+            reason, detail = _classify(pod, message, items(ev.nodes))
+            by_reason.setdefault(reason, []).append(key)
+            details.setdefault(reason, detail)
         base = Evidence(
             "pending-pods", source,
             {"pending_unscheduled": len(waiting), "with_failed_scheduling": len(messages),
@@ -172,7 +177,8 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence]):
             _, cause, fix = REASONS.get(reason, ("", "the scheduler's filters rule out every node", ()))
             findings.append(Finding(
                 "warning", "scheduler", f"{len(pods)} pod(s) unschedulable: {_label(reason)} ({', '.join(pods[:3])})",
-                cause, (base,), (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
+                f"{cause}: {details[reason]}", (base,),
+                (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
             ))  # fmt: skip
         if silent:
             down = not (ev.healthz.answered and ev.healthz.code == 200) or not ev.process.running
@@ -211,10 +217,30 @@ def _latest_events(events: list[dict[str, Any]]) -> dict[str, str]:
     return {k: m for k, (_, m) in newest.items()}
 
 
+def _classify(pod: Mapping[str, Any], message: str, nodes: list[dict[str, Any]]) -> tuple[str, str]:
+    """The reason that blocks the pod, in REASONS' terms, and what shows it.
+
+    Lack of resources is named by the message itself; taints against affinity needs the pod and the nodes (see
+    placement); the message's order decides the rest.
+    """
+    kinds = _reasons(message)
+    said = _per_node(message)
+    if "resources" in kinds:
+        return "resources", said
+    policy = blocked_by_policy(pod, nodes)
+    if policy is not None:
+        return policy
+    return next((k for k in ("ports", "volumes", "taint", "affinity") if k in kinds), "other"), said
+
+
+def _per_node(message: str) -> str:
+    m = _PER_NODE.search(message)
+    return (m.group(1) if m else message).strip()
+
+
 def _reasons(message: str) -> list[str]:
     """The kinds of reasons a FailedScheduling message gives, in REASONS' terms ("other" when none fits)."""
-    m = _PER_NODE.search(message)
-    text = m.group(1) if m else message
+    text = _per_node(message)
     found = [name for name, (needle, _, _) in REASONS.items() if needle.lower() in text.lower()]
     return found or ["other"]
 
