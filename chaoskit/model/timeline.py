@@ -80,11 +80,14 @@ class Summary:
     p90: float | None
     p99: float | None
     max: float | None
+    mean: float | None
     precision: float  # the coarsest precision among the samples
     notes: tuple[str, ...] = ()
 
     def get(self, statistic: str) -> float | None:
-        return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max}.get(statistic)
+        if statistic == "count":
+            return float(self.count)
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max, "mean": self.mean}.get(statistic)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -111,6 +114,7 @@ def summarize(samples: Iterable[Sample]) -> Summary:
         p90=stats["p90"],
         p99=stats["p99"],
         max=max(values) if values else None,
+        mean=sum(values) / len(values) if values else None,
         precision=max((s.precision for s in items), default=0.0),
         notes=tuple(notes),
     )
@@ -147,8 +151,16 @@ class MeasurementResult:
         for s in self.samples:
             spans.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
         return [
-            Sample(self.type, "total", "", subject, min(x.start for x in xs), max(x.end for x in xs),
-                   max(x.precision for x in xs), run)  # fmt: skip
+            Sample(
+                self.type,
+                "total",
+                "",
+                subject,
+                min(x.start for x in xs),
+                max(x.end for x in xs),
+                max(x.precision for x in xs),
+                run,
+            )  # fmt: skip
             for (run, subject), xs in spans.items()
         ]
 
