@@ -23,8 +23,10 @@ from chaoskit.engine import FaultResult, poll, run_fault
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
 from chaoskit.faults.base import Env, Fault
 from chaoskit.journal import Journal
+from chaoskit.measurements.base import Measurement
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook
-from chaoskit.registry import CHECKS, FAULTS
+from chaoskit.model.thresholds import evaluate
+from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS
 from chaoskit.safety import acquire, holder_id, release
 
 Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
@@ -169,14 +171,40 @@ class Runner:
             rec.verdict = "aborted"
             rec.errors.append("steady state not met before injecting; nothing was injected")
             return
-        for step in pb.spec.steps:
-            group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
-            rec.steps += self._group(group)
-            if self.stop.is_set():
-                raise KeyboardInterrupt
-        rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
-        if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after):
+        running = self._start_measurements(pb)
+        try:
+            for step in pb.spec.steps:
+                group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
+                rec.steps += self._group(group)
+                if self.stop.is_set():
+                    raise KeyboardInterrupt
+            rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
+        finally:
+            results = {m.label: m.stop() for m in running}
+            rec.measurements = [r.to_dict() for r in results.values()]
+        breaches = [evaluate(t, results) for t in pb.spec.thresholds]
+        rec.thresholds = [b.to_dict() for b in breaches]
+        for b in breaches:
+            self.say(f"threshold {b.measurement} {b.stat} {b.stage}: {'BREACHED' if b.breached else 'ok'} ({b.reason})")
+        if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
             rec.verdict = "deviated"
+
+    def _start_measurements(self, pb: Playbook) -> list[Measurement]:
+        """Every measurement started before the first fault; one that cannot start aborts the run (none injected)."""
+        running: list[Measurement] = []
+        try:
+            for ref in pb.spec.measurements:
+                params = MEASUREMENTS.params_model(ref.type).model_validate(ref.params)
+                namespace = getattr(params, "namespace", "") or pb.spec.namespace
+                m: Measurement = MEASUREMENTS.get(ref.type)(self.env, params, ref.name, namespace)  # type: ignore[call-arg,assignment]
+                m.start()
+                running.append(m)
+                self.say(f"measuring {ref.name} ({ref.type})")
+        except BaseException:
+            for m in running:
+                m.stop()
+            raise
+        return running
 
     def _proxy_mode(self, mode: str) -> None:
         before = configured_mode(self.env.kube)

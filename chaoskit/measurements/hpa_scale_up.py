@@ -33,6 +33,7 @@ from chaoskit.model.timeline import (
 )
 
 TYPE = "hpa_scale_up"
+SETTLE = 60.0  # how long stop() waits for pods of a scale-up still on their way to their first request
 METRICS_POLL = 2.0  # metrics-server refreshes every 15 s; 2 s polls catch each new sample's own timestamp
 
 
@@ -97,6 +98,7 @@ class HpaTracker:
     scale_ups: list[ScaleUp] = field(default_factory=list)
     pods: dict[str, PodTimes] = field(default_factory=dict)
     known_pods: set[str] = field(default_factory=set)  # there before we started: not part of any scale-up
+    deleted: set[str] = field(default_factory=set)
     above_since: Stamp | None = None  # the first metric sample above target since the last decision
     rules: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> endpoint IP -> first seen
     node_ips: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -153,7 +155,10 @@ class HpaTracker:
     def pod(self, kind: str, obj: Obj, at: float) -> None:
         meta, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
         name = meta["name"]
-        if kind == "DELETED" or name in self.known_pods:
+        if kind == "DELETED":
+            self.deleted.add(name)
+            return
+        if name in self.known_pods:
             return
         listed = kind == "LISTED"
         times = self.pods.get(name)
@@ -251,6 +256,14 @@ class HpaTracker:
         return Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at,
                       max(start.precision, end.precision), run)  # fmt: skip
 
+    def in_flight(self, nodes: list[str]) -> int:
+        """Pods of a scale-up, still alive, that not every node has answered from yet."""
+        return sum(
+            1
+            for t in self.pods.values()
+            if t.run and t.name not in self.deleted and any((t.name, n) not in self.answers for n in nodes)
+        )
+
     def incomplete(self) -> list[str]:
         """Pods of a scale-up that did not reach the end of the path while we watched."""
         return [
@@ -342,6 +355,12 @@ class HpaScaleUp(Measurement):
                 self.tracker.metric(last_stamp, utilization)
 
     def stop(self) -> MeasurementResult:
+        settle_until = time.monotonic() + SETTLE
+        while time.monotonic() < settle_until:  # let a scale-up caught mid-way reach the end of its path
+            with self.lock:
+                if not self.tracker.in_flight(self.nodes):
+                    break
+            time.sleep(0.5)
         self.stop_event.set()
         for probe in self.probes:
             probe.stop()
