@@ -36,7 +36,7 @@ METRICS = (
     "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
     "kubeproxy_sync_proxy_rules_service_changes_pending",
 )
-Target = tuple[str, str, int]  # (IP, protocol, port)
+Target = tuple[str, str, int]  # (IP, protocol, port): a ClusterIP port, or an endpoint
 
 
 class KubeProxyParams(FaultParams):
@@ -190,8 +190,8 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
             "endpoints_programmed": len(have_endpoints & want_endpoints), "stale_endpoints": len(stale),
         }, conditions=tuple(
             [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
-            + [f"endpoint {ip}:{port} not reachable through the rules" for ip, port in missing_endpoints[:8]]
-            + [f"rules still send traffic to {ip}:{port}, no longer an endpoint" for ip, port in stale[:8]]
+            + [f"endpoint {_at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
+            + [f"rules still send traffic to {_at(t)}, no longer an endpoint" for t in stale[:8]]
         ))  # fmt: skip
         findings = []
         fix = (
@@ -220,6 +220,11 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
         return Assessed(e, tuple(findings))
 
 
+def _at(target: Target) -> str:
+    ip, proto, port = target
+    return f"{ip}:{port}/{proto}"
+
+
 def _newest(m: Metrics, name: str) -> float | None:
     values = [s.value for s in m.select(name) if s.labels.get("ip_family", "IPv4") == "IPv4"]
     return max(values) if values else None
@@ -234,7 +239,7 @@ def _min_sync_period(configz: str) -> float | None:
 
 def _expected(
     services: list[dict[str, Any]], slices: list[dict[str, Any]], node: str
-) -> tuple[dict[Target, str], set[tuple[str, int]], set[tuple[str, int]]]:
+) -> tuple[dict[Target, str], set[Target], set[Target]]:
     """From the API: Service ports with a ready endpoint (→ "ns/name:port"), the ready endpoints the rules should
     reach, and every endpoint the rules may still reach (ready or serving while terminating)."""
     by_service: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -246,8 +251,8 @@ def _expected(
         if name:
             by_service.setdefault((meta.get("namespace", ""), name), []).append(sl)
     want_services: dict[Target, str] = {}
-    ready: set[tuple[str, int]] = set()
-    allowed: set[tuple[str, int]] = set()
+    ready: set[Target] = set()
+    allowed: set[Target] = set()
     for svc in services:
         meta, spec = svc.get("metadata", {}), svc.get("spec", {})
         ip = spec.get("clusterIP") or ""
@@ -255,7 +260,7 @@ def _expected(
             continue  # headless or IPv6: no ClusterIP rule in the IPv4 table
         local_only = spec.get("internalTrafficPolicy") == "Local"
         for port in spec.get("ports") or []:
-            port_name = port.get("name") or ""
+            port_name, proto = port.get("name") or "", str(port.get("protocol", "TCP")).lower()
             endpoints_ready = False
             for sl in by_service.get((meta.get("namespace", ""), meta.get("name", "")), []):
                 target = next((p.get("port") for p in sl.get("ports") or [] if (p.get("name") or "") == port_name),
@@ -268,37 +273,37 @@ def _expected(
                         continue
                     for addr in ep.get("addresses") or []:
                         if cond.get("ready", True):
-                            ready.add((addr, int(target)))
+                            ready.add((addr, proto, int(target)))
                             endpoints_ready = True
                         if cond.get("ready", True) or cond.get("serving"):
-                            allowed.add((addr, int(target)))
+                            allowed.add((addr, proto, int(target)))
             if endpoints_ready:
-                key = (ip, str(port.get("protocol", "TCP")).lower(), int(port.get("port", 0)))
+                key = (ip, proto, int(port.get("port", 0)))
                 label = port_name or port.get("port")
                 want_services[key] = f"{meta.get('namespace', '')}/{meta.get('name', '')}:{label}"
     return want_services, ready, allowed
 
 
 _NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")
-_NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?__([\d.]+)/(\d+)\b")
+_NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?/(tcp|udp|sctp)/[^/\s]*__([\d.]+)/(\d+)\b")
 
 
-def _nft_rules(table: str) -> tuple[set[Target], set[tuple[str, int]]]:
+def _nft_rules(table: str) -> tuple[set[Target], set[Target]]:
     """ClusterIP entries of the service-ips map, and the endpoints the service chains jump to."""
     start = table.find("map service-ips {")
     block = table[start : table.find("\n\t}", start)] if start >= 0 else ""
     services = {(ip, proto, int(port)) for ip, proto, port in _NFT_SERVICE.findall(block)}
-    endpoints = {(ip, int(port)) for ip, port in _NFT_ENDPOINT.findall(table)}
+    endpoints = {(ip, proto, int(port)) for proto, ip, port in _NFT_ENDPOINT.findall(table)}
     return services, endpoints
 
 
 _IPT_SERVICE = re.compile(r"^-A KUBE-SERVICES -d ([\d.]+)/32 -p (\w+) .*--dport (\d+) .*-j KUBE-SVC-", re.M)
 _IPT_JUMP = re.compile(r"^-A KUBE-SVC-\S+ .*-j (KUBE-SEP-\S+)", re.M)
-_IPT_DNAT = re.compile(r"^-A (KUBE-SEP-\S+) .*--to-destination ([\d.]+):(\d+)", re.M)
+_IPT_DNAT = re.compile(r"^-A (KUBE-SEP-\S+) -p (\w+) .*--to-destination ([\d.]+):(\d+)", re.M)
 
 
-def _iptables_rules(nat: str) -> tuple[set[Target], set[tuple[str, int]]]:
+def _iptables_rules(nat: str) -> tuple[set[Target], set[Target]]:
     services = {(ip, proto, int(port)) for ip, proto, port in _IPT_SERVICE.findall(nat)}
     referenced = set(_IPT_JUMP.findall(nat))
-    endpoints = {(ip, int(port)) for chain, ip, port in _IPT_DNAT.findall(nat) if chain in referenced}
+    endpoints = {(ip, proto, int(port)) for chain, proto, ip, port in _IPT_DNAT.findall(nat) if chain in referenced}
     return services, endpoints

@@ -59,7 +59,7 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence]):
         return RuntimeEvidence(
             node=node,
             info=s["info"],
-            service=s["service"].text or "unknown",
+            service=(s["service"].output.split() or ["unknown"])[0],
             stat=s["process"].text if s["process"].ok else "",
             containers=s["containers"],
             journal=s["journal"].output,

@@ -185,8 +185,13 @@ class Sources:
         """Run the commands on `node` in one shell; a command that did not run maps to NOT_RUN-like sections."""
         try:
             done = self.env.nodes.run(node, ["sh", "-c", section_script(commands)], check=False, timeout=timeout)
-            found = parse_sections(done.stdout)
         except ChaoskitError as exc:
-            reason = str(exc).splitlines()[0]
-            return {name: Section(f"could not run on {node}: {reason}", None) for name in commands}
+            return _not_run(node, commands, str(exc).splitlines()[0])
+        found = parse_sections(done.stdout)
+        if not found and done.returncode != 0:  # the shell never started: the node container is gone or stopped
+            return _not_run(node, commands, done.output.strip()[-200:] or f"exit {done.returncode}")
         return {name: found.get(name, NOT_RUN) for name in commands}
+
+
+def _not_run(node: str, commands: Mapping[str, str], reason: str) -> dict[str, Section]:
+    return {name: Section(f"could not run on {node}: {reason}", None) for name in commands}

@@ -1,0 +1,72 @@
+"""etcd's analysis from its recorded /health, /readyz and metrics, and the API server's etcd request latency."""
+
+from __future__ import annotations
+
+import re
+
+from diagnose_evidence import NO_ANSWER, etcd, http, process, slow_histogram, text, titles
+
+from chaoskit.diagnosers.etcd import EtcdDiagnoser, EtcdEvidence
+from chaoskit.diagnosers.metrics import Metrics
+
+
+def analyze(ev: EtcdEvidence) -> list[str]:
+    return titles(EtcdDiagnoser().analyze(ev))
+
+
+def test_healthy_etcd_has_no_findings() -> None:
+    report = EtcdDiagnoser().report(etcd(), "chaoskit-control-plane")
+    assert report.status == "ok", report.findings
+    assert [c.check for c in report.checks] == ["process", "health", "leader", "disk-latency", "request-latency"]
+    disk = next(c for c in report.checks if c.check == "disk-latency")
+    assert disk.metrics["wal_fsync_count"] > 0  # the recorded window saw fsyncs
+
+
+def test_unhealthy_etcd_is_critical() -> None:
+    ev = etcd(health=http('{"health":"false","reason":"RAFT NO LEADER"}', 503))
+    assert analyze(ev) == ['critical: etcd reports itself unhealthy: {"health":"false","reason":"RAFT NO LEADER"}']
+
+
+def test_etcd_not_answering_and_not_running_is_critical_twice() -> None:
+    ev = etcd(health=NO_ANSWER, readyz=NO_ANSWER, process=process("etcd", "", container="CONTAINER_EXITED"))
+    assert analyze(ev) == ["critical: etcd is not running", "critical: etcd does not answer on :2381"]
+
+
+def test_no_leader_is_critical() -> None:
+    after = text("etcd/metrics-2.prom").replace("etcd_server_has_leader 1", "etcd_server_has_leader 0")
+    assert analyze(etcd(metrics_after=Metrics.parse(after))) == ["critical: etcd has no leader"]
+
+
+def test_slow_wal_fsync_in_the_window_is_a_warning() -> None:
+    after = slow_histogram(text("etcd/metrics-2.prom"), "etcd_disk_wal_fsync_duration_seconds", 50, 1.024, 0.9)
+    (title,) = analyze(etcd(metrics_after=Metrics.parse(after)))
+    assert title.startswith("warning: etcd's disk is slow: wal_fsync p99 ")
+
+
+def test_slow_fsyncs_before_the_window_do_not_count() -> None:
+    before = slow_histogram(text("etcd/metrics-1.prom"), "etcd_disk_wal_fsync_duration_seconds", 50, 1.024, 0.9)
+    after = slow_histogram(text("etcd/metrics-2.prom"), "etcd_disk_wal_fsync_duration_seconds", 50, 1.024, 0.9)
+    assert analyze(etcd(metrics_before=Metrics.parse(before), metrics_after=Metrics.parse(after))) == []
+
+
+def test_slow_etcd_requests_seen_by_the_api_server_are_a_warning() -> None:
+    recorded = text("etcd/apiserver-2.prom")
+    bounds = dict.fromkeys(re.findall(r'le="([^"]+)"', recorded))
+    labels = 'group="coordination.k8s.io",operation="update",resource="chaoskit-slow"'  # new in the window
+    lines = [
+        f'etcd_request_duration_seconds_bucket{{{labels},le="{le}"}} {30 if float(le) >= 5 else 0}' for le in bounds
+    ]
+    lines += [
+        f"etcd_request_duration_seconds_sum{{{labels}}} 140",
+        f"etcd_request_duration_seconds_count{{{labels}}} 30",
+    ]
+    after = Metrics.parse(recorded + "\n".join(lines) + "\n")
+    (title,) = analyze(etcd(api_after=after))
+    assert title.startswith("warning: the API server's etcd requests are slow: p99 ")
+
+
+def test_unreachable_metrics_leave_checks_unavailable_not_failed() -> None:
+    gone = Metrics.unavailable("curl: (7) Failed to connect to 127.0.0.1 port 2381")
+    report = EtcdDiagnoser().report(etcd(metrics_after=gone, api_after=gone), "chaoskit-control-plane")
+    assert report.status == "ok"
+    assert [c.check for c in report.checks if not c.available] == ["leader", "disk-latency", "request-latency"]

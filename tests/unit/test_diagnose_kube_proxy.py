@@ -1,0 +1,125 @@
+"""kube-proxy's analysis, per node: recorded metrics, /healthz, /configz and the node's iptables and nftables rules
+against the recorded Services and EndpointSlices, edited into a frozen, slow, lagging or flushed kube-proxy."""
+
+from __future__ import annotations
+
+import copy
+
+from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, process, text, titles
+
+from chaoskit.diagnosers.kube_proxy import KubeProxyDiagnoser, KubeProxyEvidence
+from chaoskit.diagnosers.metrics import Metrics
+from chaoskit.diagnosers.sources import Fetched
+
+
+def analyze(ev: KubeProxyEvidence) -> list[str]:
+    return titles(KubeProxyDiagnoser().analyze(ev))
+
+
+def rules_check(ev: KubeProxyEvidence) -> dict[str, object]:
+    report = KubeProxyDiagnoser().report(ev, "chaoskit-worker")
+    return dict(next(c for c in report.checks if c.check == "rules").observed)
+
+
+def test_healthy_kube_proxy_in_iptables_mode_has_every_rule() -> None:
+    ev = kube_proxy()
+    assert ev.mode == "iptables" and analyze(ev) == []
+    assert rules_check(ev) == {
+        "mode": "iptables",
+        "service_ports_expected": 5,
+        "service_ports_programmed": 5,
+        "endpoints_expected": 8,
+        "endpoints_programmed": 8,
+        "stale_endpoints": 0,
+    }
+
+
+def test_healthy_kube_proxy_in_nftables_mode_has_every_rule() -> None:
+    ev = kube_proxy(mode="nftables", rules=text("kube-proxy/rules-nft.txt"))
+    assert analyze(ev) == []
+    assert rules_check(ev)["service_ports_programmed"] == 5 and rules_check(ev)["endpoints_programmed"] == 8
+
+
+def test_flushed_iptables_service_rules_are_critical() -> None:
+    flushed = "\n".join(
+        line for line in text("kube-proxy/rules-iptables.txt").splitlines() if not line.startswith("-A KUBE-SERVICES")
+    )
+    assert analyze(kube_proxy(rules=flushed)) == ["critical: No Service rule(s) on chaoskit-worker at all"]
+
+
+def test_an_empty_nftables_service_map_is_critical() -> None:
+    table = text("kube-proxy/rules-nft.txt")
+    start, end = table.index("\t\telements = {"), table.index("}\n\t}")
+    emptied = table[:start] + table[end + 2 :]  # as seen on a worker after its map was flushed
+    assert analyze(kube_proxy(mode="nftables", rules=emptied)) == [
+        "critical: No Service rule(s) on chaoskit-worker at all"
+    ]
+
+
+def slices_with(change: str) -> Fetched:
+    slices = copy.deepcopy(obj("kube-proxy/endpointslices.json"))
+    dns = next(s for s in slices["items"] if s["metadata"]["name"].startswith("kube-dns"))
+    if change == "new pod":
+        dns["endpoints"].append({"addresses": ["10.244.1.9"], "conditions": {"ready": True}})
+    else:
+        dns["endpoints"] = [e for e in dns["endpoints"] if e["addresses"] != ["10.244.0.3"]]
+    return Fetched(slices)
+
+
+def test_a_new_ready_endpoint_missing_from_the_rules_is_a_warning() -> None:
+    (title,) = analyze(kube_proxy(slices=slices_with("new pod")))
+    assert title == "warning: rules on chaoskit-worker lag the EndpointSlices: 3 endpoint(s) missing, 0 stale"
+
+
+def test_rules_still_sending_to_a_removed_endpoint_is_a_warning() -> None:
+    findings = KubeProxyDiagnoser().analyze(kube_proxy(slices=slices_with("pod gone")))
+    assert titles(findings) == [
+        "warning: rules on chaoskit-worker lag the EndpointSlices: 0 endpoint(s) missing, 3 stale"
+    ]
+    assert "rules still send traffic to 10.244.0.3:53/udp, no longer an endpoint" in findings[0].evidence[0].conditions
+
+
+def lagging(queued_ago: float, synced_ago: float) -> KubeProxyEvidence:
+    ev = kube_proxy()
+    assert ev.node_time is not None
+    m = text("kube-proxy/metrics.prom")
+    m = edit_metric(
+        m, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", 'ip_family="IPv4"', ev.node_time - queued_ago
+    )
+    m = edit_metric(
+        m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", 'ip_family="IPv4"', ev.node_time - synced_ago
+    )
+    return kube_proxy(metrics=Metrics.parse(m))
+
+
+def test_a_change_queued_long_after_the_last_sync_is_critical() -> None:
+    assert analyze(lagging(90, 200)) == [
+        "critical: kube-proxy on chaoskit-worker has not synced a change queued 90s ago"
+    ]
+
+
+def test_a_change_waiting_twenty_seconds_is_a_warning() -> None:
+    assert analyze(lagging(20, 60)) == ["warning: kube-proxy on chaoskit-worker has not synced a change queued 20s ago"]
+
+
+def test_a_sync_after_the_last_queued_change_is_no_lag() -> None:
+    assert analyze(lagging(200, 190)) == []
+
+
+def test_a_slow_min_sync_period_is_a_warning() -> None:
+    (title,) = analyze(kube_proxy(min_sync_period=30.0))
+    assert title == "warning: kube-proxy on chaoskit-worker syncs at most every 30s (minSyncPeriod)"
+
+
+def test_a_frozen_kube_proxy_is_failed() -> None:
+    frozen = process("kube-proxy", "Tsl")
+    ev = kube_proxy(process=frozen, healthz=TIMED_OUT, metrics=Metrics.unavailable("curl: (28) timed out"), mode="")
+    assert [t.split(" (")[0] for t in analyze(ev)] == [
+        "critical: kube-proxy is stopped",
+        "critical: kube-proxy on chaoskit-worker is unhealthy: /healthz no answer",
+    ]
+
+
+def test_api_unavailable_skips_only_the_rule_comparison() -> None:
+    report = KubeProxyDiagnoser().report(kube_proxy(services=DOWN, slices=DOWN), "chaoskit-worker")
+    assert report.status == "ok" and [f.title for f in report.findings] == ["API-side evidence unavailable (rules)"]

@@ -1,0 +1,169 @@
+"""kubelet's analysis, per node: the recorded node object, lease, journal, metrics and certificate of a healthy
+worker, edited into what kubelet.stop, kubelet.cert-expired, kubelet.disk-pressure and an unresponsive runtime leave."""
+
+from __future__ import annotations
+
+import copy
+
+from diagnose_evidence import DOWN, NO_ANSWER, edit_metric, http, iso_at, kubelet, obj, text, titles
+
+from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.kubelet import KubeletDiagnoser, KubeletEvidence
+from chaoskit.diagnosers.metrics import Metrics
+from chaoskit.diagnosers.sources import Fetched
+
+
+def analyze(ev: KubeletEvidence) -> list[str]:
+    return titles(KubeletDiagnoser().analyze(ev))
+
+
+def node(**conditions: tuple[str, str, str]) -> Fetched:
+    """The recorded node with some conditions replaced: type=(status, reason, message)."""
+    n = copy.deepcopy(obj("kubelet/node.json"))
+    for c in n["status"]["conditions"]:
+        if c["type"] in conditions:
+            c["status"], c["reason"], c["message"] = conditions[c["type"]]
+    return Fetched(n)
+
+
+def journal_line(ev: KubeletEvidence, message: str, seconds_before: float = 5) -> str:
+    at = iso_at(ev.collected_at - seconds_before).replace("Z", "+0000")
+    return f"{at} chaoskit-worker kubelet[198]: {message}"
+
+
+def starts(found: list[str], expected: list[str]) -> bool:
+    return len(found) == len(expected) and all(f.startswith(e) for f, e in zip(found, expected, strict=True))
+
+
+def test_healthy_kubelet_has_no_findings() -> None:
+    report = KubeletDiagnoser().report(kubelet(), "chaoskit-worker")
+    assert report.status == "ok" and report.findings == ()
+    assert [c.check for c in report.checks] == [
+        "service",
+        "node-ready",
+        "heartbeat",
+        "pressure",
+        "client-certificate",
+        "pleg",
+        "journal",
+    ]
+
+
+def test_stopped_kubelet_is_failed_by_systemd_node_status_and_heartbeat() -> None:
+    ev = kubelet()
+    ev = kubelet(
+        service="inactive",
+        healthz=NO_ANSWER,
+        healthz_verbose=NO_ANSWER,
+        metrics=Metrics.unavailable("refused"),
+        node_obj=node(Ready=("Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")),
+        collected_at=ev.collected_at + 90,
+    )
+    findings = KubeletDiagnoser().analyze(ev)
+    assert status_of(findings) == "failed"
+    assert starts(
+        titles(findings),
+        [
+            "critical: kubelet is not running on chaoskit-worker (systemd: inactive)",
+            "critical: Node chaoskit-worker is NotReady: kubelet stopped posting status",
+            "critical: kubelet on chaoskit-worker stopped heartbeating: node lease renewed",
+        ],
+    )
+    assert "NodeStatusUnknown" in findings[1].title
+
+
+def test_expired_client_certificate_explains_the_restart_loop() -> None:
+    ev = kubelet()
+    lines = [
+        journal_line(
+            ev,
+            "E1130 04:10:01.402211    5123 bootstrap.go:266] part of the existing bootstrap client "
+            "certificate in /etc/kubernetes/kubelet.conf is expired: 2026-11-29 04:05:00 +0000 UTC",
+        ),
+        journal_line(
+            ev,
+            'E1130 04:10:01.402388    5123 run.go:72] "command failed" err="failed to run Kubelet: '
+            "unable to load bootstrap kubeconfig: stat /etc/kubernetes/bootstrap-kubelet.conf: no such file "
+            'or directory"',
+        ),
+    ]
+    ev = kubelet(
+        service="activating",
+        healthz=NO_ANSWER,
+        client_not_after=ev.collected_at - 86400,
+        journal=text("kubelet/journal.txt") + "\n".join(lines) + "\n",
+    )
+    findings = KubeletDiagnoser().analyze(ev)
+    assert [f.title.split(" (")[0] for f in findings] == [
+        "kubelet is not running on chaoskit-worker",
+        "kubelet client certificate on chaoskit-worker expired at 2026-11-29T03:54:06Z",
+    ]
+    assert "client certificate has expired" in findings[0].probable_cause
+    assert any("is expired" in line for line in findings[0].evidence[0].log_lines)
+
+
+def test_disk_pressure_is_critical_with_the_disk_usage() -> None:
+    n = node(DiskPressure=("True", "KubeletHasDiskPressure", "kubelet has disk pressure"))
+    n.data["spec"]["taints"] = [{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}]
+    findings = KubeletDiagnoser().analyze(kubelet(node_obj=n, disk_used_percent=95.0))
+    assert titles(findings) == ["critical: DiskPressure on chaoskit-worker: kubelet has disk pressure"]
+    assert "/var/lib/kubelet 95% used" in findings[0].probable_cause
+    assert "node.kubernetes.io/disk-pressure" in findings[0].probable_cause
+
+
+def test_a_nearly_full_kubelet_filesystem_is_a_warning() -> None:
+    assert analyze(kubelet(disk_used_percent=90.0)) == ["warning: /var/lib/kubelet on chaoskit-worker is 90% full"]
+
+
+def test_pleg_not_healthy_is_critical_and_points_at_the_runtime() -> None:
+    ev = kubelet()
+    message = "PLEG is not healthy: pleg was last seen active 3m12.5s ago; threshold is 3m0s"
+    line = journal_line(ev, f'E1130 04:20:01.1 198 kubelet.go:2482] "Skipping pod synchronization" err="{message}"')
+    last_seen = edit_metric(text("kubelet/metrics.prom"), "kubelet_pleg_last_seen_seconds", "", ev.collected_at - 192)
+    ev = kubelet(
+        node_obj=node(Ready=("False", "KubeletNotReady", message)),
+        journal=text("kubelet/journal.txt") + line,
+        metrics=Metrics.parse(last_seen),
+    )
+    findings = KubeletDiagnoser().analyze(ev)
+    assert starts(
+        titles(findings),
+        [
+            "critical: Node chaoskit-worker is NotReady: PLEG is not healthy",
+            "critical: PLEG is not healthy on chaoskit-worker (last active 192s ago)",
+        ],
+    )
+    assert "container runtime" in findings[1].probable_cause
+    assert any("runtime" in step for step in findings[1].remediation)
+
+
+def test_pleg_lagging_half_a_minute_is_a_warning() -> None:
+    ev = kubelet()
+    lagging = edit_metric(text("kubelet/metrics.prom"), "kubelet_pleg_last_seen_seconds", "", ev.collected_at - 45)
+    assert analyze(kubelet(metrics=Metrics.parse(lagging))) == [
+        "warning: PLEG on chaoskit-worker last active 45s ago (relists every 1 s)"
+    ]
+
+
+def test_pleg_errors_from_minutes_ago_do_not_count() -> None:
+    ev = kubelet()
+    old = journal_line(ev, "E1130 kubelet.go:2482] PLEG is not healthy: pleg was last seen active 3m1s ago", 600)
+    assert analyze(kubelet(journal=old + "\n")) == []
+
+
+def test_a_stuck_sync_loop_is_critical() -> None:
+    body = text("kubelet/healthz-verbose.txt").replace("[+]syncloop ok", "[-]syncloop failed: reason withheld")
+    assert analyze(kubelet(healthz_verbose=http(body, 500))) == [
+        "critical: kubelet on chaoskit-worker is running but its sync loop is stuck ([-]syncloop)"
+    ]
+
+
+def test_api_unavailable_leaves_node_local_checks_standing() -> None:
+    report = KubeletDiagnoser().report(kubelet(node_obj=DOWN, lease=DOWN), "chaoskit-worker")
+    assert report.status == "ok"
+    assert [f.title for f in report.findings] == [
+        "API-side evidence unavailable (node-ready)",
+        "API-side evidence unavailable (heartbeat)",
+    ]
+    pressure = next(c for c in report.checks if c.check == "pressure")
+    assert pressure.observed["disk_used_percent"] == 1.0

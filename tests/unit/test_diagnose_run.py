@@ -1,0 +1,107 @@
+"""A whole diagnosis through the seams' fakes: every collector runs its real commands against answers recorded on
+the healthy cluster, with the API server down. The API server's report fails on node-local evidence; every other
+component is judged on its own evidence and only says which API-side evidence it could not read."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from diagnose_evidence import text
+
+from chaoskit.cluster.kube import FakeKube, KubeError
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.diagnosers.run import diagnose
+from chaoskit.faults.base import Env
+
+NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
+PARKED = "/etc/kubernetes/chaoskit-parked/kube-apiserver.yaml"
+_SECTION = re.compile(r"echo '@@chaoskit-section (\S+)'; \( (.*?) \) 2>&1; printf", re.S)
+
+
+class ApiDown(FakeKube):
+    """The kubeconfig's API server refuses every connection."""
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        self.calls.append((method, path))
+        raise KubeError(
+            f"{method} {path}: MaxRetryError: (Caused by NewConnectionError(': [Errno 111] Connection refused'))"
+        )
+
+    def raw(self, path: str) -> str:
+        return str(self.request("GET", path))
+
+
+def answer(name: str, cmd: str) -> tuple[str, int]:
+    """What a node prints for one command of a diagnoser's script, with kube-apiserver's manifest parked."""
+    if "kube-apiserver" in cmd:
+        return {"process": ("", 1), "manifest": (PARKED, 0), "containers": ('{"containers": []}', 0)}.get(name, ("", 1))
+    if ":6443/" in cmd:
+        return "curl: (7) Failed to connect to 127.0.0.1 port 6443: Connection refused\n@@http 000", 7
+    if name == "process":
+        return "Ssl", 0
+    if name == "manifest":
+        process = re.search(r"-name '([a-z-]+)\.yaml", cmd)
+        return f"/etc/kubernetes/manifests/{process.group(1) if process else 'x'}.yaml", 0
+    if name in ("containers", "logs", "journal", "nft", "etcd_filter"):
+        return ('{"containers": []}' if name == "containers" else ""), 0
+    recorded = {
+        "health": text("etcd/health.json") + "\n@@http 200",
+        "readyz": text("etcd/readyz.txt") + "\n@@http 200",
+        "etcd_before": text("etcd/metrics-1.prom"),
+        "etcd_after": text("etcd/metrics-2.prom"),
+        "service": "active\n0",
+        "cert": text("kubelet/cert.txt"),
+        "disk": text("kubelet/df.txt"),
+        "mode": "iptables",
+        "metrics": text("kube-proxy/metrics.prom"),
+        "now": text("kube-proxy/node-time.txt"),
+        "configz": text("kube-proxy/configz.json"),
+        "iptables": text("kube-proxy/rules-iptables.txt"),
+        "info": text("runtime/crictl-info.json"),
+    }
+    if name == "healthz":
+        return ('{"healthy":true}' if ":10256" in cmd else "ok") + "\n@@http 200", 0
+    if name == "metrics" and "10249" not in cmd:
+        return "curl: (22) The requested URL returned error: 401", 22  # kubelet/scheduler authz needs the API
+    return recorded.get(name, ""), 0 if name in recorded or name == "wait" else 1
+
+
+def respond(argv: tuple[str, ...]) -> Completed:
+    script = argv[-1]
+    out = []
+    for name, cmd in _SECTION.findall(script):
+        output, rc = answer(name, cmd)
+        out.append(f"@@chaoskit-section {name}\n{output}\n@@chaoskit-rc {rc}")
+    return Completed(argv, 0, "\n".join(out) + "\n")
+
+
+def test_with_the_api_server_down_only_the_api_server_fails() -> None:
+    env = Env(ApiDown(), FakeNodeExec(FakeRunner(responder=respond)), "chaoskit")
+    said: list[str] = []
+    d = diagnose(env, NODES[0], NODES, say=said.append)
+    assert said[0].startswith("API server unreachable (GET /readyz: [Errno 111] Connection refused)")
+    status = {(r.component, r.subject): r.status for r in d.reports}
+    assert status.pop(("apiserver", "chaoskit-control-plane")) == "failed"
+    assert set(status.values()) == {"ok"}, {k: v for k, v in status.items() if v != "ok"}
+    assert len(d.reports) == 4 + 3 * 3
+    api = d.reports[0]
+    assert api.findings[0].title.startswith("kube-apiserver is not running: its static-pod manifest")
+    assert (
+        f"mv {PARKED} /etc/kubernetes/manifests/kube-apiserver.yaml on chaoskit-control-plane"
+        in api.findings[0].remediation
+    )
+    scheduler = next(r for r in d.reports if r.component == "scheduler")
+    assert {f.title for f in scheduler.findings} == {
+        "API-side evidence unavailable (leader-lease)",
+        "API-side evidence unavailable (pending-pods)",
+    }
+    assert d.duration_s < 5  # no API read waited for a timeout
+
+
+def test_only_the_components_asked_for_are_diagnosed() -> None:
+    env = Env(ApiDown(), FakeNodeExec(FakeRunner(responder=respond)), "chaoskit")
+    d = diagnose(env, NODES[0], NODES, ["runtime"])
+    assert [(r.component, r.subject) for r in d.reports] == [("runtime", n) for n in NODES]
+    assert d.ok

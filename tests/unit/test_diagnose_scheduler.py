@@ -1,0 +1,167 @@
+"""The scheduler's analysis: recorded health, lease, nodes and FailedScheduling events, plus the Pending pods and
+events each scheduler fault leaves (messages in kube-scheduler v1.34's wording)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from diagnose_evidence import DOWN, NO_ANSWER, iso_at, obj, process, scheduler, titles
+
+from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.placement import untolerated, wants
+from chaoskit.diagnosers.scheduler import SchedulerDiagnoser, SchedulerEvidence
+from chaoskit.diagnosers.sources import Fetched
+
+# kube-scheduler's own messages: a tainted control plane and two workers, for each of the fault's reasons
+RESOURCES = (
+    "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 "
+    "nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for "
+    "incoming pod."
+)
+POLICY = (
+    "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node "
+    "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+
+
+def pod(name: str, created: float, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "chaoskit-faults", "creationTimestamp": iso_at(created)},
+        "spec": {"containers": [{"name": "web"}], **spec},
+        "status": {"phase": "Pending"},
+    }
+
+
+def failed_scheduling(p: dict[str, Any], message: str, at: float) -> dict[str, Any]:
+    return {
+        "involvedObject": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": "chaoskit-faults"},
+        "reason": "FailedScheduling",
+        "message": message,
+        "type": "Warning",
+        "count": 3,
+        "lastTimestamp": iso_at(at),
+        "eventTime": None,
+    }
+
+
+def pending(message: str | None, age: float = 60, **spec: Any) -> SchedulerEvidence:
+    ev = scheduler()
+    pods = [pod(f"chaoskit-unschedulable-{i}", ev.collected_at - age, **spec) for i in range(2)]
+    events = [failed_scheduling(p, message, ev.collected_at - 5) for p in pods] if message else []
+    recorded = obj("scheduler/events.json")
+    return scheduler(pending=Fetched({"items": pods}), events=Fetched({"items": recorded["items"] + events}))
+
+
+def analyze(ev: SchedulerEvidence) -> list[str]:
+    return titles(SchedulerDiagnoser().analyze(ev))
+
+
+def test_healthy_scheduler_has_no_findings_despite_old_failed_scheduling_events() -> None:
+    ev = scheduler()
+    assert ev.events.data["items"], "the recorded cluster has FailedScheduling events from its start"
+    report = SchedulerDiagnoser().report(ev, "chaoskit-control-plane")
+    assert report.status == "ok" and report.findings == ()
+    assert [c.check for c in report.checks] == ["process", "healthz", "leader-lease", "pending-pods"]
+
+
+def test_insufficient_cpu_is_a_warning_about_resources() -> None:
+    findings = SchedulerDiagnoser().analyze(pending(RESOURCES))
+    assert titles(findings) == [
+        "warning: 2 pod(s) unschedulable: insufficient resources "
+        "(chaoskit-faults/chaoskit-unschedulable-0, chaoskit-faults/chaoskit-unschedulable-1)"
+    ]
+    assert "2 Insufficient cpu" in findings[0].probable_cause
+    assert any("maxReplicas" in step for step in findings[0].remediation)
+    assert findings[0].evidence[0].events[0].endswith(RESOURCES)
+
+
+def test_pods_pinned_to_a_tainted_node_are_blocked_by_the_taint() -> None:
+    selector = {"nodeSelector": {"kubernetes.io/hostname": "chaoskit-control-plane"}}
+    findings = SchedulerDiagnoser().analyze(pending(POLICY, **selector))
+    assert [f.title.split(" (")[0] for f in findings] == ["2 pod(s) unschedulable: untolerated taint"]
+    assert "chaoskit-control-plane: node-role.kubernetes.io/control-plane:NoSchedule" in findings[0].probable_cause
+
+
+def test_affinity_no_node_matches_is_blocked_by_the_policy_with_the_same_message() -> None:
+    term = {"matchExpressions": [{"key": "chaoskit.dev/no-such-label", "operator": "In", "values": ["true"]}]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    findings = SchedulerDiagnoser().analyze(pending(POLICY, affinity=affinity))
+    assert [f.title.split(" (")[0] for f in findings] == ["2 pod(s) unschedulable: node affinity/selector"]
+    assert "no node among 3 matches" in findings[0].probable_cause
+
+
+def test_placement_honours_tolerations_and_selectors() -> None:
+    control_plane = obj("scheduler/nodes.json")["items"][0]
+    pinned = {"spec": {"nodeSelector": {"kubernetes.io/hostname": "chaoskit-control-plane"}}}
+    assert wants(pinned, control_plane) and untolerated(pinned, control_plane) == [
+        "node-role.kubernetes.io/control-plane:NoSchedule"
+    ]
+    tolerating = {
+        "spec": {
+            **pinned["spec"],
+            "tolerations": [
+                {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+        }
+    }
+    assert untolerated(tolerating, control_plane) == []
+    not_in = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["chaoskit-control-plane"]}
+    avoiding = {
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [not_in]}]
+                    }
+                }
+            }
+        }
+    }
+    assert not wants(avoiding, control_plane)
+
+
+def test_scheduler_down_leaves_pending_pods_without_events_and_is_failed() -> None:
+    parked = "/etc/kubernetes/chaoskit-parked/kube-scheduler.yaml"
+    base = pending(None)
+    ev = scheduler(
+        pending=base.pending,
+        events=base.events,
+        healthz=NO_ANSWER,
+        process=process("kube-scheduler", "", manifests=(parked,)),
+        collected_at=base.collected_at + 60,
+    )
+    findings = SchedulerDiagnoser().analyze(ev)
+    assert status_of(findings) == "failed"
+    assert [t.split(" (")[0] for t in titles(findings)] == [
+        "critical: kube-scheduler is not running: its static-pod manifest is not in /etc/kubernetes/manifests",
+        "critical: kube-scheduler /healthz does not answer on :10259",
+        "critical: No kube-scheduler is leading: lease last renewed 61s ago",
+        "critical: 2 pod(s) Pending with no FailedScheduling event",
+    ]
+
+
+def test_pending_without_events_while_the_scheduler_is_healthy_is_a_warning() -> None:
+    (title,) = analyze(pending(None))
+    assert title.startswith("warning: 2 pod(s) Pending with no FailedScheduling event")
+
+
+def test_pods_pending_for_a_few_seconds_are_not_counted() -> None:
+    assert analyze(pending(RESOURCES, age=5)) == []
+
+
+def test_api_unavailable_skips_the_api_checks_without_failing_the_scheduler() -> None:
+    report = SchedulerDiagnoser().report(scheduler(pending=DOWN, events=DOWN, lease=DOWN, nodes=DOWN), "cp")
+    assert report.status == "ok"
+    assert [f.title for f in report.findings] == [
+        "API-side evidence unavailable (leader-lease)",
+        "API-side evidence unavailable (pending-pods)",
+    ]
+
+
+def test_newest_event_per_pod_wins() -> None:
+    ev = pending(RESOURCES)
+    older = copy.deepcopy(ev.events.data["items"][-1])
+    older["message"], older["lastTimestamp"] = POLICY, iso_at(ev.collected_at - 50)
+    ev = scheduler(pending=ev.pending, events=Fetched({"items": [*ev.events.data["items"], older]}))
+    assert [t.split(" (")[0] for t in analyze(ev)] == ["warning: 2 pod(s) unschedulable: insufficient resources"]
