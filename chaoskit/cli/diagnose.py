@@ -70,6 +70,8 @@ def _record(path: Path) -> dict[str, object]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
+        data = None
+    if data is None or (isinstance(data, dict) and {"kind", "data"} <= data.keys()):  # a journal, of one line or more
         finished = [json.loads(line) for line in text.splitlines() if '"run-finished"' in line]
         data = (finished[-1].get("data") or {}).get("record") if finished else None
     if not isinstance(data, dict):

@@ -228,7 +228,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
 def _hpa_problem(h: dict[str, Any], now: float, after: float) -> str:
     for kind in ("AbleToScale", "ScalingActive"):
         c = _condition(h, kind)
-        if c.get("status") == "False" and (age(c.get("lastTransitionTime"), now) or 0) > after / 4:
+        if c.get("status") == "False" and (age(c.get("lastTransitionTime"), now) or 0) > after:
             return f"{kind}=False {c.get('reason', '')}: {c.get('message', '')}"[:300]
     status = h.get("status", {})
     desired, current = status.get("desiredReplicas"), status.get("currentReplicas")

@@ -117,7 +117,7 @@ def test_an_hpa_without_metrics_is_a_warning() -> None:
         "status": "False",
         "reason": "FailedGetResourceMetric",
         "message": "the HPA was unable to compute the replica count: failed to get cpu utilization",
-        "lastTransitionTime": iso_at(ev.collected_at - 120),
+        "lastTransitionTime": iso_at(ev.collected_at - 180),
     }
     (title,) = analyze(controller_manager(hpas=Fetched({"items": [hpa(ev, conditions=[condition])]})))
     assert "ScalingActive=False FailedGetResourceMetric" in title

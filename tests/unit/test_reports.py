@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 from typing import Any
+from xml.etree import ElementTree
 
 from diagnose_evidence import DOWN, apiserver, http, kubelet, text
 from junitparser import Failure, JUnitXml, Skipped
@@ -15,6 +16,7 @@ from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Findi
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.reports import FORMATS, render
+from chaoskit.reports.svg import timeline_svg
 
 
 def diagnosis() -> Diagnosis:
@@ -114,6 +116,14 @@ def test_html_draws_the_hpa_critical_path_with_one_row_per_pod_and_a_legend_of_o
     assert "web-abc12" in words and "web-def34" in words
     assert "scheduled — scheduler" in words and "rules_programmed — kube-proxy" in words
     assert "hpa-under-scheduler-down" in words and "stop-scheduler" in words
+
+
+def test_the_timeline_is_well_formed_svg() -> None:
+    m = MeasurementResult.from_dict(hpa_record()["measurements"][0])
+    svg = ElementTree.fromstring(timeline_svg(m))
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+    titles = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert "scheduled (scheduler): 0.400s ±0.001s" in titles
 
 
 def test_junit_parses_back_with_a_suite_per_component_and_a_case_per_check() -> None:
