@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ METRICS = (
     "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
     "kubeproxy_sync_proxy_rules_service_changes_pending",
 )
+RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
 Target = tuple[str, str, int]  # (IP, protocol, port): a ClusterIP port, or an endpoint
 
 
@@ -73,7 +75,16 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
         return self.params
 
     def collect(self, src: Sources, node: str) -> KubeProxyEvidence:
-        services, slices = src.api.fetch(SERVICES), src.api.fetch(SLICES)  # before the rules: they may only be newer
+        ev = self._read(src, node, fresh=False)
+        diff = compare(ev)
+        if diff is not None and not diff.in_step:  # maybe a change in flight between the two reads: look again
+            time.sleep(RECHECK_AFTER)
+            ev = self._read(src, node, fresh=True)
+        return ev
+
+    def _read(self, src: Sources, node: str, *, fresh: bool) -> KubeProxyEvidence:
+        services = src.api.fetch(SERVICES, fresh=fresh)  # before the rules: these may only be newer
+        slices = src.api.fetch(SLICES, fresh=fresh)
         s = src.sections(node, {
             "mode": f"curl -sS --max-time 3 {METRICS_URL}/proxyMode",
             "healthz": http_command(HEALTHZ, max_time=3),
@@ -179,15 +190,14 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
                     {"mode": ev.mode or "unknown", "note": "rules are compared in iptables and nftables modes"},
                 )
             )
-        want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
-        have_services, have_endpoints = (_nft_rules if ev.mode == "nftables" else _iptables_rules)(ev.rules)
-        missing_services = sorted(want_services.keys() - have_services)
-        missing_endpoints = sorted(want_endpoints - have_endpoints)
-        stale = sorted(have_endpoints - allowed)
+        diff = compare(ev)
+        assert diff is not None  # the mode is one compare() knows
+        want_services, missing_services = diff.want_services, diff.missing_services
+        missing_endpoints, stale = diff.missing_endpoints, diff.stale
         e = Evidence("rules", source, {
             "mode": ev.mode, "service_ports_expected": len(want_services), "service_ports_programmed":
-            len(have_services & want_services.keys()), "endpoints_expected": len(want_endpoints),
-            "endpoints_programmed": len(have_endpoints & want_endpoints), "stale_endpoints": len(stale),
+            len(diff.have_services & want_services.keys()), "endpoints_expected": len(diff.want_endpoints),
+            "endpoints_programmed": len(diff.have_endpoints & diff.want_endpoints), "stale_endpoints": len(stale),
         }, conditions=tuple(
             [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
             + [f"endpoint {_at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
@@ -218,6 +228,42 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
                 (e,), fix,
             ))  # fmt: skip
         return Assessed(e, tuple(findings))
+
+
+@dataclass(frozen=True)
+class RuleDiff:
+    """The node's rules against the API: what should be programmed, what is, and what differs."""
+
+    want_services: dict[Target, str]  # ClusterIP ports with a ready endpoint -> "ns/name:port"
+    have_services: set[Target]
+    want_endpoints: set[Target]  # ready endpoints
+    allowed_endpoints: set[Target]  # ready, or serving while terminating
+    have_endpoints: set[Target]
+
+    @property
+    def missing_services(self) -> list[Target]:
+        return sorted(self.want_services.keys() - self.have_services)
+
+    @property
+    def missing_endpoints(self) -> list[Target]:
+        return sorted(self.want_endpoints - self.have_endpoints)
+
+    @property
+    def stale(self) -> list[Target]:
+        return sorted(self.have_endpoints - self.allowed_endpoints)
+
+    @property
+    def in_step(self) -> bool:
+        return not (self.missing_services or self.missing_endpoints or self.stale)
+
+
+def compare(ev: KubeProxyEvidence) -> RuleDiff | None:
+    """None when the API objects are missing or the mode has no rules we read (ipvs)."""
+    if not (ev.services.ok and ev.slices.ok) or ev.mode not in ("nftables", "iptables"):
+        return None
+    want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
+    have_services, have_endpoints = (_nft_rules if ev.mode == "nftables" else _iptables_rules)(ev.rules)
+    return RuleDiff(want_services, have_services, want_endpoints, allowed, have_endpoints)
 
 
 def _at(target: Target) -> str:

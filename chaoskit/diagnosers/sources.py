@@ -68,10 +68,11 @@ class ApiAccess:
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Fetched] = {}
         self._lock = threading.Lock()
 
-    def fetch(self, path: str, **query: str) -> Fetched:
+    def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
+        """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
         key = (path, tuple(sorted(query.items())))
         with self._lock:
-            if key in self._cache:
+            if key in self._cache and not fresh:
                 return self._cache[key]
         try:
             got = Fetched(self._bounded(f"GET {path}", lambda: self.kube.get(path, **query)))

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, process, text, titles
 
-from chaoskit.diagnosers.kube_proxy import KubeProxyDiagnoser, KubeProxyEvidence
+import chaoskit.diagnosers.kube_proxy as kube_proxy_module
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
 from chaoskit.diagnosers.metrics import Metrics
-from chaoskit.diagnosers.sources import Fetched
+from chaoskit.diagnosers.sources import Fetched, Sources
+from chaoskit.faults.base import Env
 
 
 def analyze(ev: KubeProxyEvidence) -> list[str]:
@@ -123,3 +129,22 @@ def test_a_frozen_kube_proxy_is_failed() -> None:
 def test_api_unavailable_skips_only_the_rule_comparison() -> None:
     report = KubeProxyDiagnoser().report(kube_proxy(services=DOWN, slices=DOWN), "chaoskit-worker")
     assert report.status == "ok" and [f.title for f in report.findings] == ["API-side evidence unavailable (rules)"]
+
+
+def test_collect_looks_again_when_the_rules_lag_the_api_in_its_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube_proxy_module, "RECHECK_AFTER", 0.0)
+    full = text("kube-proxy/rules-iptables.txt")
+    reads: list[str] = []
+
+    def respond(argv: tuple[str, ...]) -> Completed:
+        rules = full if reads else ""  # the first read races a sync: no rules yet
+        reads.append(argv[0])
+        sections = {"mode": "iptables", "now": text("kube-proxy/node-time.txt"), "iptables": rules}
+        out = "".join(f"@@chaoskit-section {k}\n{v}\n@@chaoskit-rc 0\n" for k, v in sections.items())
+        return Completed(argv, 0, out)
+
+    kube = FakeKube({SERVICES: obj("kube-proxy/services.json"), SLICES: obj("kube-proxy/endpointslices.json")})
+    src = Sources.of(Env(kube, FakeNodeExec(FakeRunner(responder=respond)), "chaoskit"), "cp", ("cp", "w"))
+    ev = KubeProxyDiagnoser().collect(src, "w")
+    assert reads == ["w", "w"] and ev.rules.strip() == full.strip()
+    assert kube.calls.count(("GET", SLICES)) == 2
