@@ -132,6 +132,7 @@ class MeasurementResult:
     gaps: list[Gap] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # a measurement's own figures (e.g. the component's SLI)
 
     def stages(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -181,4 +182,5 @@ class MeasurementResult:
             gaps=[Gap(**g) for g in data.get("gaps", [])],
             errors=list(data.get("errors", [])),
             notes=list(data.get("notes", [])),
+            extra=dict(data.get("extra") or {}),
         )
