@@ -32,17 +32,27 @@ class AnswerSeen:
     pod: str  # the pod that answered a request through the Service (the workload answers with its hostname)
 
 
-def probe_script(namespace: str, service: str, cluster_ip: str, port: int) -> str:
-    """The loop run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer."""
+FAILED = ""  # AnswerSeen.pod of a request that got no answer (refused or timed out), when the probe reports them
+
+
+def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False) -> str:
+    """The loop run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer, and with
+    `failures` `F <t>` per request that got no answer."""
     ns_svc = f"{namespace}/{service}"
-    # nftables: endpoint chains are named <ns>/<svc>/<proto>/<port>__<ip>/<port>
-    nft = f"nft list table ip kube-proxy 2>/dev/null | grep -o '{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
+    # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
+    # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
+    nft = (
+        "nft list table ip kube-proxy 2>/dev/null"
+        f" | grep -o 'goto endpoint-[A-Z0-9]*-{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
+    )
     ipt = (
         f"iptables-save -t nat 2>/dev/null | grep -- '--comment \"\\?{ns_svc}[:\" ]' | grep -o 'to-destination [0-9.]*'"
         " | sed 's/to-destination //'"
     )  # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment
     url = f"http://{cluster_ip}:{port}/"
     ask = f'a=$(curl -s --max-time 1 {url}) && echo "A $(date +%s.%N) $a"'
+    if failures:
+        ask += ' || echo "F $(date +%s.%N)"'
     return (
         "last=x; while :; do t=$(date +%s.%N);"
         f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"
@@ -55,7 +65,7 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int) -> st
 
 def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
     parts = line.split()
-    if len(parts) < 2 or parts[0] not in ("R", "A"):
+    if len(parts) < 2 or parts[0] not in ("R", "A", "F"):
         return None
     try:
         at = float(parts[1])
@@ -63,6 +73,8 @@ def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
         return None
     if parts[0] == "R":
         return RulesSeen(node, at, frozenset(parts[2:]))
+    if parts[0] == "F":
+        return AnswerSeen(node, at, FAILED)
     return AnswerSeen(node, at, parts[2]) if len(parts) > 2 else None
 
 

@@ -1,0 +1,138 @@
+"""kube-proxy rule-sync delay: for every change of a Service's ready endpoints, how long until each node's rules hold
+the new set (`rules_programmed`) and until requests from that node follow it (`traffic_follows`), next to kube-proxy's
+own SLI, `kubeproxy_network_programming_duration_seconds`.
+
+Stages (RULE_SYNC_STAGES), both starting when our EndpointSlice watch received the change:
+- rules_programmed: the node's rules (iptables-save / nft, read in the node) hold exactly the new endpoint set, or a
+  later change's set that includes this one (a change superseded before the node synced is programmed with the next);
+- traffic_follows: requests through the Service from the node follow the change. For an added endpoint: the first
+  answer from its pod. For a removed one: the first probe round after the last request that still reached it (an
+  answer from its pod, or a failed request while the node's rules still held it: the workload stops listening at
+  SIGTERM, so a request DNATed to a terminating pod is refused). Bias: each round sends 4 parallel requests that
+  kube-proxy balances at random, so with k endpoints a round reaches a given one with p = 1 - (1 - 1/k)^4: an added
+  endpoint reads late by 1/p - 1 rounds on average (a quarter round at k=3, two at k=10), and a removed one that
+  happens not to be reached reads early, by as much.
+
+Where each timestamp comes from, and so its precision:
+- the endpoint change: our watch receiving the EndpointSlice (our clock, ~1 ms; kube-proxy's own watch may get it a
+  few ms before or after us). A change seen only in a re-list after a watch gap is kept but not timed;
+- the rules and the answers: the in-node probe (probe.py), stamped with the node's clock, which is the host's (a kind
+  node shares its kernel). Samples carry its nominal PROBE_PRECISION (100 ms sleep per round); a round also spends
+  the rules read and the requests, ~150 ms median on a 2-CPU host, so the result notes the real spacing per node;
+- the slice's `endpoints.kubernetes.io/last-change-trigger-time` annotation: the pod's Ready transition, 1 s. It is
+  where kube-proxy's SLI starts; a terminating endpoint's update carries none, so kube-proxy times no removal;
+- kube-proxy's SLI: its histogram scraped in each node (127.0.0.1:10249) at start, at every `mark()` and at stop;
+  the delta gives count and mean. It has no Service label: other Services' changes meanwhile are counted too, which
+  the result reports as `unmatched` observations. kube-proxy's sync timestamps (node clock, ms) say whether a queued
+  change waits for a sync.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pydantic import Field
+
+from chaoskit.errors import ToolError
+from chaoskit.faults.base import params_of
+from chaoskit.measurements.base import Measurement, TargetParams, register
+from chaoskit.measurements.probe import INTERVAL, AnswerSeen, NodeProbe, RulesSeen, probe_script
+from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
+from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
+from chaoskit.measurements.watch import Obj, Watcher
+from chaoskit.model.timeline import MeasurementResult
+
+__all__ = ["TYPE", "MissingService", "RuleSync", "RuleSyncParams"]
+
+
+class MissingService(ToolError):
+    """The Service the measurement watches is not there."""
+
+
+class RuleSyncParams(TargetParams):
+    sli: bool = Field(default=True, description="Scrape kube-proxy's own SLI in every node at start and stop.")
+
+
+@register
+class RuleSync(Measurement):
+    """kube-proxy rule-sync delay per endpoint change and node (rules programmed, traffic following), next to
+    kube-proxy's own network-programming SLI."""
+
+    name = TYPE
+    Params = RuleSyncParams
+
+    def start(self) -> None:
+        p = self.p = params_of(self.params, RuleSyncParams)
+        kube, ns = self.env.kube, p.namespace or self.namespace
+        try:
+            svc = kube.get(f"/api/v1/namespaces/{ns}/services/{p.service}")
+        except ToolError as exc:
+            raise MissingService(f"no Service {ns}/{p.service} to measure rule sync for: {exc}") from exc
+        self.result = MeasurementResult(self.label, TYPE, time.time())
+        self.tracker = RuleSyncTracker(self.result.started_at)
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        self.snapshots: list[list[SliSnapshot]] = []
+        if p.sli:
+            self.mark()
+        script = probe_script(
+            ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]), failures=True
+        )
+        self.probes = [NodeProbe(self.env.nodes, n, script, self._seen) for n in self.nodes]
+        self.watcher = Watcher(kube, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", self._slice,
+                               self.stop_event, labelSelector=f"kubernetes.io/service-name={p.service}")  # fmt: skip
+        for probe in self.probes:  # before the watch: each node's rules are known before the first change
+            probe.start()
+        self.watcher.start()
+
+    def _seen(self, seen: RulesSeen | AnswerSeen) -> None:
+        with self.lock:
+            self.tracker.seen(seen)
+
+    def _slice(self, kind: str, obj: Obj, at: float) -> None:
+        with self.lock:
+            self.tracker.endpoint_slice(kind, obj, at)
+
+    def mark(self) -> None:
+        """Scrape kube-proxy's SLI in every node now: the driver calls it between changes, for per-change figures."""
+        self.snapshots.append([scrape_sli(self.env.nodes, node, time.time()) for node in self.nodes])
+
+    def changes(self) -> list[EndpointChange]:
+        with self.lock:
+            return list(self.tracker.changes)
+
+    def endpoints(self) -> frozenset[str]:
+        """The endpoint set the nodes' rules should hold now."""
+        with self.lock:
+            return self.tracker.current
+
+    def converged(self) -> bool:
+        with self.lock:
+            return self.tracker.converged(self.nodes)
+
+    def stop(self) -> MeasurementResult:
+        self.stop_event.set()
+        if self.p.sli:
+            self.mark()
+        for probe in self.probes:
+            probe.stop()
+        self.watcher.join()  # up to a watch window (5 s): the stream is only checked between events
+        res = self.result
+        res.finished_at = time.time()
+        with self.lock:
+            res.samples = self.tracker.samples(self.nodes)
+            res.notes += self.tracker.incomplete(self.nodes)
+            res.extra["changes"] = [c.to_dict() for c in self.tracker.changes]
+            res.extra["nodes"] = self.nodes
+            res.extra["probe_rounds"] = rounds = self.tracker.rounds()
+            if len(self.snapshots) >= 2:
+                res.extra["kube_proxy"] = compare_sli(self.tracker, self.nodes, self.snapshots)
+        res.notes += [f"probe rounds on {node}: median {r['median']:.2f}s, max {r['max']:.2f}s apart"
+                      f" (nominal {INTERVAL:g}s)" for node, r in rounds.items()]  # fmt: skip
+        res.gaps = list(self.watcher.gaps)
+        res.errors += self.watcher.errors
+        if not self.tracker.changes:
+            res.notes.append("the Service's ready endpoints did not change while measuring: no samples")
+        return res

@@ -1,0 +1,156 @@
+"""The active side of the rule-sync measurement, for `chaoskit measure rule-sync`, the e2e tests and the benchmark:
+a workload of its own (no HPA) in a namespace of its own, endpoint changes made one at a time, each waited for until
+every node converged, so each change's figures stand alone and kube-proxy's SLI can be read between changes.
+
+The times themselves are the measurement's (rule_sync.py); this module only decides when to act.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chaoskit import workloads
+from chaoskit.cluster.kube import Kube, condition
+from chaoskit.errors import ToolError, UsageError
+from chaoskit.faults.base import Env
+from chaoskit.measurements.rule_sync import RuleSync, RuleSyncParams
+from chaoskit.model.timeline import MeasurementResult
+
+CHANGES: tuple[str, ...] = ("scale-up", "scale-down", "pod-deleted")
+STEP = {"scale-up": 1, "scale-down": -1, "pod-deleted": 0}
+MIN_REPLICAS = 2  # always a ready endpoint left: kube-proxy never falls back to terminating ones mid-measurement
+BASE_REPLICAS = 3
+READY_TIMEOUT = 180.0  # pods of a fresh namespace: scheduling and start on a busy 2-CPU host
+CONVERGE_TIMEOUT = 60.0
+SETTLE = 1.5  # after convergence: the change's last slice update (the old endpoint dropped) reaches kube-proxy's SLI
+POLL = 0.25
+
+
+def parse_changes(text: str) -> tuple[str, ...]:
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    unknown = [c for c in names if c not in CHANGES]
+    if unknown or not names:
+        raise UsageError(f"unknown endpoint change {', '.join(unknown) or '(none)'}; use {', '.join(CHANGES)}")
+    return names
+
+
+def initial_replicas(changes: Sequence[str]) -> int:
+    """Replicas to start with so that no change in the sequence goes below MIN_REPLICAS."""
+    offset = lowest = 0
+    for change in changes:
+        offset += STEP[change]
+        lowest = min(lowest, offset)
+    return max(BASE_REPLICAS, MIN_REPLICAS - lowest)
+
+
+@dataclass
+class Workload:
+    """chaoskit's web Deployment and Service in a namespace the driver owns (created, and deleted at the end)."""
+
+    kube: Kube
+    namespace: str
+    replicas: int = BASE_REPLICAS
+    name: str = "web"
+
+    def deploy(self, timeout: float = READY_TIMEOUT) -> None:
+        self.kube.apply(workloads.namespace(self.namespace))
+        self.kube.apply(workloads.web_deployment(self.namespace, self.name, replicas=self.replicas))
+        self.kube.apply(workloads.service(self.namespace, self.name))
+        self.kube.wait(f"{self.replicas} ready pods of {self.namespace}/{self.name}", self.settled, timeout, 1.0)
+
+    def pods(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.kube.get(
+            f"/api/v1/namespaces/{self.namespace}/pods", labelSelector=f"app={self.name}"
+        )["items"]
+        return items
+
+    def settled(self) -> bool:
+        """Exactly `replicas` pods, all Ready, none terminating (a deleted pod gone from the API too)."""
+        pods = self.pods()
+        return len(pods) == self.replicas and all(
+            condition(p, "Ready") and not p["metadata"].get("deletionTimestamp") for p in pods
+        )
+
+    def change(self, change: str) -> str:
+        """Make one endpoint change; returns what was done, in words."""
+        if change == "pod-deleted":
+            pods = sorted(p["metadata"]["name"] for p in self.pods() if condition(p, "Ready"))
+            if not pods:
+                raise ToolError(f"no ready pod of {self.namespace}/{self.name} to delete")
+            self.kube.delete(f"/api/v1/namespaces/{self.namespace}/pods/{pods[0]}", propagation="Background")
+            return f"deleted pod {pods[0]}"
+        self.replicas += STEP[change]
+        path = f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{self.name}/scale"
+        self.kube.patch(path, {"spec": {"replicas": self.replicas}})
+        return f"scaled to {self.replicas} replicas"
+
+    def delete(self) -> None:
+        self.kube.delete(f"/api/v1/namespaces/{self.namespace}", propagation="Background")
+
+
+def wait_converged(m: RuleSync, workload: Workload, changes_before: int, timeout: float) -> bool:
+    """Until the change happened (pods settled, a new endpoint set) and every node's rules and traffic followed it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            settled = workload.settled()
+        except ToolError:  # the API server is briefly unavailable: keep waiting
+            settled = False
+        if settled and len(m.endpoints()) == workload.replicas and len(m.changes()) > changes_before:
+            if m.converged():
+                return True
+        time.sleep(POLL)
+    return False
+
+
+def start_measurement(env: Env, workload: Workload, label: str = "rule-sync") -> RuleSync:
+    m = RuleSync(env, RuleSyncParams(namespace=workload.namespace, service=workload.name), label, workload.namespace)
+    time.sleep(SETTLE)  # the last syncs of the deployment land in kube-proxy's SLI before our first scrape
+    m.start()
+    time.sleep(1.0)  # every node's probe reports its rules once before the first change
+    return m
+
+
+def run_changes(
+    env: Env,
+    namespace: str,
+    changes: Sequence[str],
+    repeat: int = 1,
+    *,
+    converge_timeout: float = CONVERGE_TIMEOUT,
+    say: Callable[[str], None] = lambda _: None,
+) -> MeasurementResult:
+    """Deploy, measure every change in turn (`repeat` times over), stop; the namespace is deleted whatever happens."""
+    sequence = [c for _ in range(repeat) for c in changes]
+    workload = Workload(env.kube, namespace, initial_replicas(sequence))
+    try:
+        say(f"deploying {workload.replicas} replicas of {workload.name} in namespace {namespace}")
+        workload.deploy()
+        m = start_measurement(env, workload)
+        actions: list[dict[str, Any]] = []
+        try:
+            for i, change in enumerate(sequence, 1):
+                before = len(m.changes())
+                started = time.time()
+                done = workload.change(change)
+                ok = wait_converged(m, workload, before, converge_timeout)
+                numbers = [c.number for c in m.changes()[before:]]
+                say(f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
+                    + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s"))  # fmt: skip
+                actions.append({"action": change, "done": done, "at": started, "changes": numbers, "converged": ok})
+                if not ok:
+                    break  # the next change would pile onto this one: its figures would mean nothing
+                time.sleep(SETTLE)
+                m.mark()
+        finally:
+            result = m.stop()
+        result.extra["actions"] = actions
+        result.notes += [f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
+                         for a in actions if not a["converged"]]  # fmt: skip
+        return result
+    finally:
+        say(f"deleting namespace {namespace}")
+        workload.delete()

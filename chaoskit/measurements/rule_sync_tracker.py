@@ -1,0 +1,258 @@
+"""The pure side of the rule-sync measurement (rule_sync.py says what each figure means and how precise it is): fed
+with EndpointSlice events and probe lines, each with the time it was seen, it finds the changes of the endpoints
+kube-proxy must program and, per change and node, when the rules held them and when requests followed. No I/O, so
+it is tested with recorded inputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from chaoskit.measurements.probe import FAILED, INTERVAL, AnswerSeen, RulesSeen
+from chaoskit.measurements.watch import Obj
+from chaoskit.model.timeline import PROBE_PRECISION, STAGE_COMPONENTS, Sample
+
+TYPE = "rule_sync"
+TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
+ROUND_GAP = INTERVAL / 2  # a round's 4 requests return within ms of each other; rounds are >= 100 ms apart
+
+
+def api_time(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(frozen=True)
+class SliceView:
+    """What kube-proxy reads from one EndpointSlice."""
+
+    ready: frozenset[str]
+    fallback: frozenset[str]  # serving and terminating: what kube-proxy routes to when no endpoint is ready
+    pods: tuple[tuple[str, str], ...]  # (IP, pod) of every endpoint, ready or not
+    trigger: float | None  # the last-change-trigger-time annotation (1 s)
+
+
+def slice_view(obj: Obj) -> SliceView | None:
+    """None for a slice kube-proxy's IPv4 rules do not use (the probe reads the `ip` family only)."""
+    if obj.get("addressType", "IPv4") != "IPv4":
+        return None
+    ready: set[str] = set()
+    fallback: set[str] = set()
+    pods: list[tuple[str, str]] = []
+    for ep in obj.get("endpoints") or []:
+        cond = ep.get("conditions") or {}
+        ips = ep.get("addresses") or []
+        if cond.get("ready") is not False:  # unset means ready, as kube-proxy reads it
+            ready.update(ips)
+        elif cond.get("serving") is not False and cond.get("terminating"):
+            fallback.update(ips)
+        pod = (ep.get("targetRef") or {}).get("name")
+        pods += [(ip, pod) for ip in ips if pod]
+    trigger = api_time((obj.get("metadata", {}).get("annotations") or {}).get(TRIGGER_ANNOTATION))
+    return SliceView(frozenset(ready), frozenset(fallback), tuple(pods), trigger)
+
+
+def programmed_set(views: Iterable[SliceView]) -> frozenset[str]:
+    """The endpoint IPs kube-proxy programs for a Service: the ready ones, else the serving terminating ones."""
+    items = list(views)
+    ready = frozenset().union(*(v.ready for v in items))
+    return ready or frozenset().union(*(v.fallback for v in items))
+
+
+@dataclass(frozen=True)
+class EndpointChange:
+    number: int  # 1-based; the samples' run
+    at: float  # our watch received it (~1 ms)
+    ips: frozenset[str]  # the set every node's rules hold once the change is programmed
+    added: frozenset[str]
+    removed: frozenset[str]
+    added_pods: frozenset[str]
+    removed_pods: frozenset[str]
+    trigger: float | None  # the annotation on the slice update that made the change (1 s); None on removals
+    late: bool = False  # seen only in a re-list after a watch gap: `at` is late, so not timed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "at": self.at, "trigger": self.trigger, "endpoints": len(self.ips),
+            "added": sorted(self.added_pods or self.added), "removed": sorted(self.removed_pods or self.removed),
+            "late": self.late,
+        }  # fmt: skip
+
+
+@dataclass
+class NodeAnswers:
+    """One node's probe answers, indexed for the stage searches (times sorted; lines can arrive a bit out of order)."""
+
+    all: list[float] = field(default_factory=list)  # every answer, any pod
+    failed: list[float] = field(default_factory=list)
+    by_pod: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, at: float, pod: str) -> None:
+        if pod == FAILED:
+            bisect.insort(self.failed, at)
+            return
+        bisect.insort(self.all, at)
+        bisect.insort(self.by_pod.setdefault(pod, []), at)
+
+
+def _first_at_or_after(times: Sequence[float], t: float) -> float | None:
+    i = bisect.bisect_left(times, t)
+    return times[i] if i < len(times) else None
+
+
+def _last_in(times: Sequence[float], start: float, end: float | None) -> float | None:
+    """The last time in [start, end) (end None: no bound)."""
+    hi = len(times) if end is None else bisect.bisect_left(times, end)
+    return times[hi - 1] if hi > 0 and times[hi - 1] >= start else None
+
+
+@dataclass
+class RuleSyncTracker:
+    """Pure: fed with EndpointSlice events and probe lines (with the times they were seen), it finds the endpoint
+    changes and, per change and node, when the rules held the new set and when traffic followed."""
+
+    started_at: float
+    slices: dict[str, SliceView] = field(default_factory=dict)
+    pod_of: dict[str, str] = field(default_factory=dict)  # endpoint IP -> pod, from every endpoint ever seen
+    current: frozenset[str] = frozenset()
+    watching: bool = False  # a watch event arrived: a listing from now on is a re-list after a gap
+    changes: list[EndpointChange] = field(default_factory=list)
+    annotated: list[tuple[float, float]] = field(default_factory=list)  # (received, trigger): one SLI observation each
+    rules: dict[str, list[tuple[float, frozenset[str]]]] = field(default_factory=dict)  # node -> (seen at, IPs)
+    answers: dict[str, NodeAnswers] = field(default_factory=dict)
+
+    def endpoint_slice(self, kind: str, obj: Obj, at: float) -> None:
+        listed = kind == "LISTED"
+        self.watching = self.watching or not listed
+        name = obj.get("metadata", {}).get("name", "")
+        view = None if kind == "DELETED" else slice_view(obj)
+        before = self.slices.get(name)
+        if view is None:
+            self.slices.pop(name, None)
+        else:
+            self.slices[name] = view
+            self.pod_of.update(view.pods)
+            if not listed and view.trigger is not None and view != before:
+                self.annotated.append((at, view.trigger))
+        ips = programmed_set(self.slices.values())
+        if ips == self.current:
+            return
+        previous, self.current = self.current, ips
+        if listed and not self.watching:
+            return  # the first listing: the state before we measure, not a change
+        added, removed = ips - previous, previous - ips
+        self.changes.append(EndpointChange(
+            len(self.changes) + 1, at, ips, added, removed,
+            frozenset(self.pod_of[ip] for ip in added if ip in self.pod_of),
+            frozenset(self.pod_of[ip] for ip in removed if ip in self.pod_of),
+            view.trigger if view is not None and not listed else None, late=listed,
+        ))  # fmt: skip
+
+    def seen(self, seen: RulesSeen | AnswerSeen) -> None:
+        if isinstance(seen, RulesSeen):
+            obs = self.rules.setdefault(seen.node, [])
+            bisect.insort(obs, (seen.at, seen.ips), key=lambda o: o[0])
+        else:
+            self.answers.setdefault(seen.node, NodeAnswers()).add(seen.at, seen.pod)
+
+    def _state_at(self, node: str, t: float) -> frozenset[str] | None:
+        obs = self.rules.get(node, [])
+        i = bisect.bisect_right(obs, t, key=lambda o: o[0])
+        return obs[i - 1][1] if i else None
+
+    def _first_rules(self, node: str, at: float, ok: Callable[[frozenset[str]], bool]) -> float | None:
+        """When the node's rules first satisfied `ok` at or after `at` (`at` itself if they already did)."""
+        state = self._state_at(node, at)
+        if state is not None and ok(state):
+            return at
+        obs = self.rules.get(node, [])
+        for t, ips in obs[bisect.bisect_right(obs, at, key=lambda o: o[0]) :]:
+            if ok(ips):
+                return t
+        return None
+
+    def rules_programmed(self, change: EndpointChange, node: str) -> float | None:
+        later = {c.ips for c in self.changes[change.number - 1 :]}
+
+        def holds(ips: frozenset[str]) -> bool:
+            return ips in later and change.added <= ips and not change.removed & ips
+
+        return self._first_rules(node, change.at, holds)
+
+    def traffic_follows(self, change: EndpointChange, node: str) -> float | None:
+        answers = self.answers.get(node, NodeAnswers())
+        since = self.changes[change.number - 2].at if change.number > 1 else self.started_at
+        ends = [change.at]
+        if change.added and len(change.added_pods) < len(change.added):
+            return None  # an endpoint without a pod name: its answers cannot be told apart
+        for pod in change.added_pods:
+            first = _first_at_or_after(answers.by_pod.get(pod, []), since)
+            if first is None:
+                return None
+            ends.append(first)
+        if change.removed:
+            gone = self._first_rules(node, change.at, lambda ips: not change.removed & ips)
+            reached = [_last_in(answers.by_pod.get(p, []), change.at, self._readded(change, p))
+                       for p in change.removed_pods]  # fmt: skip
+            reached.append(_last_in(answers.failed, change.at, gone))  # refused by a pod the rules still held
+            last = max((t for t in reached if t is not None), default=None)
+            after = _first_at_or_after(answers.all, change.at if last is None else last + ROUND_GAP)
+            if after is None or gone is None:
+                return None  # while the rules still hold a removed endpoint, traffic may still reach it
+            ends.append(after)
+        return max(ends)
+
+    def _readded(self, change: EndpointChange, pod: str) -> float | None:
+        """When a later change brought a removed pod back (its answers from then on are legitimate)."""
+        return next((c.at for c in self.changes[change.number :] if pod in c.added_pods), None)
+
+    def converged(self, nodes: Iterable[str]) -> bool:
+        """Every timed change reached both stage ends on every node."""
+        return all(
+            self.rules_programmed(c, n) is not None and self.traffic_follows(c, n) is not None
+            for c in self.changes
+            if not c.late
+            for n in nodes
+        )
+
+    def samples(self, nodes: Iterable[str]) -> list[Sample]:
+        out: list[Sample] = []
+        for c in self.changes:
+            if c.late:
+                continue
+            for node in nodes:
+                for stage, end in (("rules_programmed", self.rules_programmed(c, node)),
+                                   ("traffic_follows", self.traffic_follows(c, node))):  # fmt: skip
+                    if end is not None:
+                        out.append(Sample(TYPE, stage, STAGE_COMPONENTS[stage], f"{c.number}@{node}", c.at, end,
+                                          PROBE_PRECISION, c.number))  # fmt: skip
+        return out
+
+    def rounds(self) -> dict[str, dict[str, float]]:
+        """Per node, how far apart the probe's rounds really were (nominally INTERVAL): the figures' true resolution."""
+        out: dict[str, dict[str, float]] = {}
+        for node, answers in sorted(self.answers.items()):
+            starts = [t for i, t in enumerate(answers.all) if i == 0 or t - answers.all[i - 1] > ROUND_GAP]
+            gaps = sorted(b - a for a, b in zip(starts, starts[1:], strict=False))
+            if gaps:
+                out[node] = {"rounds": len(starts), "median": gaps[len(gaps) // 2], "max": gaps[-1]}
+        return out
+
+    def incomplete(self, nodes: Iterable[str]) -> list[str]:
+        """What did not happen while we watched, in words (a missing sample is never a zero)."""
+        out: list[str] = []
+        for c in self.changes:
+            if c.late:
+                out.append(f"change {c.number} was seen only after a watch gap (re-list): not timed")
+                continue
+            for node in nodes:
+                if self.rules_programmed(c, node) is None:
+                    out.append(f"change {c.number} on {node}: the rules never held the new endpoints while measured")
+                elif self.traffic_follows(c, node) is None:
+                    out.append(f"change {c.number} on {node}: requests did not follow the change while measured")
+        return out[:40]

@@ -1,0 +1,413 @@
+"""The rule-sync measurement's pure side: endpoint changes found in EndpointSlice events, per node the time the rules
+held them and the time traffic followed, kube-proxy's SLI beside ours; fed with recorded and hand-made inputs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from chaoskit.cli.measure_rule_sync import print_result
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.scrape import parse
+from chaoskit.cluster.shell import FakeRunner
+from chaoskit.errors import UsageError
+from chaoskit.faults.base import Env
+from chaoskit.measurements.probe import FAILED, AnswerSeen, RulesSeen, parse_line, probe_script
+from chaoskit.measurements.rule_sync import MissingService, RuleSync, RuleSyncParams
+from chaoskit.measurements.rule_sync_driver import initial_replicas, parse_changes
+from chaoskit.measurements.rule_sync_sli import (
+    SliSnapshot,
+    compare_sli,
+    scrape_sli,
+    sli_delta,
+    sli_snapshot,
+)
+from chaoskit.measurements.rule_sync_tracker import (
+    RuleSyncTracker,
+    SliceView,
+    programmed_set,
+    slice_view,
+)
+from chaoskit.model.timeline import PROBE_PRECISION, MeasurementResult
+from chaoskit.registry import MEASUREMENTS, load_catalog
+
+DATA = Path(__file__).parent / "data"
+RECORDED = DATA / "rule_sync" / "iptables-baseline.jsonl"
+KUBE_PROXY_METRICS = (DATA / "metrics" / "kube-proxy.txt").read_text()
+TRIGGER = "endpoints.kubernetes.io/last-change-trigger-time"
+NODES = ["cp", "w1", "w2"]
+
+
+def ep(ip: str, pod: str, ready: bool = True, terminating: bool = False) -> dict[str, Any]:
+    return {"addresses": [ip], "targetRef": {"name": pod},
+            "conditions": {"ready": ready, "serving": ready or terminating, "terminating": terminating}}  # fmt: skip
+
+
+def eps(*endpoints: dict[str, Any], trigger: str | None = None, name: str = "web-abc") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if trigger:
+        meta["annotations"] = {TRIGGER: trigger}
+    return {"addressType": "IPv4", "metadata": meta, "endpoints": list(endpoints)}
+
+
+A, B, C, D = ep("10.0.0.1", "a"), ep("10.0.0.2", "b"), ep("10.0.0.3", "c"), ep("10.0.0.4", "d")
+AB = frozenset({"10.0.0.1", "10.0.0.2"})
+ABC = AB | {"10.0.0.3"}
+
+
+def tracker_with_rules(nodes: list[str] = NODES, at: float = 1.0, ips: frozenset[str] = AB) -> RuleSyncTracker:
+    t = RuleSyncTracker(started_at=0.0)
+    t.endpoint_slice("LISTED", eps(A, B), 0.5)
+    for n in nodes:
+        t.seen(RulesSeen(n, at, ips))
+    return t
+
+
+def rules(t: RuleSyncTracker, node: str, at: float, ips: frozenset[str]) -> None:
+    t.seen(RulesSeen(node, at, ips))
+
+
+def answer(t: RuleSyncTracker, node: str, at: float, pod: str = FAILED) -> None:
+    t.seen(AnswerSeen(node, at, pod))
+
+
+def stage(t: RuleSyncTracker, name: str, subject: str) -> float:
+    found = [s.seconds for s in t.samples(NODES) if s.stage == name and s.subject == subject]
+    assert len(found) == 1, (name, subject, found)
+    return found[0]
+
+
+# --- what kube-proxy programs --------------------------------------------------------------------------------------
+
+
+def test_ready_endpoints_are_programmed_and_unset_ready_counts_as_ready() -> None:
+    unset = {"addresses": ["10.0.0.9"], "conditions": {}}
+    view = slice_view(eps(A, ep("10.0.0.2", "b", ready=False), unset, trigger="2026-11-30T04:00:09Z"))
+    assert view is not None
+    assert view.ready == {"10.0.0.1", "10.0.0.9"}
+    assert view.trigger == 1796011209.0
+    assert dict(view.pods) == {"10.0.0.1": "a", "10.0.0.2": "b"}
+
+
+def test_serving_terminating_endpoints_are_programmed_only_when_none_is_ready() -> None:
+    terminating = slice_view(eps(ep("10.0.0.1", "a", ready=False, terminating=True)))
+    ready = slice_view(eps(B, name="other"))
+    assert terminating is not None and ready is not None
+    assert programmed_set([terminating]) == {"10.0.0.1"}
+    assert programmed_set([terminating, ready]) == {"10.0.0.2"}
+
+
+def test_an_ipv6_slice_is_not_read_by_the_ipv4_rules_probe() -> None:
+    assert slice_view({**eps(A), "addressType": "IPv6"}) is None
+
+
+# --- changes -------------------------------------------------------------------------------------------------------
+
+
+def test_the_first_listing_is_the_state_before_measuring_not_a_change() -> None:
+    t = tracker_with_rules()
+    assert t.changes == [] and t.current == AB
+
+
+def test_a_not_ready_endpoint_is_no_change_its_readiness_is() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False)), 5.0)
+    assert t.changes == []
+    t.endpoint_slice("MODIFIED", eps(A, B, C, trigger="2026-11-30T04:00:09Z"), 6.0)
+    (change,) = t.changes
+    assert (change.number, change.at, change.removed) == (1, 6.0, frozenset())
+    assert change.added == {"10.0.0.3"} and change.added_pods == {"c"}
+    assert change.trigger == 1796011209.0
+
+
+def test_a_change_seen_only_in_a_relist_after_a_gap_is_kept_but_not_timed() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False)), 5.0)
+    t.endpoint_slice("LISTED", eps(A, B, C), 30.0)
+    assert [c.late for c in t.changes] == [True]
+    rules(t, "w1", 31.0, ABC)
+    assert t.samples(NODES) == []
+    assert t.incomplete(NODES) == ["change 1 was seen only after a watch gap (re-list): not timed"]
+    assert t.converged(NODES)
+
+
+# --- rules_programmed ----------------------------------------------------------------------------------------------
+
+
+def test_rules_programmed_ends_when_the_node_rules_hold_exactly_the_new_set() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    rules(t, "w1", 10.4, ABC)
+    rules(t, "w2", 10.9, ABC)
+    assert t.rules_programmed(t.changes[0], "w1") == 10.4
+    assert stage(t, "rules_programmed", "1@w2") == pytest.approx(0.9)
+    assert t.rules_programmed(t.changes[0], "cp") is None
+    assert not t.converged(NODES)
+    assert "change 1 on cp: the rules never held the new endpoints while measured" in t.incomplete(NODES)
+
+
+def test_rules_already_programmed_when_our_watch_saw_the_change_take_zero() -> None:
+    t = tracker_with_rules()
+    rules(t, "w1", 9.98, ABC)  # kube-proxy's watch was a few ms ahead of ours
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    assert t.rules_programmed(t.changes[0], "w1") == 10.0
+
+
+def test_a_change_superseded_before_the_node_synced_is_programmed_with_the_next() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    t.endpoint_slice("MODIFIED", eps(A, B, C, D), 10.3)
+    rules(t, "w1", 10.8, ABC | {"10.0.0.4"})
+    first, second = t.changes
+    assert t.rules_programmed(first, "w1") == t.rules_programmed(second, "w1") == 10.8
+
+
+def test_rules_that_undo_a_change_do_not_count_as_programming_it() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)  # c added...
+    t.endpoint_slice("MODIFIED", eps(A, B), 10.2)  # ...and gone again before w1 synced
+    rules(t, "w1", 10.5, AB)
+    added, removed = t.changes
+    assert t.rules_programmed(added, "w1") is None
+    assert t.rules_programmed(removed, "w1") == 10.2  # w1 never held c: already right when c went
+
+
+# --- traffic_follows -----------------------------------------------------------------------------------------------
+
+
+def test_traffic_follows_an_added_endpoint_at_the_first_answer_from_its_pod() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    rules(t, "w1", 10.4, ABC)
+    answer(t, "w1", 10.5, "a")
+    answer(t, "w1", 10.65, "c")
+    answer(t, "w1", 10.8, "c")
+    assert stage(t, "traffic_follows", "1@w1") == pytest.approx(0.65)
+
+
+def test_traffic_follows_a_removal_one_round_after_the_last_request_that_reached_the_removed_pod() -> None:
+    t = tracker_with_rules(ips=ABC)
+    t.endpoint_slice("LISTED", eps(A, B, C), 0.5)
+    t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False, terminating=True)), 10.0)
+    answer(t, "w1", 10.1, "c")  # still DNATed to c, which still answers
+    answer(t, "w1", 10.3, "c")
+    answer(t, "w1", 10.31, "a")  # same round as c's last answer
+    rules(t, "w1", 10.35, AB)
+    answer(t, "w1", 10.45, "b")
+    assert stage(t, "rules_programmed", "1@w1") == pytest.approx(0.35)
+    assert stage(t, "traffic_follows", "1@w1") == pytest.approx(0.45)
+
+
+def test_refused_requests_while_the_rules_still_hold_the_removed_pod_count_as_traffic_to_it() -> None:
+    t = tracker_with_rules(ips=ABC)
+    t.endpoint_slice("LISTED", eps(A, B, C), 0.5)
+    t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False, terminating=True)), 10.0)
+    answer(t, "w1", 10.5)  # c stopped listening at SIGTERM: refused
+    answer(t, "w1", 11.9)
+    answer(t, "w1", 11.91, "a")
+    rules(t, "w1", 12.0, AB)
+    answer(t, "w1", 12.05)  # fails for another reason after the rules dropped c: not c's traffic
+    answer(t, "w1", 12.1, "b")
+    assert stage(t, "traffic_follows", "1@w1") == pytest.approx(2.1)
+
+
+def test_a_removal_is_not_followed_while_the_rules_still_hold_the_removed_pod() -> None:
+    t = tracker_with_rules(ips=ABC)
+    t.endpoint_slice("LISTED", eps(A, B, C), 0.5)
+    t.endpoint_slice("MODIFIED", eps(A, B), 10.0)
+    answer(t, "w1", 10.2, "a")
+    assert t.traffic_follows(t.changes[0], "w1") is None
+    assert "change 1 on w1: the rules never held the new endpoints while measured" in t.incomplete(NODES)
+
+
+def test_answers_from_a_pod_before_the_previous_change_do_not_count_for_its_return() -> None:
+    t = tracker_with_rules()
+    answer(t, "w1", 2.0, "a")
+    t.endpoint_slice("MODIFIED", eps(B), 10.0)
+    rules(t, "w1", 10.2, frozenset({"10.0.0.2"}))
+    answer(t, "w1", 10.3, "b")
+    t.endpoint_slice("MODIFIED", eps(A, B), 20.0)
+    rules(t, "w1", 20.2, AB)
+    assert t.traffic_follows(t.changes[1], "w1") is None  # a's answer at 2.0 predates its removal
+    answer(t, "w1", 20.4, "a")
+    assert t.traffic_follows(t.changes[1], "w1") == 20.4
+
+
+def test_samples_are_per_change_and_node_with_the_probe_precision() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    for n in NODES:
+        rules(t, n, 10.4, ABC)
+        answer(t, n, 10.5, "c")
+    samples = t.samples(NODES)
+    assert {(s.stage, s.subject, s.run) for s in samples} == {
+        (st, f"1@{n}", 1) for st in ("rules_programmed", "traffic_follows") for n in NODES
+    }
+    assert {s.precision for s in samples} == {PROBE_PRECISION}
+    assert {s.component for s in samples} == {"kube-proxy"}
+    assert t.converged(NODES)
+
+
+# --- recorded on the real cluster ------------------------------------------------------------------------------------
+
+
+def replay(path: Path) -> RuleSyncTracker:
+    records = [json.loads(line) for line in path.read_text().splitlines()][1:]
+    first = min(r["at"] for r in records if "slice" in r)
+    t = RuleSyncTracker(started_at=first - 1)
+    for r in records:
+        if "slice" in r:
+            t.endpoint_slice(r["slice"], r["obj"], r["at"])
+        else:
+            seen = parse_line(r["node"], r["line"])
+            assert seen is not None
+            t.seen(seen)
+    return t
+
+
+RECORDED_NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
+
+
+def test_recorded_scale_up_scale_down_and_pod_deletion_converge_on_every_node() -> None:
+    t = replay(RECORDED)
+    added = [sorted(c.added_pods) for c in t.changes]
+    removed = [sorted(c.removed_pods) for c in t.changes]
+    assert added == [["web-6869ff86c7-mglp6"], [], [], ["web-6869ff86c7-lt5kz"]]
+    assert removed == [[], ["web-6869ff86c7-mglp6"], ["web-6869ff86c7-2p7d2"], []]
+    assert [c.trigger is not None for c in t.changes] == [True, False, False, True]  # a removal carries none
+    assert t.converged(RECORDED_NODES)
+    samples = t.samples(RECORDED_NODES)
+    assert len(samples) == 4 * 3 * 2
+    assert all(0 <= s.seconds < 1.5 for s in samples)
+    # the scale-up's ready endpoint waited for kube-proxy's minSyncPeriod (1 s) after the not-ready one's sync
+    scale_up = [s.seconds for s in samples if s.stage == "rules_programmed" and s.run == 1]
+    assert all(0.8 < x < 1.1 for x in scale_up)
+
+
+def test_recorded_probe_rounds_are_reported_as_they_really_were() -> None:
+    rounds = replay(RECORDED).rounds()
+    assert set(rounds) == set(RECORDED_NODES)
+    assert all(0.1 <= r["median"] < 0.3 for r in rounds.values())
+
+
+# --- kube-proxy's SLI ------------------------------------------------------------------------------------------------
+
+
+def test_sli_snapshot_reads_the_histogram_and_the_ipv4_sync_timestamps() -> None:
+    snap = sli_snapshot("w1", 1796010400.0, parse(KUBE_PROXY_METRICS))
+    assert snap.count == 1 and snap.sum == pytest.approx(0.857026886)
+    assert snap.last_queued == pytest.approx(1796010399.8142025)
+    assert snap.last_sync == pytest.approx(1796010399.8570695)
+    assert snap.waiting == 0.0
+
+
+def test_a_change_queued_after_the_last_sync_is_reported_as_waiting() -> None:
+    snap = SliSnapshot("w1", at=110.0, count=0, sum=0, last_queued=100.0, last_sync=90.0)
+    assert snap.waiting == 10.0
+
+
+def test_sli_is_scraped_inside_the_node_and_a_silent_kube_proxy_is_an_error_not_a_zero() -> None:
+    nodes = FakeNodeExec(FakeRunner(responses={("w1", "curl"): KUBE_PROXY_METRICS}, failures={("w2", "curl"): "t/o"}))
+    assert scrape_sli(nodes, "w1", 1.0).count == 1
+    assert ("w1", "curl") == nodes.calls[0][:2] and nodes.calls[0][-1] == "http://127.0.0.1:10249/metrics"
+    frozen = scrape_sli(nodes, "w2", 1.0)
+    assert frozen.count is None and "w2" in frozen.error
+
+
+def test_sli_delta_is_a_mean_and_a_restart_is_not_a_negative_count() -> None:
+    before = SliSnapshot("w1", 0.0, count=10, sum=5.0)
+    assert sli_delta(before, SliSnapshot("w1", 9.0, count=14, sum=11.0)).mean == 1.5
+    assert sli_delta(before, SliSnapshot("w1", 9.0, count=10, sum=5.0)).mean is None
+    assert "restarted" in sli_delta(before, SliSnapshot("w1", 9.0, count=2, sum=1.0)).error
+    assert sli_delta(before, SliSnapshot("w1", 9.0, error="refused")).error == "refused"
+
+
+def test_ours_from_the_trigger_time_sits_next_to_kube_proxys_sli_per_stretch_and_overall() -> None:
+    t = tracker_with_rules(["w1"])
+    t.endpoint_slice("MODIFIED", eps(A, B, C, trigger="1970-01-01T00:00:09Z"), 10.0)
+    rules(t, "w1", 10.5, ABC)
+    t.endpoint_slice("MODIFIED", eps(A, B, C, D, trigger="1970-01-01T00:00:19Z"), 20.0)
+    rules(t, "w1", 20.3, ABC | {"10.0.0.4"})
+    snaps = [
+        [SliSnapshot("w1", 5.0, count=0, sum=0.0)],
+        [SliSnapshot("w1", 15.0, count=2, sum=3.4)],  # ours: 1.5 from the trigger; one more SLI observation
+        [SliSnapshot("w1", 25.0, count=3, sum=4.8)],
+    ]
+    row = compare_sli(t, ["w1"], snaps)["w1"]
+    assert row["sli"] == {"count": 3, "mean": pytest.approx(1.6), "error": ""}
+    assert row["rules_programmed"]["count"] == 2 and row["rules_programmed"]["mean"] == pytest.approx(0.4)
+    assert row["ours_from_trigger"]["mean"] == pytest.approx(1.4)
+    assert row["difference"] == pytest.approx(0.2)
+    assert row["unmatched"] == 1
+    first, second = row["stretches"]
+    assert first["difference"] == pytest.approx(0.2) and second["difference"] == pytest.approx(0.1)
+    assert row["agreement"] == {"stretches": 2, "mean_difference": pytest.approx(0.15),
+                                "max_abs_difference": pytest.approx(0.2)}  # fmt: skip
+
+
+# --- the measurement, the result, the CLI's pieces -------------------------------------------------------------------
+
+
+def test_rule_sync_is_registered_with_its_params() -> None:
+    load_catalog()
+    assert MEASUREMENTS.get("rule_sync") is RuleSync
+    assert MEASUREMENTS.params_model("rule_sync") is RuleSyncParams
+    assert RuleSyncParams.model_validate({"namespace": "x"}).sli is True
+
+
+def test_measuring_a_missing_service_fails_naming_it() -> None:
+    m = RuleSync(Env(FakeKube(), FakeNodeExec(), "c"), RuleSyncParams(), "rs", "shop")
+    with pytest.raises(MissingService, match="shop/web"):
+        m.start()
+
+
+def test_a_result_with_extra_figures_round_trips() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    for n in NODES:
+        rules(t, n, 10.4, ABC)
+    res = MeasurementResult("rs", "rule_sync", 1.0, 2.0, t.samples(NODES), extra={"changes": [{"number": 1}]})
+    back = MeasurementResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back == res
+    assert MeasurementResult.from_dict({"name": "x", "type": "rule_sync", "started_at": 1}).extra == {}
+
+
+def test_the_table_shows_a_dash_with_the_reason_for_a_percentile_with_too_few_samples() -> None:
+    t = tracker_with_rules()
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    for n in NODES:
+        rules(t, n, 10.4, ABC)
+    res = MeasurementResult("rs", "rule_sync", 1.0, 2.0, t.samples(NODES), extra={"nodes": NODES})
+    out = io.StringIO()
+    print_result(res, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "p50 needs at least 2 samples, have 1" in text
+    assert "—" in text and "0.40s" in text
+
+
+def test_probe_reports_failed_requests_only_when_asked_and_reads_only_live_nft_verdicts() -> None:
+    assert "F $(date" not in probe_script("ns", "web", "10.96.0.10", 80)
+    script = probe_script("ns", "web", "10.96.0.10", 80, failures=True)
+    assert 'echo "F $(date +%s.%N)"' in script
+    assert "grep -o 'goto endpoint-[A-Z0-9]*-ns/web/" in script  # a flushed stale endpoint chain is not live
+    assert parse_line("w1", "F 12.5") == AnswerSeen("w1", 12.5, FAILED)
+
+
+def test_changes_are_parsed_and_the_workload_starts_big_enough_never_to_drop_below_two() -> None:
+    assert parse_changes("scale-up, pod-deleted") == ("scale-up", "pod-deleted")
+    with pytest.raises(UsageError, match="scale-sideways"):
+        parse_changes("scale-up,scale-sideways")
+    assert initial_replicas(["scale-up", "scale-down", "pod-deleted"]) == 3
+    assert initial_replicas(["scale-down"] * 4) == 6
+
+
+def test_slice_view_is_frozen() -> None:
+    view = SliceView(frozenset(), frozenset(), (), None)
+    with pytest.raises(AttributeError):
+        view.trigger = 1.0  # type: ignore[misc]
