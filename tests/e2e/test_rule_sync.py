@@ -1,0 +1,131 @@
+"""kube-proxy rule-sync delay on the real cluster: on a healthy cluster every node follows each endpoint change within a
+few seconds and our figure agrees with kube-proxy's own SLI, in iptables and nftables mode; with kube-proxy frozen on
+one node after a change, that node alone is late, by the time it was frozen."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.proxymode import set_mode
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.engine import FaultResult, run_fault
+from chaoskit.faults.base import Env, NoParams, process_state
+from chaoskit.faults.kube_proxy import KubeProxyFrozen
+from chaoskit.journal import Journal
+from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_changes, start_measurement, wait_converged
+from chaoskit.model.timeline import MeasurementResult, Sample
+
+pytestmark = pytest.mark.e2e
+FROZEN_FOR = 10.0  # seconds kube-proxy stays frozen after the endpoint change
+
+
+@pytest.fixture
+def env(kube: Kube, cluster: str) -> Env:
+    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+
+
+def by_node(result: MeasurementResult, stage: str, run: int | None = None) -> dict[str, list[Sample]]:
+    out: dict[str, list[Sample]] = {}
+    for s in result.samples:
+        if s.stage == stage and (run is None or s.run == run):
+            out.setdefault(s.subject.split("@", 1)[1], []).append(s)
+    return out
+
+
+def report(mode: str, result: MeasurementResult) -> str:
+    lines = [f"{mode}: {len(result.extra['changes'])} endpoint changes"]
+    for stage in ("rules_programmed", "traffic_follows"):
+        for node, xs in sorted(by_node(result, stage).items()):
+            values = sorted(s.seconds for s in xs)
+            lines.append(f"  {stage} {node}: p50 {values[(len(values) - 1) // 2]:.2f}s max {values[-1]:.2f}s "
+                         f"(n={len(values)})")  # fmt: skip
+    for node, row in result.extra["kube_proxy"].items():
+        lines.append(
+            f"  SLI {node}: count {row['sli']['count']} mean {row['sli']['mean']}; ours from trigger "
+            f"{row['ours_from_trigger']['mean']}; rules_programmed mean {row['rules_programmed']['mean']}; "
+            f"difference {row['difference']}; unmatched {row['unmatched']}; agreement {row['agreement']}"
+        )
+    return "\n".join(lines)
+
+
+def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
+    actions: list[dict[str, Any]] = result.extra["actions"]
+    assert actions and all(a["converged"] for a in actions), result.notes
+    changes = [c for c in result.extra["changes"] if not c["late"]]
+    for stage, limit in (("rules_programmed", 3.0), ("traffic_follows", 4.0)):
+        found = by_node(result, stage)
+        assert sorted(found) == nodes
+        for node, xs in found.items():
+            assert len(xs) == len(changes), (stage, node)
+            assert max(s.seconds for s in xs) < limit, (stage, node, [round(s.seconds, 2) for s in xs])
+    for node, row in result.extra["kube_proxy"].items():
+        assert row["sli"]["count"] > 0 and not row["sli"]["error"], (node, row["sli"])
+        # stretches holding only this Service's updates: the histogram has no Service label
+        clean = [s["difference"] for s in row["stretches"] if s["unmatched"] == 0 and s["difference"] is not None]
+        diffs = clean or [row["difference"]]
+        assert all(abs(d) <= 1.0 for d in diffs), (node, diffs)  # the trigger time's 1 s granularity
+
+
+def test_every_node_follows_each_endpoint_change_within_seconds_and_agrees_with_kube_proxys_sli(
+    env: Env, ns: str
+) -> None:
+    result = run_changes(env, ns, CHANGES, repeat=2)
+    print("\n" + report("iptables", result))
+    assert_baseline(result, sorted(n for n in result.extra["nodes"]))
+
+
+def test_in_nftables_mode_too(env: Env, ns: str) -> None:
+    set_mode(env.kube, env.nodes, "nftables")
+    try:
+        result = run_changes(env, ns, CHANGES, repeat=2)
+    finally:
+        set_mode(env.kube, env.nodes, "iptables")
+    print("\n" + report("nftables", result))
+    assert_baseline(result, sorted(result.extra["nodes"]))
+
+
+@pytest.mark.parametrize("change", ["scale-up", "pod-deleted"])
+def test_a_node_whose_kube_proxy_is_frozen_after_a_change_is_late_by_the_freeze_and_only_it(
+    change: str, env: Env, ns: str, tmp_path: Path
+) -> None:
+    node = f"{env.cluster}-worker"
+    workload = Workload(env.kube, ns)
+    workload.deploy()
+    m = start_measurement(env, workload)
+    stop = threading.Event()
+    fault: list[FaultResult] = []
+    journal = Journal(tmp_path / "j.jsonl")
+
+    def freeze() -> None:  # held until `stop`; run_fault thaws it in its finally
+        fault.append(run_fault(env, KubeProxyFrozen(), node, NoParams(), duration=120, journal=journal, stop=stop))
+
+    freezer = threading.Thread(target=freeze)
+    before = len(m.changes())
+    try:
+        freezer.start()
+        env.kube.wait(f"kube-proxy on {node} frozen", lambda: process_state(env, node, "kube-proxy") == "T", 30, 0.2)
+        workload.change(change)
+        first = env.kube.wait("the endpoint change", lambda: m.changes()[before:], 120, 0.05)[0]
+        time.sleep(max(0.0, first.at + FROZEN_FOR - time.time()))
+    finally:
+        stop.set()
+        freezer.join(timeout=120)
+        converged = wait_converged(m, workload, before, 60)
+        result = m.stop()
+    assert fault and fault[0].effect_s is not None and fault[0].recovery_s is not None, fault and fault[0].errors
+    assert converged, result.notes
+    late = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "rules_programmed", first.number).items()}
+    follows = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "traffic_follows", first.number).items()}
+    print(f"\nfrozen {node} for {FROZEN_FOR:.0f}s after {change} (change {first.number}): rules_programmed {late}, "
+          f"traffic_follows {follows}\n{report('iptables', result)}")  # fmt: skip
+    assert 9.0 <= late.pop(node) <= 14.0
+    assert all(v < 3.0 for v in late.values()), late
+    assert 9.0 <= follows.pop(node) <= 15.0  # new pod not reached / the deleted one still DNATed to, and refusing
+    assert all(v < 4.0 for v in follows.values()), follows
