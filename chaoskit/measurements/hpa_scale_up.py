@@ -25,6 +25,7 @@ from chaoskit.measurements.watch import Obj, Watcher
 from chaoskit.model.timeline import (
     API_PRECISION,
     PROBE_PRECISION,
+    RUN_SUBJECT,
     STAGE_COMPONENTS,
     WATCH_PRECISION,
     Gap,
@@ -100,6 +101,7 @@ class HpaTracker:
     known_pods: set[str] = field(default_factory=set)  # there before we started: not part of any scale-up
     deleted: set[str] = field(default_factory=set)
     above_since: Stamp | None = None  # the first metric sample above target since the last decision
+    forced_at: Stamp | None = None  # minReplicas raised since the last decision
     rules: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> endpoint IP -> first seen
     node_ips: dict[str, frozenset[str]] = field(default_factory=dict)
     answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
@@ -113,7 +115,7 @@ class HpaTracker:
                 self.target_utilization = float(target["averageUtilization"])
         min_replicas = int(spec.get("minReplicas", 1))
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
-            self._trigger(Stamp(at, WATCH_PRECISION))
+            self.forced_at = self.forced_at or Stamp(at, WATCH_PRECISION)
         self.min_replicas = min_replicas
         desired = status.get("desiredReplicas")
         if desired is None:
@@ -123,8 +125,10 @@ class HpaTracker:
             stamp = Stamp(at, WATCH_PRECISION)
             if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
                 stamp = Stamp(api_time(status.get("lastScaleTime")) or at, API_PRECISION)
-            self.scale_ups.append(ScaleUp(len(self.scale_ups) + 1, stamp, self.desired, desired, self.above_since))
-            self.above_since = None
+            causes = [c for c in (self.above_since, self.forced_at) if c is not None]
+            trigger = min(causes, key=lambda c: c.at) if causes else None
+            self.scale_ups.append(ScaleUp(len(self.scale_ups) + 1, stamp, self.desired, desired, trigger))
+            self.above_since = self.forced_at = None
         self.desired = desired
 
     def metric(self, sampled_at: float, utilization: float) -> None:
@@ -136,10 +140,6 @@ class HpaTracker:
                 self.above_since = Stamp(sampled_at, API_PRECISION)
         else:
             self.above_since = None
-
-    def _trigger(self, stamp: Stamp) -> None:
-        if self.above_since is None or stamp.at < self.above_since.at:
-            self.above_since = stamp
 
     def replicaset(self, kind: str, obj: Obj, at: float) -> None:
         name, replicas = obj["metadata"]["name"], int(obj.get("spec", {}).get("replicas") or 0)
@@ -218,9 +218,9 @@ class HpaTracker:
         out: list[Sample] = []
         for up in self.scale_ups:
             if up.trigger is not None:
-                out.append(self._sample("hpa_decision", "hpa", up.trigger, up.decided, up.run))
+                out.append(self._sample("hpa_decision", RUN_SUBJECT, up.trigger, up.decided, up.run))
             if up.rs_scaled is not None:
-                out.append(self._sample("replicaset_scaled", "hpa", up.decided, up.rs_scaled, up.run))
+                out.append(self._sample("replicaset_scaled", RUN_SUBJECT, up.decided, up.rs_scaled, up.run))
         runs = {up.run: up for up in self.scale_ups}
         for times in self.pods.values():
             scale_up = runs.get(times.run)
@@ -321,6 +321,9 @@ class HpaScaleUp(Measurement):
         for probe in self.probes:
             probe.start()
         self.poller.start()
+        for w in self.watchers:  # a change made right after start() must not hide in the initial list
+            if not w.wait_listed(30):
+                raise MissingPiece(f"could not list {w.path} within 30s: {w.gaps or 'no answer'}")
 
     def _locked(self, handler: Any) -> Any:
         def call(kind: str, obj: Obj, at: float) -> None:

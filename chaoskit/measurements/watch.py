@@ -25,11 +25,15 @@ class Watcher:
         self.kube, self.path, self.on_event, self.stop, self.query = kube, path, on_event, stop, query
         self.gaps: list[Gap] = []
         self.errors: list[str] = []
+        self.listed = threading.Event()  # set once the first list is in: events from then on are ours
         self.thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
 
     def start(self) -> Watcher:
         self.thread.start()
         return self
+
+    def wait_listed(self, timeout: float) -> bool:
+        return self.listed.wait(timeout)
 
     def join(self) -> None:
         self.thread.join(timeout=WATCH_WINDOW + 5)
@@ -56,6 +60,7 @@ class Watcher:
         now = time.time()
         for obj in listing.get("items", []):
             self.on_event("LISTED", obj, now)
+        self.listed.set()
         return str(listing.get("metadata", {}).get("resourceVersion", ""))
 
     def _watch(self, version: str) -> None:

@@ -46,6 +46,9 @@ MIN_SAMPLES: dict[str, int] = {"p50": 2, "p90": 10, "p99": 100}
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 
 
+RUN_SUBJECT = "scale-up"  # the subject of stages that belong to a whole scale-up, not to one of its pods
+
+
 @dataclass(frozen=True)
 class Sample:
     """One stage of one subject: when it started and ended (wall clock, seconds) and how precise that is."""
@@ -148,9 +151,16 @@ class MeasurementResult:
         return out
 
     def totals(self) -> list[Sample]:
+        """End to end per subject: a pod's total starts where its scale-up did (the run-level stages)."""
         spans: dict[tuple[int, str], list[Sample]] = {}
         for s in self.samples:
-            spans.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
+            if s.subject != RUN_SUBJECT:
+                spans.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
+        for s in self.samples:
+            if s.subject == RUN_SUBJECT:
+                for (run, _), xs in spans.items():
+                    if run == s.run:
+                        xs.append(s)
         return [
             Sample(
                 self.type,
