@@ -1,8 +1,10 @@
-"""The in-node probe both measurements read the dataplane with: one shell loop per node, started once.
+"""The in-node probe both measurements read the dataplane with: one shell per node, started once.
 
-Polling with one `docker exec` per look would cost a process start on the host every 100 ms per node; a loop
-inside the node reads the rules (iptables-save or nft, whichever mode kube-proxy runs) and asks the Service, then
-prints only what changed, stamped with the node's clock (the host's: a kind node shares its kernel).
+Polling with one `docker exec` per look would cost a process start on the host every 100 ms per node; loops
+inside the node read the rules (iptables-save or nft, whichever mode kube-proxy runs) and ask the Service, then
+print only what changed, stamped with the node's clock (the host's: a kind node shares its kernel). The rules and
+the requests run in two loops, so a request hanging on a gone endpoint (up to curl's 1 s) does not delay the next
+rules read.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ FAILED = ""  # AnswerSeen.pod of a request that got no answer (refused or timed 
 
 
 def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False) -> str:
-    """The loop run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer, and with
+    """The loops run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer, and with
     `failures` `F <t>` per request that got no answer."""
     ns_svc = f"{namespace}/{service}"
     # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
@@ -53,14 +55,16 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
     ask = f'a=$(curl -s --max-time 1 {url}) && echo "A $(date +%s.%N) $a"'
     if failures:
         ask += ' || echo "F $(date +%s.%N)"'
-    return (
+    rules = (
         "last=x; while :; do t=$(date +%s.%N);"
         f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"
         f" else ips=$({ipt} | sort -u | tr '\\n' ' '); fi;"
-        ' if [ "$ips" != "$last" ]; then echo "R $t $ips"; last=$ips; fi;'
-        + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND))
-        + f" wait; sleep {INTERVAL}; done"
+        f' if [ "$ips" != "$last" ]; then echo "R $t $ips"; last=$ips; fi; sleep {INTERVAL}; done'
     )
+    requests = (
+        "while :; do" + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND)) + f" wait; sleep {INTERVAL}; done"
+    )
+    return f"( {rules} ) & ( {requests} ) & wait"
 
 
 def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
