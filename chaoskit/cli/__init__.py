@@ -30,7 +30,7 @@ def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespa
 
 
 def _register() -> None:
-    from chaoskit.cli import cluster, demo, diagnose, faults, metrics, playbook, run
+    from chaoskit.cli import cluster, demo, diagnose, faults, measure, metrics, playbook, run
 
     cli.add_command(cluster.cluster)
     cli.add_command(demo.demo)
@@ -42,6 +42,7 @@ def _register() -> None:
     cli.add_command(faults.revert)
     cli.add_command(run.run)
     cli.add_command(metrics.metrics)
+    cli.add_command(measure.measure)
 
 
 _register()

@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
-from chaoskit.cli.faults import _env
+from chaoskit.cli.options import cluster_env
 from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
@@ -52,7 +52,9 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
         raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")
     record = _record(record_path) if record_path else None
     progress = Progress()
-    result = run_diagnosis(_env(g, cluster), control_plane, [n.name for n in nodes], components, say=progress.info)
+    result = run_diagnosis(
+        cluster_env(g, cluster), control_plane, [n.name for n in nodes], components, say=progress.info
+    )
     if output_file is not None:
         output_file.write_text(render(result, fmt, record))
         progress.info(f"{fmt} report written to {output_file}")

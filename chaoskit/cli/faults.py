@@ -12,14 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import emit, output_option
+from chaoskit.cli.options import cluster_env, emit, output_option
 from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, UsageError
-from chaoskit.faults.base import Env, Fault
+from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
@@ -70,11 +68,6 @@ def describe(name: str) -> None:
     click.echo(json.dumps(cls.Params.model_json_schema(), indent=2))
 
 
-def _env(g: Globals, cluster: str) -> Env:
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
-    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
-
-
 def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
     nodes = node_containers(SubprocessRunner(), cluster)
     if not nodes:
@@ -114,7 +107,7 @@ def inject(
     journal = Journal(journal_path or Path(f"chaoskit-journal-{fault}.jsonl"))
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
-        result = run_fault(_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
+        result = run_fault(cluster_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
                            journal=journal, say=progress.info)  # fmt: skip
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
             "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors}  # fmt: skip
@@ -132,7 +125,7 @@ def revert(g: Globals, journal_path: Path, cluster: str) -> None:
     progress = Progress()
     journal = Journal(journal_path)
     pending = journal.pending()
-    env = _env(g, cluster)
+    env = cluster_env(g, cluster)
     done = revert_journal(env, journal, say=progress.info)
     run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
     if run_ids:  # the run's component locks would otherwise hold until its deadlines

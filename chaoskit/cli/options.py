@@ -10,6 +10,12 @@ from typing import Any, TypeVar
 import click
 from ruamel.yaml import YAML
 
+from chaoskit.cli import Globals
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.faults.base import Env
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -37,3 +43,9 @@ def emit(data: object, fmt: str) -> None:
         y.default_flow_style = False
         y.width = 4096  # a command line in a plan must stay on one line to be pasteable
         y.dump(json.loads(json.dumps(data, default=str)), sys.stdout)
+
+
+def cluster_env(g: Globals, cluster: str) -> Env:
+    """The seams for a kind cluster, from the global --kubeconfig/--context (default context kind-<cluster>)."""
+    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
+    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)

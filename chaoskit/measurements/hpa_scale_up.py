@@ -4,7 +4,7 @@ the new pod through the Service, from each node", cut into stages each owned by 
 Where each timestamp comes from, and so its precision:
 - metric above target: the metrics API sample's own timestamp (1 s); or, for a scale-up forced by raising
   minReplicas, when we saw that spec change (ms);
-- HPA decision, ReplicaSet scaled, Pod created / scheduled / containers running / Ready, ready in the
+- HPA decision (its write of the Deployment's scale; its status follows later), ReplicaSet scaled, Pod created / scheduled / containers running / Ready, ready in the
   EndpointSlice: when our watch received the change (ms); after a watch gap, the objects' own timestamps (1 s);
 - rules programmed and first request: the in-node probe, every 100 ms.
 """
@@ -94,6 +94,9 @@ class HpaTracker:
     started_at: float
     target_utilization: float | None = None
     desired: int | None = None
+    replicas: int | None = None  # the Deployment's spec.replicas, as the HPA last set it
+    last_scale_time: float | None = None
+    early_rs: Stamp | None = None  # a ReplicaSet scale-up seen before the Deployment change that caused it
     min_replicas: int | None = None
     rs_replicas: dict[str, int] = field(default_factory=dict)
     scale_ups: list[ScaleUp] = field(default_factory=list)
@@ -109,6 +112,7 @@ class HpaTracker:
 
     def hpa(self, kind: str, obj: Obj, at: float) -> None:
         spec, status = obj.get("spec", {}), obj.get("status", {})
+        self.last_scale_time = api_time(status.get("lastScaleTime")) or self.last_scale_time
         for metric in spec.get("metrics", []):
             target = metric.get("resource", {}).get("target", {})
             if target.get("averageUtilization") is not None:
@@ -117,19 +121,26 @@ class HpaTracker:
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
             self.forced_at = self.forced_at or Stamp(at, WATCH_PRECISION)
         self.min_replicas = min_replicas
-        desired = status.get("desiredReplicas")
-        if desired is None:
+        if status.get("desiredReplicas") is not None:
+            self.desired = int(status["desiredReplicas"])
+
+    def deployment(self, kind: str, obj: Obj, at: float) -> None:
+        """The HPA's decision lands as a write of the Deployment's scale: spec.replicas raised."""
+        replicas = int(obj.get("spec", {}).get("replicas") or 0)
+        before, self.replicas = self.replicas, replicas
+        if before is None or replicas <= before:
             return
-        desired = int(desired)
-        if self.desired is not None and desired > self.desired:
-            stamp = Stamp(at, WATCH_PRECISION)
-            if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
-                stamp = Stamp(api_time(status.get("lastScaleTime")) or at, API_PRECISION)
-            causes = [c for c in (self.above_since, self.forced_at) if c is not None]
-            trigger = min(causes, key=lambda c: c.at) if causes else None
-            self.scale_ups.append(ScaleUp(len(self.scale_ups) + 1, stamp, self.desired, desired, trigger))
-            self.above_since = self.forced_at = None
-        self.desired = desired
+        stamp = Stamp(at, WATCH_PRECISION)
+        if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
+            stamp = Stamp(self.last_scale_time or at, API_PRECISION)
+        causes = [c for c in (self.above_since, self.forced_at) if c is not None]
+        trigger = min(causes, key=lambda c: c.at) if causes else None
+        up = ScaleUp(len(self.scale_ups) + 1, stamp, before, replicas, trigger)
+        if self.early_rs is not None and self.early_rs.at >= stamp.at - 2.0:
+            up.rs_scaled = self.early_rs  # its watch event overtook the Deployment's
+        self.early_rs = None
+        self.scale_ups.append(up)
+        self.above_since = self.forced_at = None
 
     def metric(self, sampled_at: float, utilization: float) -> None:
         """A metrics API sample (its own timestamp) of the pods' average CPU utilization, in percent."""
@@ -147,10 +158,12 @@ class HpaTracker:
         self.rs_replicas[name] = replicas
         if before is None or replicas <= before:
             return
+        stamp = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
         for up in reversed(self.scale_ups):
-            if up.decided.at <= at + WATCH_PRECISION and up.rs_scaled is None:
-                up.rs_scaled = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
+            if up.rs_scaled is None:
+                up.rs_scaled = stamp
                 return
+        self.early_rs = stamp
 
     def pod(self, kind: str, obj: Obj, at: float) -> None:
         meta, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
@@ -296,6 +309,7 @@ class HpaScaleUp(Measurement):
         except ToolError as exc:
             raise MissingPiece(f"the metrics API (metrics-server) is not answering, no HPA can scale: {exc}") from exc
         self.tracker.hpa("LISTED", hpa, time.time())
+        self.tracker.deployment("LISTED", deploy, time.time())
         selector = ",".join(f"{k}={v}" for k, v in deploy["spec"]["selector"]["matchLabels"].items())
         self.request_cores = _requested_cores(deploy)
         self.selector = selector
@@ -303,6 +317,8 @@ class HpaScaleUp(Measurement):
         self.watchers = [
             Watcher(kube, f"/apis/autoscaling/v2{base}/horizontalpodautoscalers", self._locked(self.tracker.hpa),
                     self.stop_event, fieldSelector=f"metadata.name={p.deployment}"),
+            Watcher(kube, f"/apis/apps/v1{base}/deployments", self._locked(self.tracker.deployment), self.stop_event,
+                    fieldSelector=f"metadata.name={p.deployment}"),
             Watcher(kube, f"/apis/apps/v1{base}/replicasets", self._locked(self.tracker.replicaset), self.stop_event,
                     labelSelector=selector),
             Watcher(kube, f"/api/v1{base}/pods", self._locked(self.tracker.pod), self.stop_event,

@@ -25,8 +25,8 @@ class Stage:
 
 # The HPA-to-Ready critical path, in order: each stage starts where the previous one ends.
 HPA_STAGES: tuple[Stage, ...] = (
-    Stage("hpa_decision", "controller-manager", "metric above target → the HPA writes new desired replicas"),
-    Stage("replicaset_scaled", "controller-manager", "HPA desired replicas → the ReplicaSet's replicas raised"),
+    Stage("hpa_decision", "controller-manager", "metric above target → the HPA raises the Deployment's replicas"),
+    Stage("replicaset_scaled", "controller-manager", "Deployment scaled → its ReplicaSet's replicas raised"),
     Stage("pod_created", "controller-manager", "ReplicaSet scaled → the Pod object created"),
     Stage("scheduled", "scheduler", "Pod created → bound to a node (PodScheduled)"),
     Stage("containers_started", "kubelet", "scheduled → every container running"),
