@@ -94,6 +94,7 @@ def run_fault(
     deadline: float | None = None,
     say: Callable[[str], None] = lambda _: None,
     stop: threading.Event | None = None,
+    on_effect: Callable[[], None] | None = None,
 ) -> FaultResult:
     """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs."""
     plan: FaultPlan = fault.plan(node, params)
@@ -118,6 +119,8 @@ def run_fault(
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
         else:
             say(f"effect observed after {result.effect_s:.1f}s")
+            if on_effect is not None:
+                on_effect()  # while the fault holds: e.g. the diagnosis taken "during"
         remaining = duration - (time.monotonic() - injected_at)
         if remaining > 0 and (stop or threading.Event()).wait(remaining):
             result.errors.append("interrupted while holding the fault")

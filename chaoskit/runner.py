@@ -19,6 +19,7 @@ from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.cluster.kind import NodeContainer
 from chaoskit.cluster.proxymode import ProxyModeUnsupported, configured_mode, set_mode
+from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import FaultResult, poll, run_fault
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
 from chaoskit.faults.base import Env, Fault
@@ -138,7 +139,8 @@ class Runner:
         self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
-        self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
+        self.restore_proxy_mode: str | None = None
+        self.diagnose_enabled = False  # kube-proxy's mode before the playbook switched it
 
     def run(self, pb: Playbook) -> RunRecord:
         rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
@@ -171,14 +173,17 @@ class Runner:
             rec.verdict = "aborted"
             rec.errors.append("steady state not met before injecting; nothing was injected")
             return
+        self.diagnose_enabled = pb.spec.diagnose
+        self._diagnose(rec, "before")
         running = self._start_measurements(pb)
         try:
             for step in pb.spec.steps:
                 group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
-                rec.steps += self._group(group)
+                rec.steps += self._group(group, rec)
                 if self.stop.is_set():
                     raise KeyboardInterrupt
             rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
+            self._diagnose(rec, "after")
         finally:
             results = {m.label: m.stop() for m in running}
             rec.measurements = [r.to_dict() for r in results.values()]
@@ -219,23 +224,39 @@ class Runner:
         self.say(f"steady state {when}: {name} {'ok' if record.ok else 'FAILED'} ({record.detail})")
         return record
 
-    def _group(self, group: list[FaultStep]) -> list[StepRecord]:
+    def _diagnose(self, rec: RunRecord, when: str, step: str = "") -> None:
+        """A diagnosis of every component into the run record; never fails the run (it reports, it does not judge)."""
+        if not self.diagnose_enabled:
+            return
+        control_plane = next((n.name for n in self.nodes if n.role == "control-plane"), self.nodes[0].name)
+        try:
+            found = diagnose(self.env, control_plane, [n.name for n in self.nodes])
+        except Exception as exc:  # a broken diagnoser must not cost the experiment
+            self.say(f"diagnosis {when} failed: {type(exc).__name__}: {exc}")
+            return
+        failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
+        self.say(f"diagnosis {when}{f' ({step})' if step else ''}: {', '.join(failing) or 'every component ok'}"
+                 f" ({found.duration_s:.1f}s)")  # fmt: skip
+        rec.diagnoses.append({"when": when, "step": step, "report": found.to_dict()})
+
+    def _group(self, group: list[FaultStep], rec: RunRecord) -> list[StepRecord]:
         """Steps that run together; each component they break is locked once for the whole group."""
         seconds = max(s.after + s.deadline for s in group)
         locks = []
         try:
             for component in sorted({fault_for(s).component for s in group}):
                 locks.append(acquire(self.env.kube, component, holder_id(self.run_id), seconds))
+            during = _Once(lambda: self._diagnose(rec, "during", ", ".join(s.name or s.fault for s in group)))
             if len(group) == 1:
-                return [self._step(group[0])]
-            return self._together(group)
+                return [self._step(group[0], during)]
+            return self._together(group, during)
         finally:
             for lock in locks:
                 release(self.env.kube, lock)
 
-    def _together(self, group: list[FaultStep]) -> list[StepRecord]:
+    def _together(self, group: list[FaultStep], during: _Once) -> list[StepRecord]:
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
-            futures = [pool.submit(self._step, s) for s in group]
+            futures = [pool.submit(self._step, s, during) for s in group]
             try:
                 return [f.result() for f in futures]
             except KeyboardInterrupt:
@@ -244,7 +265,7 @@ class Runner:
                     f.result()
                 raise
 
-    def _step(self, step: FaultStep) -> StepRecord:
+    def _step(self, step: FaultStep, on_effect: Callable[[], None]) -> StepRecord:
         fault = fault_for(step)
         node = resolve_node(self.nodes, step.target.node if step.target else None, fault.target_role)
         rec = StepRecord(step.name, step.fault, node)
@@ -253,7 +274,7 @@ class Runner:
         params = FAULTS.params_model(step.fault).model_validate(step.params)
         result: FaultResult = run_fault(
             self.env, fault, node, params, duration=step.duration, deadline=step.deadline,
-            journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop,
+            journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=on_effect,
         )  # fmt: skip
         rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
         rec.recovery_s, rec.errors = result.recovery_s, result.errors
@@ -282,6 +303,20 @@ class Runner:
             self.env.kube.delete(f"/api/v1/namespaces/{pb.spec.namespace}")
         except ChaoskitError as exc:
             self.say(f"could not delete namespace {pb.spec.namespace}: {exc}")
+
+
+class _Once:
+    """Calls `action` the first time it is called, from whichever step's thread gets there first."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action, self.lock, self.done = action, threading.Lock(), False
+
+    def __call__(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+        self.action()
 
 
 def _ready_replicas(env: Env, ns: str) -> int:

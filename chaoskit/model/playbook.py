@@ -227,6 +227,11 @@ class Spec(_Model):
     workload: Workload | None = Field(
         default=None, description="Deploy chaoskit's test workload (omit to bring your own)."
     )
+    diagnose: bool = Field(
+        default=True,
+        description="Diagnose every component before the first fault, while each group of steps holds, and after "
+        "the last revert; the reports go into the run record.",
+    )
     kube_proxy_mode: Literal["iptables", "nftables", "ipvs"] | None = Field(
         default=None,
         description="Run with every kube-proxy in this mode (switched in place, restored afterwards); ipvs is "
