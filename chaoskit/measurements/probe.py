@@ -34,12 +34,12 @@ class AnswerSeen:
     pod: str  # the pod that answered a request through the Service (the workload answers with its hostname)
 
 
-FAILED = ""  # AnswerSeen.pod of a request that got no answer (refused or timed out), when the probe reports them
+FAILED = ""  # AnswerSeen.pod of a request that got no answer (refused or timed out): `at` is when it was sent
 
 
 def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False) -> str:
     """The loops run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer, and with
-    `failures` `F <t>` per request that got no answer."""
+    `failures` `F <t sent>` per request that got no answer."""
     ns_svc = f"{namespace}/{service}"
     # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
     # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
@@ -52,9 +52,11 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
         " | sed 's/to-destination //'"
     )  # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment
     url = f"http://{cluster_ip}:{port}/"
-    ask = f'a=$(curl -s --max-time 1 {url}) && echo "A $(date +%s.%N) $a"'
-    if failures:
-        ask += ' || echo "F $(date +%s.%N)"'
+    # an HTTP error or an empty body is no answer from a pod: a request DNATed to a gone pod's IP leaves by the default
+    # route, where something else may answer
+    ask = f'a=$(curl -sf --max-time 1 {url}) && [ -n "$a" ] && echo "A $(date +%s.%N) $a"'
+    if failures:  # stamped when sent: a request hanging on a gone endpoint fails only at curl's timeout
+        ask = f's=$(date +%s.%N); {ask} || echo "F $s"'
     rules = (
         "last=x; while :; do t=$(date +%s.%N);"
         f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"

@@ -7,18 +7,19 @@ Stages (RULE_SYNC_STAGES), both starting when our EndpointSlice watch received t
   later change's set that includes this one (a change superseded before the node synced is programmed with the next);
 - traffic_follows: requests through the Service from the node follow the change. For an added endpoint: the first
   answer from its pod. For a removed one: the first probe round after the last request that still reached it (an
-  answer from its pod, or a failed request while the node's rules still held it: the workload stops listening at
-  SIGTERM, so a request DNATed to a terminating pod is refused). Bias: each round sends 4 parallel requests that
-  kube-proxy balances at random, so with k endpoints a round reaches a given one with p = 1 - (1 - 1/k)^4: an added
-  endpoint reads late by 1/p - 1 rounds on average (a quarter round at k=3, two at k=10), and a removed one that
-  happens not to be reached reads early, by as much.
+  answer from its pod, or a request sent while the node's rules still held it that got no answer: the workload
+  stops listening at SIGTERM, so a request DNATed to a terminating pod is refused, or hangs once the pod is gone).
+  Bias: each round sends 4 parallel requests that kube-proxy balances at random, so with k endpoints a round reaches
+  a given one with p = 1 - (1 - 1/k)^4: an added endpoint reads late by 1/p - 1 rounds on average (a quarter round at
+  k=3, two at k=10), and a removed one that happens not to be reached reads early, by as much.
 
 Where each timestamp comes from, and so its precision:
 - the endpoint change: our watch receiving the EndpointSlice (our clock, ~1 ms; kube-proxy's own watch may get it a
   few ms before or after us). A change seen only in a re-list after a watch gap is kept but not timed;
 - the rules and the answers: the in-node probe (probe.py), stamped with the node's clock, which is the host's (a kind
-  node shares its kernel). Samples carry its nominal PROBE_PRECISION (100 ms sleep per round); a round also spends
-  the rules read and the requests, ~150 ms median on a 2-CPU host, so the result notes the real spacing per node;
+  node shares its kernel). Samples carry its nominal PROBE_PRECISION (100 ms between reads). The rules are read every
+  100 ms plus the read itself (tens of ms); request rounds take longer, ~150 ms median on a 2-CPU host and up to
+  1.1 s when a request hangs on a gone endpoint, so the result notes their real spacing per node;
 - the slice's `endpoints.kubernetes.io/last-change-trigger-time` annotation: the pod's Ready transition, 1 s. It is
   where kube-proxy's SLI starts; a terminating endpoint's update carries none, so kube-proxy times no removal;
 - kube-proxy's SLI: its histogram scraped in each node (127.0.0.1:10249) at start, at every `mark()` and at stop;
@@ -129,7 +130,7 @@ class RuleSync(Measurement):
             res.extra["probe_rounds"] = rounds = self.tracker.rounds()
             if len(self.snapshots) >= 2:
                 res.extra["kube_proxy"] = compare_sli(self.tracker, self.nodes, self.snapshots)
-        res.notes += [f"probe rounds on {node}: median {r['median']:.2f}s, max {r['max']:.2f}s apart"
+        res.notes += [f"request rounds on {node}: median {r['median']:.2f}s, max {r['max']:.2f}s apart"
                       f" (nominal {INTERVAL:g}s)" for node, r in rounds.items()]  # fmt: skip
         res.gaps = list(self.watcher.gaps)
         res.errors += self.watcher.errors

@@ -89,7 +89,7 @@ class NodeAnswers:
     """One node's probe answers, indexed for the stage searches (times sorted; lines can arrive a bit out of order)."""
 
     all: list[float] = field(default_factory=list)  # every answer, any pod
-    failed: list[float] = field(default_factory=list)
+    failed: list[float] = field(default_factory=list)  # when each request that got no answer was sent
     by_pod: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, at: float, pod: str) -> None:
@@ -199,7 +199,7 @@ class RuleSyncTracker:
             gone = self._first_rules(node, change.at, lambda ips: not change.removed & ips)
             reached = [_last_in(answers.by_pod.get(p, []), change.at, self._readded(change, p))
                        for p in change.removed_pods]  # fmt: skip
-            reached.append(_last_in(answers.failed, change.at, gone))  # refused by a pod the rules still held
+            reached.append(_last_in(answers.failed, change.at, gone))  # sent while the rules still held a removed pod
             last = max((t for t in reached if t is not None), default=None)
             after = _first_at_or_after(answers.all, change.at if last is None else last + ROUND_GAP)
             if after is None or gone is None:
@@ -234,7 +234,8 @@ class RuleSyncTracker:
         return out
 
     def rounds(self) -> dict[str, dict[str, float]]:
-        """Per node, how far apart the probe's rounds really were (nominally INTERVAL): the figures' true resolution."""
+        """Per node, how far apart the probe's request rounds really were (nominally INTERVAL): traffic_follows' true
+        resolution."""
         out: dict[str, dict[str, float]] = {}
         for node, answers in sorted(self.answers.items()):
             starts = [t for i, t in enumerate(answers.all) if i == 0 or t - answers.all[i - 1] > ROUND_GAP]

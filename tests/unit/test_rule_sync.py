@@ -392,9 +392,10 @@ def test_the_table_shows_a_dash_with_the_reason_for_a_percentile_with_too_few_sa
 
 
 def test_probe_reports_failed_requests_only_when_asked_and_reads_only_live_nft_verdicts() -> None:
-    assert "F $(date" not in probe_script("ns", "web", "10.96.0.10", 80)
+    assert '"F $s"' not in probe_script("ns", "web", "10.96.0.10", 80)
     script = probe_script("ns", "web", "10.96.0.10", 80, failures=True)
-    assert 'echo "F $(date +%s.%N)"' in script
+    assert "s=$(date +%s.%N); a=$(curl -sf" in script and '|| echo "F $s"' in script  # stamped when sent
+    assert '[ -n "$a" ] && echo "A' in script  # an empty or HTTP-error answer is not a pod's
     assert "grep -o 'goto endpoint-[A-Z0-9]*-ns/web/" in script  # a flushed stale endpoint chain is not live
     assert parse_line("w1", "F 12.5") == AnswerSeen("w1", 12.5, FAILED)
 
@@ -411,3 +412,19 @@ def test_slice_view_is_frozen() -> None:
     view = SliceView(frozenset(), frozenset(), (), None)
     with pytest.raises(AttributeError):
         view.trigger = 1.0  # type: ignore[misc]
+
+
+def test_recorded_frozen_worker_is_late_by_the_freeze_and_its_requests_still_reach_the_deleted_pod() -> None:
+    t = replay(DATA / "rule_sync" / "iptables-frozen-worker-pod-deleted.jsonl")
+    removal, addition = t.changes
+    assert removal.removed_pods and addition.added_pods
+    assert t.converged(RECORDED_NODES)
+    for node in RECORDED_NODES:
+        programmed, follows = t.rules_programmed(removal, node), t.traffic_follows(removal, node)
+        assert programmed is not None and follows is not None
+        if node == "chaoskit-worker":
+            assert 10.0 < programmed - removal.at < 10.5
+            assert 10.0 < follows - removal.at < 10.6  # refused or hung requests until its rules dropped the pod
+            assert t.answers[node].failed, "the frozen node's requests to the deleted pod got no answer"
+        else:
+            assert programmed - removal.at < 1.0 and follows - removal.at < 1.0
