@@ -292,7 +292,7 @@ class Runner:
                           cpu_percent=w.hpa.cpu_percent),
         ):  # fmt: skip
             kube.apply(obj)
-        kube.wait("the web workload to be ready", lambda: _ready_replicas(self.env, ns) >= 1, 120)
+        kube.wait("the web workload to be ready", lambda: workloads.ready_replicas(self.env.kube, ns) >= 1, 120)
         self.say(f"workload ready in namespace {ns}")
         time.sleep(w.load.start_after)
         url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
@@ -317,8 +317,3 @@ class _Once:
                 return
             self.done = True
         self.action()
-
-
-def _ready_replicas(env: Env, ns: str) -> int:
-    d = env.kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web")
-    return int(d.get("status", {}).get("readyReplicas") or 0)

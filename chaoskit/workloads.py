@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
+from chaoskit.cluster.kube import Kube
 
 Obj = dict[str, Any]
 PORT = 8080
@@ -147,3 +148,8 @@ def client_pod(ns: str, name: str, node: str | None = None) -> Obj:
         "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
         "spec": spec,
     }
+
+
+def ready_replicas(kube: Kube, ns: str, name: str = "web") -> int:
+    d = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")
+    return int(d.get("status", {}).get("readyReplicas") or 0)

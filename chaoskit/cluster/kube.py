@@ -25,6 +25,7 @@ class KubeError(ToolError):
 @dataclass
 class Kube:
     api: client.ApiClient
+    requests: int = 0  # API requests made (each watch counts once): what the benchmarks report
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
@@ -35,6 +36,7 @@ class Kube:
 
     # Generic access through the dynamic paths keeps this seam small: everything is a dict.
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        self.requests += 1
         try:
             data, _, _ = self.api.call_api(
                 path,
@@ -115,6 +117,7 @@ class Kube:
 
     def raw(self, path: str) -> str:
         """GET a non-JSON endpoint (/readyz, /metrics) as text."""
+        self.requests += 1
         try:
             resp = self.api.call_api(
                 path,
@@ -131,6 +134,7 @@ class Kube:
 
     def events(self, path: str, timeout: float, **query: str) -> Iterator[tuple[str, Obj]]:
         """Watch a collection path; yields (type, object) until timeout."""
+        self.requests += 1
         w = watch.Watch()
         func = _WatchFunc(self, path)
         try:

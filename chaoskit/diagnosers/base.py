@@ -100,6 +100,11 @@ class Finding:
         )
 
 
+# When several components fail at once, the one the others depend on is the likelier cause.
+CAUSAL_RANK = {"etcd": 0, "apiserver": 1, "runtime": 2, "kubelet": 3, "scheduler": 4, "controller-manager": 5,
+               "kube-proxy": 6}  # fmt: skip
+
+
 def by_severity(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """Critical first; the order within one severity is the order the checks ran (stable sort)."""
     return tuple(sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity]))
@@ -159,6 +164,12 @@ class Diagnosis:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def top_findings(self) -> tuple[Finding, ...]:
+        """Every critical and warning finding, the most likely root cause first: by severity, then by what the
+        other components stand on (etcd under the API server, the runtime under the kubelet, ...)."""
+        found = [f for r in self.reports for f in r.findings if f.severity in ("critical", "warning")]
+        return tuple(sorted(found, key=lambda f: (SEVERITY_ORDER[f.severity], CAUSAL_RANK.get(f.component, 99))))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -35,18 +35,15 @@ def _desired(env: Env, ns: str) -> int:
     return int(env.kube.get(_hpa_path(ns)).get("status", {}).get("desiredReplicas") or 0)
 
 
-def _ready(env: Env, ns: str) -> int:
-    return int(
-        env.kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web").get("status", {}).get("readyReplicas") or 0
-    )
+def _at_one(env: Env, ns: str) -> bool:
+    return _desired(env, ns) == 1 and workloads.ready_replicas(env.kube, ns) == 1
 
 
 def deploy(env: Env, ns: str, max_replicas: int) -> None:
     for obj in (workloads.namespace(ns), workloads.web_deployment(ns), workloads.service(ns),
                 workloads.hpa(ns, max_replicas=max_replicas)):  # fmt: skip
         env.kube.apply(obj)
-    env.kube.wait("the web workload and its HPA to settle at one pod",
-                  lambda: _ready(env, ns) >= 1 and _desired(env, ns) == 1, READY_TIMEOUT)  # fmt: skip
+    env.kube.wait("the web workload and its HPA to settle at one pod", lambda: _at_one(env, ns), READY_TIMEOUT)
 
 
 def _finished(m: HpaScaleUp, runs_before: int) -> bool:
@@ -79,8 +76,7 @@ def one_run(env: Env, m: HpaScaleUp, ns: str, trigger: Trigger, max_replicas: in
         env.kube.delete(f"/apis/apps/v1/namespaces/{ns}/deployments/load", propagation="Background")
     else:
         env.kube.patch(_hpa_path(ns), {"spec": {"minReplicas": 1}})
-    env.kube.wait("the HPA to scale back to one pod", lambda: _desired(env, ns) == 1 and _ready(env, ns) == 1,
-                  SCALE_DOWN_TIMEOUT)  # fmt: skip
+    env.kube.wait("the HPA to scale back to one pod", lambda: _at_one(env, ns), SCALE_DOWN_TIMEOUT)
     say(f"run {runs_before + 1}: done, back to one pod")
 
 

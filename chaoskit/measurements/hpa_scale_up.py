@@ -4,8 +4,9 @@ the new pod through the Service, from each node", cut into stages each owned by 
 Where each timestamp comes from, and so its precision:
 - metric above target: the metrics API sample's own timestamp (1 s); or, for a scale-up forced by raising
   minReplicas, when we saw that spec change (ms);
-- HPA decision (its write of the Deployment's scale; its status follows later), ReplicaSet scaled, Pod created / scheduled / containers running / Ready, ready in the
-  EndpointSlice: when our watch received the change (ms); after a watch gap, the objects' own timestamps (1 s);
+- HPA decision (its write of the Deployment's scale; its status follows later), ReplicaSet scaled, Pod created /
+  scheduled / containers running / Ready, ready in the EndpointSlice: when our watch received the change (ms);
+  after a watch gap, the objects' own timestamps (1 s);
 - rules programmed and first request: the in-node probe, every 100 ms.
 """
 

@@ -3,6 +3,7 @@ cluster is healthy again (all nodes Ready, API server /readyz ok, every kube-sys
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.proxymode import ipvs_unsupported, node_names, running_mode, set_mode
 from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.faults.base import Env, Fault, NoParams
 from chaoskit.journal import Journal
@@ -53,18 +55,63 @@ def _node(cluster: str, fault: Fault) -> str:
     return f"{cluster}-control-plane" if fault.target_role == "control-plane" else f"{cluster}-worker"
 
 
+# What the diagnosis must name first while each fault holds: the component, and its cause in the finding's words.
+DIAGNOSED = {
+    "apiserver.down": ("apiserver", r"not running|does not answer"),
+    "apiserver.etcd-timeout": ("apiserver", r"etcd"),
+    "apiserver.cert-expired": ("apiserver", r"expired"),
+    "apiserver.watch-leak": ("apiserver", r"watch"),
+    "scheduler.down": ("scheduler", r"not running"),
+    "scheduler.unschedulable": ("scheduler", r"unschedulable"),
+    "controller-manager.down": ("controller-manager", r"not running"),
+    "controller-manager.hung": ("controller-manager", r"stopped|frozen"),
+    "kubelet.stop": ("kubelet", r"not running|heartbeat"),
+    "kubelet.runtime-unresponsive": ("runtime", r"containerd|runtime"),
+    "kubelet.disk-pressure": ("kubelet", r"DiskPressure|full"),
+    "kubelet.cert-expired": ("kubelet", r"certificate.*expired"),
+    "kube-proxy.freeze": ("kube-proxy", r"unhealthy|not synced"),
+    "kube-proxy.flush-rules": ("kube-proxy", r"Service rule"),
+    "kube-proxy.slow-sync": ("kube-proxy", r"syncs at most"),
+}
+DIAGNOSIS_WITHIN = 60.0
+
+
+def diagnose_until_named(env: Env, fault: str, record: dict[str, object]) -> None:
+    """While the fault holds: diagnose until the top finding names the right component and cause (or 60 s)."""
+    component, cause = DIAGNOSED[fault]
+    t0 = time.monotonic()
+    while True:
+        nodes = [f"{env.cluster}-{n}" for n in ("control-plane", "worker", "worker2")]  # no API needed
+        found = diagnose(env, nodes[0], nodes)
+        top = found.top_findings()
+        record["top"] = [f"{f.severity} {f.component}: {f.title}" for f in top[:3]]
+        if top and top[0].component == component and re.search(cause, f"{top[0].title} {top[0].probable_cause}"):
+            record["named_after"] = time.monotonic() - t0
+            record["diagnosis_s"] = found.duration_s
+            return
+        if time.monotonic() - t0 > DIAGNOSIS_WITHIN:
+            return
+        time.sleep(2)
+
+
 @pytest.mark.parametrize("name", FAULTS.names())
-def test_fault_takes_effect_and_the_cluster_heals_after_revert(name: str, env: Env, kube: Kube, tmp_path: Path) -> None:
+def test_fault_takes_effect_is_diagnosed_and_the_cluster_heals_after_revert(
+    name: str, env: Env, kube: Kube, tmp_path: Path
+) -> None:
     fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
     t0 = time.monotonic()
+    diagnosed: dict[str, object] = {}
     result = run_fault(env, fault, _node(env.cluster, fault), fault.Params(), duration=5,
-                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+                       journal=Journal(tmp_path / "j.jsonl"),
+                       on_effect=lambda: diagnose_until_named(env, name, diagnosed))  # fmt: skip
     assert result.effect_s is not None, result.errors
     assert result.effect_s <= fault.effect_timeout
     assert result.recovery_s is not None, result.errors
     wait_healthy(env)
     print(f"\n{name}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert, "
-          f"healthy {time.monotonic() - t0:.0f}s after inject")  # fmt: skip
+          f"healthy {time.monotonic() - t0:.0f}s after inject; named by the diagnosis after "
+          f"{diagnosed.get('named_after', 'NEVER')}s; top {diagnosed.get('top')}")  # fmt: skip
+    assert "named_after" in diagnosed, f"top findings while {name} held: {diagnosed.get('top')}"
 
 
 # Params that change what a fault does, beyond the defaults the test above runs.
