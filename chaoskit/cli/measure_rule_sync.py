@@ -16,12 +16,14 @@ from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
-from chaoskit.errors import UsageError
+from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.faults.base import Env
 from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
-from chaoskit.model.timeline import RULE_SYNC_STAGES, MeasurementResult, summarize
+from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, summarize
 from chaoskit.progress import Progress
+
+WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and wrap every cell)
 
 
 @click.command("rule-sync")
@@ -47,7 +49,11 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
               output: str) -> None:  # fmt: skip
     """Measure kube-proxy's rule-sync delay: deploy a workload of its own, make each endpoint change in turn and
     time, per node, the rules holding the new endpoints and the requests following them; kube-proxy's own SLI
-    (kubeproxy_network_programming_duration_seconds) is shown next to it. The namespace is deleted at the end."""
+    (kubeproxy_network_programming_duration_seconds) is shown next to it. The namespace is deleted at the end.
+
+    Exit codes: 0 every change converged on every node, 1 one did not within --timeout, 2 usage, 4 tool error,
+    130 interrupted.
+    """
     changes = parse_changes(changes_text)
     ns = namespace or g.namespace or f"chaoskit-rule-sync-{uuid.uuid4().hex[:6]}"
     kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
@@ -65,34 +71,46 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
     if output == "json":
         emit(result.to_dict(), "json")
     else:
-        print_result(result, Console(highlight=False))
+        print_result(result, Console(highlight=False, width=max(Console().width, WIDTH)))
+    if unconverged := [a for a in result.extra.get("actions", []) if not a["converged"]]:
+        click.secho(f"{len(unconverged)} change(s) did not converge on every node within {timeout:g}s", fg="red",
+                    err=True)  # fmt: skip
+        raise click.exceptions.Exit(EXIT_BREACHED)
 
 
 def _s(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}s"
 
 
+def _missing(count: int) -> str:
+    """Why a percentile cell shows —: a percentile of too few samples would be invented."""
+    short = [f"{name} needs ≥{MIN_SAMPLES[name]}" for name in ("p50", "p90") if count < MIN_SAMPLES[name]]
+    return ", ".join(short) + " samples" if short else ""
+
+
 def print_result(result: MeasurementResult, console: Console) -> None:
     """Per stage and node: percentiles (— where too few samples to have one), then kube-proxy's SLI beside ours."""
     nodes: list[str] = result.extra.get("nodes") or sorted({s.subject.split("@", 1)[1] for s in result.samples})
-    table = Table("stage", "node", "count", "p50", "p90", "max", "precision", "notes", title=f"{TYPE}: per node")
+    table = Table("stage", "node", "n", "p50", "p90", "max", "±", "note", title=f"{TYPE}: per endpoint change and node")
     for stage in RULE_SYNC_STAGES:
         for node in nodes:
             sm = summarize(s for s in result.samples if s.stage == stage.name and s.subject.endswith(f"@{node}"))
-            notes = "; ".join(n for n in sm.notes if not n.startswith("p99"))
-            table.add_row(stage.name, node, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.max), f"±{sm.precision:g}s",
-                          notes)  # fmt: skip
+            table.add_row(stage.name, node, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.max), f"{sm.precision:g}s",
+                          _missing(sm.count))  # fmt: skip
     console.print(table)
     proxy: dict[str, Any] = result.extra.get("kube_proxy") or {}
+    errors: list[str] = []
     if proxy:
-        title = "kube-proxy's own SLI (network programming, from the trigger-time annotation, 1 s)"
-        sli = Table("node", "SLI count", "SLI mean", "ours: rules_programmed mean", "ours from trigger-time mean",
-                    "SLI − ours from trigger", "unmatched SLI obs.", "change waiting at stop", title=title)  # fmt: skip
+        title = "kube-proxy's own SLI (network programming latency, from the trigger-time annotation: 1 s) and ours"
+        sli = Table("node", "SLI n", "SLI mean", "ours: rules mean", "ours from trigger", "SLI − ours", "unmatched",
+                    "waiting", title=title)  # fmt: skip
         for node, row in proxy.items():
             d = row["sli"]
+            if d["error"]:
+                errors.append(f"kube-proxy SLI on {node}: {d['error']}")
             sli.add_row(
                 node,
-                str(d["count"]) if not d["error"] else f"error: {d['error']}",
+                str(d["count"]) if not d["error"] else "no answer",
                 _s(d["mean"]),
                 _s(row["rules_programmed"]["mean"]),
                 _s(row["ours_from_trigger"]["mean"]),
@@ -101,10 +119,14 @@ def print_result(result: MeasurementResult, console: Console) -> None:
                 _s(row["waiting_at_stop"]),
             )
         console.print(sli)
+        console.print(
+            "unmatched: SLI observations beyond this Service's slice updates (the histogram has no Service label); "
+            "waiting: how long a queued change had waited for a sync at stop"
+        )
     for change in result.extra.get("changes", []):
         console.print(
             f"change {change['number']}: +{','.join(change['added']) or '—'} −{','.join(change['removed']) or '—'}"
             f" → {change['endpoints']} endpoints" + (" (seen late, not timed)" if change["late"] else "")
         )
-    for line in [*result.notes, *(f"gap: {g.reason}" for g in result.gaps), *result.errors]:
+    for line in [*result.notes, *(f"gap: {g.reason}" for g in result.gaps), *result.errors, *errors]:
         console.print(line)

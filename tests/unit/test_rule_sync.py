@@ -387,7 +387,7 @@ def test_the_table_shows_a_dash_with_the_reason_for_a_percentile_with_too_few_sa
     out = io.StringIO()
     print_result(res, Console(file=out, width=200))
     text = out.getvalue()
-    assert "p50 needs at least 2 samples, have 1" in text
+    assert "p50 needs ≥2, p90 needs ≥10 samples" in text
     assert "—" in text and "0.40s" in text
 
 
