@@ -120,13 +120,13 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence]):
             self._journal(ev),
         ]
 
-    def _recent(self, ev: KubeletEvidence, *needles: str) -> tuple[str, ...]:
-        """Journal lines from the last `recent` seconds that contain one of `needles`."""
+    def _recent(self, ev: KubeletEvidence, *needles: str, after: float | None = None) -> tuple[str, ...]:
+        """Journal lines from the last `recent` seconds (and after `after`) that contain one of `needles`."""
         lines = []
         for line in ev.journal.splitlines():
             m = _JOURNAL_TIME.match(line)
             when = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S%z").timestamp() if m else None
-            if when is not None and ev.collected_at - when > self.p.recent:
+            if when is not None and (ev.collected_at - when > self.p.recent or (after is not None and when < after)):
                 continue
             lines.append(line)
         return matching(lines, *needles)[-8:]
@@ -266,7 +266,11 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence]):
         last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")
         since = None if last_seen is None else max(0.0, ev.collected_at - last_seen)
         relist = ev.metrics.histogram("kubelet_pleg_relist_duration_seconds")
-        lines = self._recent(ev, "PLEG is not healthy", "pleg was last seen")
+        # every kubelet start logs "PLEG is not healthy: pleg has yet to be successful": only complaints PLEG has
+        # not answered since (by relisting after them) count
+        lines = self._recent(
+            ev, "PLEG is not healthy", "pleg was last seen", after=None if last_seen is None else last_seen - 1
+        )
         ready_msg = str(_condition(ev.node_obj.data, "Ready").get("message", "")) if ev.node_obj.ok else ""
         e = Evidence("pleg", f"kubelet_pleg_* from https://{ev.node}:10250/metrics; journalctl -u kubelet",
                      {"last_active_s_ago": None if since is None else round(since, 1),

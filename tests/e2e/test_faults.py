@@ -69,7 +69,7 @@ DIAGNOSED = {
     "kubelet.runtime-unresponsive": ("runtime", r"containerd|runtime"),
     "kubelet.disk-pressure": ("kubelet", r"DiskPressure|full"),
     "kubelet.cert-expired": ("kubelet", r"certificate.*expired"),
-    "kube-proxy.freeze": ("kube-proxy", r"unhealthy|not synced"),
+    "kube-proxy.freeze": ("kube-proxy", r"stopped|unhealthy|not synced"),
     "kube-proxy.flush-rules": ("kube-proxy", r"Service rule"),
     "kube-proxy.slow-sync": ("kube-proxy", r"syncs at most"),
 }
@@ -112,6 +112,7 @@ def test_fault_takes_effect_is_diagnosed_and_the_cluster_heals_after_revert(
           f"healthy {time.monotonic() - t0:.0f}s after inject; named by the diagnosis after "
           f"{diagnosed.get('named_after', 'NEVER')}s; top {diagnosed.get('top')}")  # fmt: skip
     assert "named_after" in diagnosed, f"top findings while {name} held: {diagnosed.get('top')}"
+    assert float(diagnosed["named_after"]) <= DIAGNOSIS_WITHIN, diagnosed
 
 
 # Params that change what a fault does, beyond the defaults the test above runs.

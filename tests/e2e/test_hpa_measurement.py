@@ -15,6 +15,7 @@ from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import FaultResult, run_fault
+from chaoskit.faults.apiserver import ApiServerDown
 from chaoskit.faults.base import Env, Fault, NoParams
 from chaoskit.faults.controller_manager import ControllerManagerHung
 from chaoskit.faults.scheduler import SchedulerDown
@@ -149,3 +150,20 @@ def test_a_missing_hpa_is_named(env: Env, ns: str) -> None:
     env.kube.apply(workloads.web_deployment(ns))
     with pytest.raises(MissingPiece, match="no HPA"):
         HpaScaleUp(env, TargetParams(), "x", ns).start()
+
+
+def test_an_api_server_restart_mid_measurement_is_a_marked_gap_and_the_watches_resume(
+    env: Env, web: str, tmp_path: Path
+) -> None:
+    m = HpaScaleUp(env, TargetParams(), "api-restart", web)
+    m.start()
+    outage = run_fault(env, ApiServerDown(), f"{env.cluster}-control-plane", NoParams(), duration=10,
+                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    assert outage.ok, outage.errors
+    _raise_min_replicas(env, web, 3)
+    env.kube.wait("two new pods", lambda: len(m.tracker.pods) >= 2, 120)
+    result = m.stop()
+    assert result.gaps, "the outage must be marked, not skipped"
+    assert all(g.end > g.start for g in result.gaps) and any("broke" in g.reason for g in result.gaps)
+    assert len(_stage(result, "ready")) == 2, result.notes  # the watches came back and saw the scale-up
+    print(f"\ngaps: {[(round(g.end - g.start, 1), g.reason[:60]) for g in result.gaps]}")
