@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from pathlib import Path
 
 import click
@@ -18,7 +19,7 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.faults.base import Fault
-from chaoskit.journal import Journal
+from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.runner import resolve_node
@@ -82,7 +83,12 @@ def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
 @click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
 @click.option("--deadline", type=float, help="Seconds until the node heals itself (default: duration + 60).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fault parameter (repeatable).")
-@click.option("--journal", "journal_path", type=click.Path(path_type=Path), help="Journal file (JSON lines).")
+@click.option(
+    "--journal",
+    "journal_path",
+    type=click.Path(path_type=Path),
+    help="Journal (JSON lines); default ~/.local/state/chaoskit/journals/.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the exact node, the steps and their reverse; touch nothing.")
 @output_option
 @click.pass_obj
@@ -104,7 +110,7 @@ def inject(
         emit(shown, "yaml" if output == "table" else output)
         return
     progress = Progress()
-    journal = Journal(journal_path or Path(f"chaoskit-journal-{fault}.jsonl"))
+    journal = Journal(journal_path or default_journal_dir() / f"inject-{fault}-{int(time.time())}.jsonl")
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
         result = run_fault(cluster_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
