@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+from pydantic import BaseModel
 
 from chaoskit.cluster.kind import NodeContainer
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.errors import UsageError
+from chaoskit.faults.base import Env, Fault, FaultPlan
+from chaoskit.journal import Journal
+from chaoskit.measurements.base import Measurement, TargetParams
+from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
-from chaoskit.registry import load_catalog
-from chaoskit.runner import EXIT_CODES, RunRecord, plan_steps, resolve_node
+from chaoskit.registry import FAULTS, MEASUREMENTS, load_catalog
+from chaoskit.runner import EXIT_CODES, Runner, RunRecord, plan_steps, resolve_node
 
 load_catalog()
 NODES = [
@@ -63,3 +73,79 @@ def test_verdicts_map_to_the_documented_exit_codes() -> None:
     assert EXIT_CODES == {"passed": 0, "deviated": 1, "aborted": 4, "error": 4, "interrupted": 130}
     rec = RunRecord("p", "c", "ns", "j", "id", 0.0, verdict="deviated")
     assert rec.to_dict()["exit_code"] == 1
+
+
+class FixedMeasurement(Measurement):
+    """A measurement that 'saw' two scheduling delays: 1 s and 3 s."""
+
+    Params = TargetParams
+
+    name = "test_fixed_delays"
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> MeasurementResult:
+        r = MeasurementResult(self.label, self.name, 0.0)
+        r.samples = [Sample(self.name, "scheduled", "scheduler", f"p{i}", 0.0, s, 0.001) for i, s in enumerate((1, 3))]
+        return r
+
+
+class NoopFault(Fault):
+    """Breaks nothing."""
+
+    name = "test.noop"
+    component = "test"
+    target_role = "worker"
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        return FaultPlan(self.name, node, apply=("true",), revert=("true",), summary="nothing")
+
+
+@pytest.fixture
+def registered() -> Iterator[None]:
+    """The test fault and measurement in the catalog for one test only (the e2e suite lists the catalog)."""
+    FAULTS.add("test.noop", NoopFault)
+    MEASUREMENTS.add("test_fixed_delays", FixedMeasurement)
+    try:
+        yield
+    finally:
+        FAULTS._classes.pop("test.noop")
+        MEASUREMENTS._classes.pop("test_fixed_delays")
+
+
+MEASURED = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {name: measured}
+spec:
+  diagnose: false
+  steps:
+    - fault: test.noop
+      duration: 100ms
+  measurements:
+    - {name: m, type: test_fixed_delays}
+  thresholds:
+    - {measurement: m, stat: max, stage: scheduled, max: %s}
+"""
+
+
+def _run(limit: str, tmp_path: Path) -> RunRecord:
+    kube = FakeKube()
+    env = Env(kube, FakeNodeExec(), "chaoskit")
+    return Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(parse_playbook(MEASURED % limit))
+
+
+def test_a_threshold_within_limits_passes_and_the_measurement_is_in_the_record(
+    registered: None, tmp_path: Path
+) -> None:
+    rec = _run("5s", tmp_path)
+    assert rec.verdict == "passed", rec.errors
+    assert rec.measurements[0]["summaries"]["scheduled"]["max"] == 3
+    assert rec.thresholds[0]["breached"] is False
+
+
+def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: None, tmp_path: Path) -> None:
+    rec = _run("2s", tmp_path)
+    assert rec.verdict == "deviated" and rec.exit_code == 1
+    assert rec.thresholds[0]["observed"] == 3 and "above 2s" in rec.thresholds[0]["reason"]
