@@ -27,6 +27,7 @@ READY_TIMEOUT = 180.0  # pods of a fresh namespace: scheduling and start on a bu
 CONVERGE_TIMEOUT = 60.0
 SETTLE = 1.5  # after convergence: the change's last slice update (the old endpoint dropped) reaches kube-proxy's SLI
 POLL = 0.25
+CLEANUP_TIMEOUT = 300.0  # an API server restarted by someone else's fault is back within minutes
 
 
 def parse_changes(text: str) -> tuple[str, ...]:
@@ -87,8 +88,11 @@ class Workload:
         self.kube.patch(path, {"spec": {"replicas": self.replicas}})
         return f"scaled to {self.replicas} replicas"
 
-    def delete(self) -> None:
-        self.kube.delete(f"/api/v1/namespaces/{self.namespace}", propagation="Background")
+    def delete(self, timeout: float = CLEANUP_TIMEOUT) -> None:
+        """Delete the namespace, waiting out an API server that is briefly away (another run may be restarting it)."""
+        path = f"/api/v1/namespaces/{self.namespace}"
+        self.kube.wait(f"namespace {self.namespace} deleted", lambda: self.kube.delete(path, "Background") or True,
+                       timeout, 5.0)  # fmt: skip
 
 
 def wait_converged(m: RuleSync, workload: Workload, changes_before: int, timeout: float) -> bool:

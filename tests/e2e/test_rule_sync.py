@@ -89,8 +89,9 @@ def test_in_nftables_mode_too(env: Env, ns: str) -> None:
     set_mode(env.kube, env.nodes, "nftables")
     try:
         result = run_changes(env, ns, CHANGES, repeat=2)
-    finally:
-        set_mode(env.kube, env.nodes, "iptables")
+    finally:  # kind's iptables back, even through an API server another run restarts meanwhile
+        env.kube.wait("kube-proxy back in iptables mode", lambda: set_mode(env.kube, env.nodes, "iptables") or True,
+                      600, 5)  # fmt: skip
     print("\n" + report("nftables", result))
     assert_baseline(result, sorted(result.extra["nodes"]))
 
