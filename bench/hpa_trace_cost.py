@@ -38,8 +38,9 @@ def main() -> None:
     env = Env(kube, DockerNodeExec(SubprocessRunner()), args.cluster)
     ns = f"chaoskit-bench-{uuid.uuid4().hex[:6]}"
     top = args.pods_per_run + 1
-    # small requests so 50 pods fit on two 2-CPU workers; the HPA is driven through minReplicas
-    for obj in (workloads.namespace(ns), workloads.web_deployment(ns, cpu_request="5m"), workloads.service(ns),
+    # requests small enough for 50 pods on two 2-CPU workers, large enough that idle pods (probes every 1 s) sit
+    # far below the 50 % target, so the HPA scales back down between runs; it is driven through minReplicas
+    for obj in (workloads.namespace(ns), workloads.web_deployment(ns, cpu_request="25m"), workloads.service(ns),
                 workloads.hpa(ns, max_replicas=top)):  # fmt: skip
         kube.apply(obj)
     try:
