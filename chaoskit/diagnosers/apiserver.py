@@ -127,9 +127,9 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence]):
             self._livez(ev),
             self._serving_cert(ev),
             self._client_certs(ev),
+            self._watches(ev),  # before errors and latency: a watch leak is a cause of slow requests, not a symptom
             self._errors(ev),
             self._latency(ev),
-            self._watches(ev),
             self._client_view(ev),
         ]  # fmt: skip
 
