@@ -96,6 +96,12 @@ def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: P
     assert again.returncode == 0 and "nothing to revert" in again.stdout
 
 
+def _sigint_default() -> None:
+    """A job started in the background (as CI may run us) inherits SIGINT ignored, and Python keeps it ignored:
+    give the child the default, as a foreground Ctrl-C would find it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 CONCURRENT = """\
 apiVersion: chaoskit.dev/v1alpha1
 kind: Playbook
@@ -119,7 +125,7 @@ def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str
     playbook.write_text(CONCURRENT.format(cluster=cluster))
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoskit", "run", str(playbook), "--journal", str(journal)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default,
     )  # fmt: skip
     nodes = DockerNodeExec(SubprocessRunner())
 
