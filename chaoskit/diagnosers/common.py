@@ -13,6 +13,7 @@ from typing import Any
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.metrics import Metrics
 from chaoskit.diagnosers.sources import Fetched, Section
+from chaoskit.model.timeline import api_time
 
 _HTTP_MARK = "@@http "
 CURL_TIMED_OUT = 28
@@ -63,15 +64,7 @@ def failing_checks(verbose_body: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\[-\](\S+)", verbose_body, re.M)]
 
 
-def parse_time(value: object) -> float | None:
-    """An API timestamp (RFC 3339, seconds or microseconds) as epoch seconds."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
+parse_time = api_time  # the one parser of API timestamps, in the pure timeline model
 
 
 def age(value: object, now: float) -> float | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from chaoskit.cluster.kube import condition
@@ -32,6 +31,7 @@ from chaoskit.model.timeline import (
     Gap,
     MeasurementResult,
     Sample,
+    api_time,
 )
 
 TYPE = "hpa_scale_up"
@@ -41,12 +41,6 @@ METRICS_POLL = 2.0  # metrics-server refreshes every 15 s; 2 s polls catch each 
 
 class MissingPiece(ToolError):
     """An HPA, Service, Deployment or the metrics API the measurement needs is not there."""
-
-
-def api_time(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def cpu_cores(quantity: str) -> float:

@@ -9,22 +9,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from chaoskit.measurements.probe import FAILED, INTERVAL, AnswerSeen, RulesSeen
 from chaoskit.measurements.watch import Obj
-from chaoskit.model.timeline import PROBE_PRECISION, STAGE_COMPONENTS, Sample
+from chaoskit.model.timeline import PROBE_PRECISION, STAGE_COMPONENTS, Sample, api_time
 
 TYPE = "rule_sync"
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
 ROUND_GAP = INTERVAL / 2  # a round's 4 requests return within ms of each other; rounds are >= 100 ms apart
-
-
-def api_time(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 WATCH_PRECISION = 0.001  # our clock when a watch event or a probe arrives
 API_PRECISION = 1.0  # metav1.Time is serialised with whole seconds
 PROBE_PRECISION = 0.1  # the rule-sync probes poll every 100 ms
+
+
+def api_time(value: object) -> float | None:
+    """An API timestamp (RFC 3339, whole seconds or microseconds) as epoch seconds; None when absent or garbled."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
