@@ -7,13 +7,28 @@ that could not observe says so in `errors` or `gaps`, it never invents a figure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
 
+from chaoskit.cluster.kube import Kube
+from chaoskit.errors import ToolError
 from chaoskit.faults.base import Env, FaultParams
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.registry import MEASUREMENTS
+
+
+class MissingPiece(ToolError):
+    """An HPA, Service, Deployment or the metrics API the measurement needs is not there."""
+
+
+def must_get(kube: Kube, path: str, what: str) -> dict[str, Any]:
+    """The object at `path`, or MissingPiece naming `what` is missing."""
+    try:
+        obj: dict[str, Any] = kube.get(path)
+    except ToolError as exc:
+        raise MissingPiece(f"no {what} at {path}: {exc}") from exc
+    return obj
 
 
 class TargetParams(FaultParams):

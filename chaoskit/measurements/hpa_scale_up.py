@@ -19,7 +19,7 @@ from typing import Any
 
 from chaoskit.cluster.kube import condition
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import Measurement, TargetParams, register
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import AnswerSeen, NodeProbe, RulesSeen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher
 from chaoskit.model.timeline import (
@@ -37,10 +37,6 @@ from chaoskit.model.timeline import (
 TYPE = "hpa_scale_up"
 SETTLE = 60.0  # how long stop() waits for pods of a scale-up still on their way to their first request
 METRICS_POLL = 2.0  # metrics-server refreshes every 15 s; 2 s polls catch each new sample's own timestamp
-
-
-class MissingPiece(ToolError):
-    """An HPA, Service, Deployment or the metrics API the measurement needs is not there."""
 
 
 def cpu_cores(quantity: str) -> float:
@@ -296,9 +292,9 @@ class HpaScaleUp(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker = HpaTracker(self.result.started_at)
         self.stop_event = threading.Event()
-        hpa = _must(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{p.deployment}", "HPA")
-        deploy = _must(kube, f"/apis/apps/v1/namespaces/{ns}/deployments/{p.deployment}", "Deployment")
-        svc = _must(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
+        hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{p.deployment}", "HPA")
+        deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/deployments/{p.deployment}", "Deployment")
+        svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         try:
             kube.get("/apis/metrics.k8s.io/v1beta1/nodes")
         except ToolError as exc:
@@ -392,14 +388,6 @@ class HpaScaleUp(Measurement):
         if not self.tracker.scale_ups:
             res.notes.append("the HPA did not scale up while measuring: no samples")
         return res
-
-
-def _must(kube: Any, path: str, what: str) -> Obj:
-    try:
-        obj: Obj = kube.get(path)
-    except ToolError as exc:
-        raise MissingPiece(f"no {what} at {path}: {exc}") from exc
-    return obj
 
 
 def _requested_cores(deploy: Obj) -> float:

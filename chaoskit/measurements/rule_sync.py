@@ -35,9 +35,8 @@ import time
 
 from pydantic import Field
 
-from chaoskit.errors import ToolError
 from chaoskit.faults.base import params_of
-from chaoskit.measurements.base import Measurement, TargetParams, register
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, AnswerSeen, NodeProbe, RulesSeen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
@@ -47,8 +46,7 @@ from chaoskit.model.timeline import MeasurementResult
 __all__ = ["TYPE", "MissingService", "RuleSync", "RuleSyncParams"]
 
 
-class MissingService(ToolError):
-    """The Service the measurement watches is not there."""
+MissingService = MissingPiece  # the name this module has always raised
 
 
 class RuleSyncParams(TargetParams):
@@ -66,10 +64,7 @@ class RuleSync(Measurement):
     def start(self) -> None:
         p = self.p = params_of(self.params, RuleSyncParams)
         kube, ns = self.env.kube, p.namespace or self.namespace
-        try:
-            svc = kube.get(f"/api/v1/namespaces/{ns}/services/{p.service}")
-        except ToolError as exc:
-            raise MissingService(f"no Service {ns}/{p.service} to measure rule sync for: {exc}") from exc
+        svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", f"Service {ns}/{p.service}")
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker = RuleSyncTracker(self.result.started_at)
         self.lock = threading.Lock()
