@@ -84,7 +84,6 @@ class HpaTracker:
 
     started_at: float
     target_utilization: float | None = None
-    desired: int | None = None
     replicas: int | None = None  # the Deployment's spec.replicas, as the HPA last set it
     last_scale_time: float | None = None
     early_rs: Stamp | None = None  # a ReplicaSet scale-up seen before the Deployment change that caused it
@@ -99,7 +98,6 @@ class HpaTracker:
     rules: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> endpoint IP -> first seen
     node_ips: dict[str, frozenset[str]] = field(default_factory=dict)
     answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
-    notes: list[str] = field(default_factory=list)
 
     def hpa(self, kind: str, obj: Obj, at: float) -> None:
         spec, status = obj.get("spec", {}), obj.get("status", {})
@@ -112,8 +110,6 @@ class HpaTracker:
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
             self.forced_at = self.forced_at or Stamp(at, WATCH_PRECISION)
         self.min_replicas = min_replicas
-        if status.get("desiredReplicas") is not None:
-            self.desired = int(status["desiredReplicas"])
 
     def deployment(self, kind: str, obj: Obj, at: float) -> None:
         """The HPA's decision lands as a write of the Deployment's scale: spec.replicas raised."""
