@@ -116,8 +116,4 @@ def _follow(
 
 
 def _gone(kube: Kube, path: str) -> bool:
-    try:
-        kube.get(path)
-    except KubeError as exc:
-        return "HTTP 404" in str(exc)
-    return False
+    return kube.find(path) is None

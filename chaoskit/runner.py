@@ -284,6 +284,8 @@ class Runner:
         w, ns = pb.spec.workload, pb.spec.namespace
         assert w is not None
         kube = self.env.kube
+        # an earlier run's namespace may still be terminating: nothing can be created in it until it is gone
+        kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns), 180)
         for obj in (
             workloads.namespace(ns),
             workloads.web_deployment(ns, replicas=w.replicas),

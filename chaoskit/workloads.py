@@ -153,3 +153,9 @@ def client_pod(ns: str, name: str, node: str | None = None) -> Obj:
 def ready_replicas(kube: Kube, ns: str, name: str = "web") -> int:
     d = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")
     return int(d.get("status", {}).get("readyReplicas") or 0)
+
+
+def terminating(kube: Kube, ns: str) -> bool:
+    """True while namespace `ns` is being deleted; False when it is active or absent."""
+    found = kube.find(f"/api/v1/namespaces/{ns}")
+    return found is not None and bool(found.get("metadata", {}).get("deletionTimestamp"))

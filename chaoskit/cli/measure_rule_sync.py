@@ -12,7 +12,7 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_name_option, emit
-from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
@@ -57,12 +57,7 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
     changes = parse_changes(changes_text)
     ns = namespace or g.namespace or f"chaoskit-rule-sync-{uuid.uuid4().hex[:6]}"
     kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
-    try:
-        kube.get(f"/api/v1/namespaces/{ns}")
-    except KubeError as exc:
-        if "HTTP 404" not in str(exc):
-            raise
-    else:
+    if kube.find(f"/api/v1/namespaces/{ns}") is not None:
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()
     with sigterm_as_interrupt():

@@ -58,6 +58,15 @@ class Kube:
     def get(self, path: str, **query: str) -> Any:
         return self.request("GET", path, query=list(query.items()))
 
+    def find(self, path: str) -> Any | None:
+        """GET, with None for a 404: for the many callers to whom absence is an answer, not an error."""
+        try:
+            return self.get(path)
+        except KubeError as exc:
+            if "HTTP 404" in str(exc):
+                return None
+            raise
+
     def create(self, path: str, body: Obj) -> Any:
         return self.request("POST", path, body)
 

@@ -182,11 +182,14 @@ WATCH_UNIT = "chaoskit-watch-leak"
 WATCH_BASELINE = f"{WATCH_DIR}/baseline"
 WATCH_UNIT_PROPERTIES = ("--description=chaoskit apiserver.watch-leak", "--property=KillMode=control-group")
 CURL_PARALLEL_MAX = 250  # curl caps --parallel-max at 300
-# Watches the API server is serving now: its gauge of long-running WATCH requests, summed over every resource.
-# A failed scrape must fail the line, not read as 0, hence the variable rather than a pipe.
+# Watches the API server is serving now on namespaced ConfigMap lists, the kind the leak opens: its gauge of
+# long-running WATCH requests for that one series. Counting every resource would also count the controllers'
+# informers, which come and go by the dozen when an earlier fault restarted them. A failed scrape must fail the
+# line, not read as 0, hence the variable rather than a pipe.
 WATCH_COUNT = (
     f"""m=$({kubectl("get", "--raw", "/metrics")}) && printf '%s\\n' "$m" | """
-    """awk '/^apiserver_longrunning_requests[{]/ && /verb="WATCH"/ {s += $NF} END {print s + 0}'"""
+    """awk '/^apiserver_longrunning_requests[{]/ && /verb="WATCH"/ && /resource="configmaps"/"""
+    """ && /scope="namespace"/ {s += $NF} END {print s + 0}'"""
 )
 
 
@@ -209,9 +212,9 @@ class WatchLeak(Fault):
     As a leaking client or controller leaves them: opened, never closed, each holding API server memory. A transient
     systemd unit (chaoskit-watch-leak) on the control-plane node runs curl with the admin client certificate,
     holding `watches` HTTP/1.1 watches on ConfigMaps in `default`, one TCP connection each. The apply records the
-    gauge first; the effect is the gauge at least watches/2 above that baseline; the revert stops the unit (its
-    cgroup: exactly those curls) and deletes the copied credentials; recovery is the gauge back within max(10,
-    watches/10) of the baseline.
+    gauge of namespaced ConfigMap watches first; the effect is that gauge at least watches/2 above the baseline;
+    the revert stops the unit (its cgroup: exactly those curls) and deletes the copied credentials; recovery is the
+    gauge back within max(10, watches/10) of the baseline.
     """
 
     name = "apiserver.watch-leak"

@@ -10,7 +10,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import KubeError
 from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, params_of, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.playbook import DNS_LABEL
@@ -74,13 +73,7 @@ def _tolerating_not_found(line: str) -> str:
 
 
 def _absent(env: Env, path: str) -> bool:
-    try:
-        env.kube.get(path)
-    except KubeError as exc:
-        if "HTTP 404" in str(exc):
-            return True
-        raise
-    return False
+    return env.kube.find(path) is None
 
 
 @register
@@ -147,8 +140,5 @@ class Unschedulable(Fault):
         taints = env.kube.get(f"/api/v1/nodes/{plan.node}")["spec"].get("taints") or []
         if any(t.get("key") == TAINT_KEY for t in taints):
             return False
-        try:
-            ns = env.kube.get(f"/api/v1/namespaces/{p.namespace}")
-        except KubeError as exc:
-            return "HTTP 404" in str(exc)
-        return bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays
+        ns = env.kube.find(f"/api/v1/namespaces/{p.namespace}")
+        return ns is None or bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays

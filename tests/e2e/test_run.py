@@ -4,6 +4,7 @@ inject nothing; --dry-run touches nothing."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,9 @@ def test_playbook_passes_and_leaves_the_cluster_healthy(playbook: Path, cluster:
 
 def test_an_invalid_playbook_exits_3_and_injects_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(Path("playbooks/scheduler-down.yaml").read_text().replace("duration: 30s", "duration: soon"))
+    text, changed = re.subn(r"duration: \d+s", "duration: soon", Path("playbooks/scheduler-down.yaml").read_text())
+    assert changed == 1, "the playbook's step duration moved; update this test"
+    bad.write_text(text)
     journal = tmp_path / "run.jsonl"
     done = chaoskit("run", str(bad), "--journal", str(journal))
     assert done.returncode == 3
