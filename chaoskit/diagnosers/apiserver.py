@@ -79,16 +79,11 @@ class ApiServerEvidence:
 
 
 @register
-class ApiServerDiagnoser(Diagnoser[ApiServerEvidence]):
+class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
     """kube-apiserver: process and manifest, /livez and /readyz per check, certificates, 5xx, latency, watches."""
 
     component = "apiserver"
     Params = ApiServerParams
-
-    @property
-    def p(self) -> ApiServerParams:
-        assert isinstance(self.params, ApiServerParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> ApiServerEvidence:
         scrape = scrape_command(f"{API}/metrics", METRICS, client_cert=True)

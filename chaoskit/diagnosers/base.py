@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -199,9 +199,10 @@ class Assessed:
 
 
 E = TypeVar("E")
+P = TypeVar("P", bound=BaseModel)
 
 
-class Diagnoser(ABC, Generic[E]):
+class Diagnoser(ABC, Generic[E, P]):
     """One component: `collect` does the I/O, `assess` (and so `analyze`) is pure and tested from recorded evidence."""
 
     component: ClassVar[str]
@@ -210,6 +211,11 @@ class Diagnoser(ABC, Generic[E]):
 
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    @property
+    def p(self) -> P:
+        """The params as this diagnoser's own Params class (what the constructor was given, or its defaults)."""
+        return cast(P, self.params)
 
     @abstractmethod
     def collect(self, src: Sources, node: str) -> E:
@@ -227,7 +233,7 @@ class Diagnoser(ABC, Generic[E]):
 
 
 DIAGNOSERS: Registry[Registered] = Registry("diagnoser")
-DiagnoserT = TypeVar("DiagnoserT", bound=type[Diagnoser[Any]])
+DiagnoserT = TypeVar("DiagnoserT", bound=type[Diagnoser[Any, Any]])
 
 
 def register(cls: DiagnoserT) -> DiagnoserT:
@@ -236,6 +242,6 @@ def register(cls: DiagnoserT) -> DiagnoserT:
     return cls
 
 
-def diagnoser_class(component: str) -> type[Diagnoser[Any]]:
-    cls: type[Diagnoser[Any]] = DIAGNOSERS.get(component)  # type: ignore[assignment]
+def diagnoser_class(component: str) -> type[Diagnoser[Any, Any]]:
+    cls: type[Diagnoser[Any, Any]] = DIAGNOSERS.get(component)  # type: ignore[assignment]
     return cls

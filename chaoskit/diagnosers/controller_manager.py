@@ -56,16 +56,11 @@ class ControllerManagerEvidence:
 
 
 @register
-class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence]):
+class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, ControllerManagerParams]):
     """kube-controller-manager: process, /healthz per controller, leader lease, work queues, Deployments and HPAs."""
 
     component = "controller-manager"
     Params = ControllerManagerParams
-
-    @property
-    def p(self) -> ControllerManagerParams:
-        assert isinstance(self.params, ControllerManagerParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
         s = src.sections(node, {

@@ -54,16 +54,11 @@ class EtcdEvidence:
 
 
 @register
-class EtcdDiagnoser(Diagnoser[EtcdEvidence]):
+class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
     """etcd: process, /health and /readyz, leader, WAL fsync and commit latency, the API server's etcd latency."""
 
     component = "etcd"
     Params = EtcdParams
-
-    @property
-    def p(self) -> EtcdParams:
-        assert isinstance(self.params, EtcdParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> EtcdEvidence:
         etcd = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)

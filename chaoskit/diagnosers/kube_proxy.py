@@ -62,17 +62,12 @@ class KubeProxyEvidence:
 
 
 @register
-class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence]):
+class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
     """kube-proxy on each node: running, healthy, syncing without lag, rules matching the Services' endpoints."""
 
     component = "kube-proxy"
     per_node = True
     Params = KubeProxyParams
-
-    @property
-    def p(self) -> KubeProxyParams:
-        assert isinstance(self.params, KubeProxyParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> KubeProxyEvidence:
         ev = self._read(src, node, fresh=False)

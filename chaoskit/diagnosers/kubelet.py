@@ -68,17 +68,12 @@ class KubeletEvidence:
 
 
 @register
-class KubeletDiagnoser(Diagnoser[KubeletEvidence]):
+class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     """kubelet on each node: service, /healthz and sync loop, Ready, heartbeat lease, pressure, client cert, PLEG."""
 
     component = "kubelet"
     per_node = True
     Params = KubeletParams
-
-    @property
-    def p(self) -> KubeletParams:
-        assert isinstance(self.params, KubeletParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
         s = src.sections(node, {

@@ -64,7 +64,7 @@ def diagnose(
 
 
 def _one(src: Sources, component: str, node: str, *, say: Callable[[str], None]) -> ComponentReport:
-    diagnoser: Diagnoser[Any] = diagnoser_class(component)()
+    diagnoser: Diagnoser[Any, Any] = diagnoser_class(component)()
     t0 = time.monotonic()
     try:
         report = diagnoser.report(diagnoser.collect(src, node), node)

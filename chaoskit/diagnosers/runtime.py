@@ -36,17 +36,12 @@ class RuntimeEvidence:
 
 
 @register
-class RuntimeDiagnoser(Diagnoser[RuntimeEvidence]):
+class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
     """containerd on each node: answers the CRI, runtime and network ready, not frozen, no crash-looping containers."""
 
     component = "runtime"
     per_node = True
     Params = RuntimeParams
-
-    @property
-    def p(self) -> RuntimeParams:
-        assert isinstance(self.params, RuntimeParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> RuntimeEvidence:
         s = src.sections(node, {

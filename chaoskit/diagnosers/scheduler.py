@@ -86,16 +86,11 @@ class SchedulerEvidence:
 
 
 @register
-class SchedulerDiagnoser(Diagnoser[SchedulerEvidence]):
+class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
     """kube-scheduler: process and manifest, /healthz, leader lease, Pending pods and FailedScheduling reasons."""
 
     component = "scheduler"
     Params = SchedulerParams
-
-    @property
-    def p(self) -> SchedulerParams:
-        assert isinstance(self.params, SchedulerParams)
-        return self.params
 
     def collect(self, src: Sources, node: str) -> SchedulerEvidence:
         s = src.sections(node, {
