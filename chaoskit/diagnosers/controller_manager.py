@@ -19,14 +19,12 @@ from chaoskit.diagnosers.common import (
     age,
     api_unavailable,
     failing_checks,
-    http_command,
     items,
-    metrics_of,
 )
 from chaoskit.diagnosers.leases import LeaseState, assess_leader_lease
-from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.metrics import Metrics, rounded
 from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.faults.base import FaultParams
 
 HEALTHZ = "https://127.0.0.1:10257/healthz?verbose"
@@ -63,17 +61,15 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     Params = ControllerManagerParams
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
-        s = src.sections(node, {
-            "healthz": http_command(HEALTHZ),
-            "metrics": scrape_command("https://127.0.0.1:10257/metrics", METRICS, client_cert=True),
-            **process_commands("kube-controller-manager"),
-        })  # fmt: skip
+        healthz, metrics, process = collect_local(
+            src, node, "kube-controller-manager", HEALTHZ, "https://127.0.0.1:10257/metrics", METRICS
+        )
         return ControllerManagerEvidence(
             node=node,
             collected_at=src.clock(),
-            healthz=HttpAnswer.of(s["healthz"]),
-            metrics=metrics_of(s["metrics"]),
-            process=ProcessState.of("kube-controller-manager", s),
+            healthz=healthz,
+            metrics=metrics,
+            process=process,
             lease=src.api.fetch(LEASE),
             deployments=src.api.fetch(DEPLOYMENTS),
             hpas=src.api.fetch(HPAS),

@@ -20,16 +20,14 @@ from chaoskit.diagnosers.common import (
     age,
     api_unavailable,
     failing_checks,
-    http_command,
     items,
-    metrics_of,
     parse_time,
 )
 from chaoskit.diagnosers.leases import assess_leader_lease
-from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.metrics import Metrics, rounded
 from chaoskit.diagnosers.placement import blocked_by_policy
 from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.faults.base import FaultParams
 
 HEALTHZ = "https://127.0.0.1:10259/healthz?verbose"
@@ -93,18 +91,15 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
     Params = SchedulerParams
 
     def collect(self, src: Sources, node: str) -> SchedulerEvidence:
-        s = src.sections(node, {
-            "healthz": http_command(HEALTHZ),
-            "metrics": scrape_command("https://127.0.0.1:10259/metrics", ("scheduler_pending_pods",),
-                                      client_cert=True),
-            **process_commands("kube-scheduler"),
-        })  # fmt: skip
+        healthz, metrics, process = collect_local(
+            src, node, "kube-scheduler", HEALTHZ, "https://127.0.0.1:10259/metrics", ("scheduler_pending_pods",)
+        )
         return SchedulerEvidence(
             node=node,
             collected_at=src.clock(),
-            healthz=HttpAnswer.of(s["healthz"]),
-            metrics=metrics_of(s["metrics"]),
-            process=ProcessState.of("kube-scheduler", s),
+            healthz=healthz,
+            metrics=metrics,
+            process=process,
             pending=src.api.fetch(PENDING_PODS, fieldSelector="status.phase=Pending"),
             events=src.api.fetch(FAILED_SCHEDULING, fieldSelector="reason=FailedScheduling"),
             lease=src.api.fetch(LEASE),

@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass
 
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
-from chaoskit.diagnosers.common import excerpt
-from chaoskit.diagnosers.sources import Section
+from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of
+from chaoskit.diagnosers.metrics import Metrics, scrape_command
+from chaoskit.diagnosers.sources import Section, Sources
 from chaoskit.faults.base import comm
 
 MANIFESTS = "/etc/kubernetes/manifests"
@@ -26,6 +27,18 @@ def process_commands(process: str, *, container: str | None = None, static_pod: 
     if static_pod:  # the manifest wherever it is under /etc/kubernetes: moved away is the "down" fault's signature
         commands["manifest"] = f"find /etc/kubernetes -name '{process}.yaml*' 2>/dev/null"
     return commands
+
+
+def collect_local(
+    src: Sources, node: str, process: str, healthz: str, metrics_url: str, metrics: tuple[str, ...]
+) -> tuple[HttpAnswer, Metrics, ProcessState]:
+    """One node script for a control-plane process: its /healthz, a metrics scrape and its process state."""
+    s = src.sections(node, {
+        "healthz": http_command(healthz),
+        "metrics": scrape_command(metrics_url, metrics, client_cert=True),
+        **process_commands(process),
+    })  # fmt: skip
+    return HttpAnswer.of(s["healthz"]), metrics_of(s["metrics"]), ProcessState.of(process, s)
 
 
 @dataclass(frozen=True)
