@@ -119,7 +119,9 @@ def up(g: Globals, name: str, port: int, address: str, exporter: str, state_dir:
     with progress.step(f"ServiceAccount {prom.NAMESPACE}/{prom.SERVICE_ACCOUNT} and scrape config"):
         config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter)
     if not config.rule_files:
-        progress.info("[yellow]note[/yellow]: no deploy/prometheus/rules.yml beside this chaoskit; no recording rules")
+        progress.info(
+            "[yellow]note[/yellow]: chaoskit has no recording rules file (deploy/prometheus/rules.yml); none loaded"
+        )
     with progress.step(f"starting prometheus on {address}:{port}"):
         server = prom.start(tools, state_dir, port, address, detach=True)
         took = server.wait_ready()

@@ -27,6 +27,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from chaoskit.cluster.assets import prometheus_rules
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.shell import Runner
@@ -37,7 +38,6 @@ NAMESPACE = "chaoskit-monitoring"
 SERVICE_ACCOUNT = "prometheus"
 CLUSTER_ROLE = "chaoskit-prometheus"
 TOKEN_SECONDS = 7 * 24 * 3600  # a token outliving a long soak; `up` asks for a fresh one each time
-_REPO = Path(__file__).resolve().parents[2]
 
 # Ports of the components on a kind node (kind-config.yaml binds the control-plane ones to 0.0.0.0).
 KUBE_PROXY_PORT = 10249
@@ -58,12 +58,6 @@ class Install:
     version: str
     prometheus: Path
     promtool: Path
-
-
-def rules_file() -> Path | None:
-    """deploy/prometheus/rules.yml of this checkout (a wheel does not ship deploy/)."""
-    path = _REPO / "deploy" / "prometheus" / "rules.yml"
-    return path if path.is_file() else None
 
 
 def candidate_version(runner: Runner) -> str | None:
@@ -293,7 +287,7 @@ def prepare(kube: Kube, workdir: Path, exporter: str | None, rules: Path | None 
     token_file, ca_file = workdir / "token", workdir / "ca.crt"
     _write_private(token_file, ensure_monitoring(kube))
     ca_file.write_text(cluster_ca(kube))
-    rules = rules if rules is not None else rules_file()
+    rules = rules if rules is not None else prometheus_rules()
     config = Config(cluster_jobs(cluster_nodes(kube), exporter), (rules,) if rules else (), token_file, ca_file)
     (workdir / "prometheus.yml").write_text(render(config))
     return config

@@ -17,6 +17,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from chaoskit.cluster import prometheus as prom
+from chaoskit.cluster.assets import prometheus_rules
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.shell import Completed, FakeRunner, SubprocessRunner
@@ -199,7 +200,7 @@ def test_prepare_writes_config_ca_and_a_private_token(tmp_path: Path) -> None:
 
 
 def test_the_repository_ships_its_rules_file() -> None:
-    assert prom.rules_file() == RULES
+    assert prometheus_rules() == RULES
 
 
 def test_a_stale_pid_file_is_not_a_running_server(tmp_path: Path) -> None:
