@@ -206,6 +206,7 @@ _RESOURCES = {
     "DaemonSet": ("daemonsets", True),
     "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
     "Lease": ("leases", True),
+    "CustomResourceDefinition": ("customresourcedefinitions", False),
 }
 
 

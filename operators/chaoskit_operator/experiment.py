@@ -1,0 +1,147 @@
+"""ChaosExperiment ↔ chaoskit: the resource's spec read as a playbook, a run record written back as its status.
+Pure functions: no API calls, so the operator's logic is unit-tested without a cluster."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+from ruamel.yaml import YAML
+
+from chaoskit.errors import PlaybookError
+from chaoskit.model.playbook import Playbook
+from chaoskit.playbook import parse_playbook
+from chaoskit.runner import RunRecord
+
+GROUP, VERSION, PLURAL = "chaoskit.dev", "v1alpha1", "chaosexperiments"
+FINALIZER = "chaoskit.dev/revert"  # held while a run may have faults in place: deletion waits for the revert
+
+Phase = Literal["Running", "Passed", "Deviated", "Aborted", "Error", "Interrupted", "Invalid"]
+PHASES: dict[str, Phase] = {
+    "passed": "Passed", "deviated": "Deviated", "aborted": "Aborted", "error": "Error",
+    "interrupted": "Interrupted",
+}  # fmt: skip
+FINAL: frozenset[str] = frozenset({*PHASES.values(), "Invalid"})
+
+
+def crd() -> dict[str, Any]:
+    """The ChaosExperiment CustomResourceDefinition shipped beside this module."""
+    text = resources.files(__package__).joinpath("crd.yaml").read_text()
+    data: dict[str, Any] = YAML(typ="safe").load(text)
+    return data
+
+
+def resource_path(namespace: str, name: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}/{name}"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """The spec is not a valid playbook: every problem, as `spec.path: message` (no line: the resource has none)."""
+
+    problems: list[str]
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.problems)
+
+
+def playbook_of(body: dict[str, Any]) -> Playbook | Invalid:
+    """The resource read as a playbook named after it, through the same loader as `chaoskit validate`."""
+    meta = body.get("metadata", {})
+    doc = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Playbook",
+        "metadata": {"name": meta.get("name", ""), "description": f"ChaosExperiment {meta.get('namespace')}"},
+        "spec": body.get("spec") or {},
+    }
+    out = io.StringIO()
+    YAML(typ="safe").dump(_plain(doc), out)
+    try:
+        return parse_playbook(out.getvalue(), file=f"{PLURAL}/{meta.get('namespace')}/{meta.get('name')}")
+    except PlaybookError as exc:
+        return Invalid([f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems])
+
+
+def _plain(value: Any) -> Any:
+    """kopf hands out read-only mapping views; YAML wants plain dicts and lists."""
+    if hasattr(value, "items"):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def invalid_status(invalid: Invalid) -> dict[str, Any]:
+    return {
+        "phase": "Invalid",
+        "message": invalid.message,
+        "problems": invalid.problems,
+        "conditions": [_condition("Completed", "True", "Invalid", "nothing was injected: " + invalid.message)],
+    }
+
+
+def running_status(journal: str, started_at: str) -> dict[str, Any]:
+    return {
+        "phase": "Running",
+        "message": "starting",
+        "journal": journal,
+        "startedAt": started_at,
+        "conditions": [_condition("Completed", "False", "Running", "the playbook is running")],
+    }
+
+
+def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
+    """The verdict and what each step did, as `kubectl get chx -o yaml` shows it; the journal keeps the rest."""
+    phase = PHASES[record.verdict]
+    failed = [e for s in record.steps for e in s.errors] + record.errors
+    message = "; ".join(failed) if failed else f"verdict {record.verdict}"
+    return {
+        "phase": phase,
+        "verdict": record.verdict,
+        "exitCode": record.exit_code,
+        "message": message[:1000],
+        "finishedAt": finished_at,
+        "steps": [
+            {
+                "step": s.step,
+                "fault": s.fault,
+                "node": s.node,
+                "effectSeconds": _round(s.effect_s),
+                "heldSeconds": _round(s.held_s),
+                "recoverySeconds": _round(s.recovery_s),
+                "ok": s.ok,
+                "errors": s.errors,
+            }
+            for s in record.steps
+        ],  # fmt: skip
+        "steadyState": {
+            "before": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.before],
+            "after": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.after],
+        },
+        "thresholds": record.thresholds,
+        "conditions": [_condition("Completed", "True", phase, message[:1000])],
+    }
+
+
+def interrupted_status(reverted: list[str], finished_at: str) -> dict[str, Any]:
+    """A run the operator lost (it was restarted mid-run): what it found still injected, and reverted."""
+    message = f"the operator restarted during the run; reverted {len(reverted)} fault(s) its journal left"
+    return {
+        "phase": "Interrupted",
+        "verdict": "interrupted",
+        "exitCode": 130,
+        "message": message,
+        "finishedAt": finished_at,
+        "conditions": [_condition("Completed", "True", "Interrupted", message)],
+    }
+
+
+def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)

@@ -1,0 +1,157 @@
+"""kopf handlers. One daemon per ChaosExperiment runs its playbook once with chaoskit's Runner, the same engine as
+`chaoskit run`, and writes the outcome into the resource's status and events.
+
+Why a daemon and not an on.create handler: kopf stops a daemon when its resource is deleted (or the operator
+exits) and holds the resource's finalizer until the daemon returns, so deleting a ChaosExperiment mid-fault stops
+the run, reverts every fault, and only then lets the resource go.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from chaoskit.cluster.kind import node_containers
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import Runner as Shell
+from chaoskit.engine import revert_journal
+from chaoskit.errors import ChaoskitError
+from chaoskit.faults.base import Env
+from chaoskit.journal import Journal
+from chaoskit.model.playbook import Playbook
+from chaoskit.runner import Runner, RunRecord
+from chaoskit.safety import recognise
+from chaoskit_operator.experiment import (
+    FINAL,
+    FINALIZER,
+    GROUP,
+    PLURAL,
+    VERSION,
+    Invalid,
+    final_status,
+    interrupted_status,
+    invalid_status,
+    playbook_of,
+    resource_path,
+    running_status,
+)
+
+registry = kopf.OperatorRegistry()
+
+
+@dataclass(frozen=True)
+class Config:
+    """What `chaoskit-operator` was started with; handed to the handlers through kopf's memo."""
+
+    kube: Kube
+    shell: Shell
+    journal_dir: Path
+    allow_any_cluster: bool = False
+
+
+@kopf.on.startup(registry=registry)
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.posting.level = logging.WARNING  # our own events tell the story; kopf's would repeat it
+
+
+@kopf.on.login(registry=registry)
+def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    """The operator talks to the cluster it was pointed at (--kubeconfig/--context), not the default context."""
+    c = memo.config.kube.api.configuration
+    token = (c.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip() or None
+    return kopf.ConnectionInfo(server=c.host, ca_path=c.ssl_ca_cert, insecure=not c.verify_ssl, token=token,
+                               certificate_path=c.cert_file, private_key_path=c.key_file)  # fmt: skip
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, registry=registry)
+def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespace: str | None, uid: str,
+               memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:  # fmt: skip
+    """Run the playbook once; a resource whose status is final was run already and is left as it is."""
+    cfg: Config = memo.config
+    status = dict(body.get("status") or {})
+    assert namespace is not None  # the CRD is namespaced
+    path = resource_path(namespace, name)
+    if status.get("phase") in FINAL:
+        return
+    if status.get("phase") == "Running":  # the operator died mid-run: finish what its journal left open
+        _recover(cfg, body, path, Path(status.get("journal", "")))
+        return
+    pb = playbook_of(dict(body))
+    if isinstance(pb, Invalid):
+        _patch(cfg, path, invalid_status(pb))
+        kopf.warn(body, reason="Invalid", message=f"nothing injected: {pb.message}"[:1000])
+        return
+    journal = Journal(cfg.journal_dir / f"{namespace}-{name}-{uid[:8]}.jsonl")
+    _patch(cfg, path, running_status(str(journal.path), _now()))
+    try:
+        record = _run(cfg, pb, journal, stopped, body, path)
+    except ChaoskitError as exc:  # refused before the Runner started (not our cluster, no nodes)
+        record = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(journal.path), "", 0.0)
+        record.verdict, record.errors = "error", [str(exc)]
+    _patch(cfg, path, final_status(record, _now()))
+    event = kopf.info if record.verdict == "passed" else kopf.warn
+    event(body, reason=record.verdict.capitalize(), message=final_status(record, "")["message"])
+    logger.info(f"{name}: {record.verdict}")
+
+
+def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStopped, body: kopf.Body,
+         path: str) -> RunRecord:  # fmt: skip
+    """The Runner in a thread of its own, so this one can relay its progress and pass on a stop at any time."""
+    if not cfg.allow_any_cluster:
+        recognise(cfg.shell, cfg.kube, pb.spec.cluster)
+    nodes = node_containers(cfg.shell, pb.spec.cluster)
+    said: queue.Queue[str] = queue.Queue()
+    runner = Runner(Env(cfg.kube, DockerNodeExec(cfg.shell), pb.spec.cluster), nodes, journal, said.put)
+    done: list[RunRecord] = []
+    worker = threading.Thread(target=lambda: done.append(runner.run(pb)), name=f"run-{pb.name}", daemon=True)
+    worker.start()
+    while worker.is_alive() or not said.empty():
+        if stopped and not runner.stop.is_set():
+            runner.stop.set()  # deleted, or the operator is exiting: the Runner reverts and returns
+            kopf.warn(body, reason="Stopping", message=f"{stopped.reason}: reverting every injected fault")
+        try:
+            message = said.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        kopf.info(body, reason=_reason(message), message=message[:1000])
+        _patch(cfg, path, {"message": message[:1000]})
+    worker.join()
+    return done[0]
+
+
+def _recover(cfg: Config, body: kopf.Body, path: str, journal_path: Path) -> None:
+    reverted: list[str] = []
+    if journal_path.is_file():
+        cluster = str((body.get("spec") or {}).get("cluster", "chaoskit"))
+        reverted = revert_journal(Env(cfg.kube, DockerNodeExec(cfg.shell), cluster), Journal(journal_path))
+    _patch(cfg, path, interrupted_status(reverted, _now()))
+    kopf.warn(body, reason="Interrupted", message=f"operator restarted mid-run; reverted {len(reverted)} fault(s)")
+
+
+def _reason(message: str) -> str:
+    """An event reason from a progress line, so `kubectl get events` can be filtered by what happened."""
+    for word, reason in (("injected", "Injected"), ("reverted", "Reverted"), ("effect observed", "EffectObserved"),
+                         ("healthy again", "Recovered"), ("steady state", "SteadyState"),
+                         ("diagnosis", "Diagnosis"), ("threshold", "Threshold")):  # fmt: skip
+        if word in message:
+            return reason
+    return "Progress"
+
+
+def _patch(cfg: Config, path: str, status: dict[str, Any]) -> None:
+    cfg.kube.patch(f"{path}/status", {"status": status})
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,150 @@
+"""The kopf operator on the real cluster: a ChaosExperiment runs its playbook with chaoskit's engine and reports
+in its status, events and metrics; an invalid one injects nothing; deleting one mid-fault reverts the fault first."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoskit import workloads
+from chaoskit.cluster.kube import Kube
+from chaoskit.journal import Journal
+from chaoskit_operator.experiment import resource_path
+
+NS = "chaoskit-operator-e2e"
+FINAL = {"Passed", "Deviated", "Aborted", "Error", "Interrupted", "Invalid"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Operator:
+    def __init__(self, proc: subprocess.Popen[bytes], journals: Path, port: int, log: Path) -> None:
+        self.proc, self.journals, self.port, self.log = proc, journals, port, log
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
+            return str(answer.read().decode())
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    work = tmp_path_factory.mktemp("operator")
+    journals, log, port = work / "journals", work / "operator.log", _free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chaoskit_operator", "--context", f"kind-{cluster}", "--journal-dir",
+             str(journals), "--metrics-port", str(port), "-n", NS],
+            stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+    op = Operator(proc, journals, port, log)
+    kube.apply(workloads.namespace(NS))
+    try:
+        kube.wait("the operator to serve metrics", lambda: proc.poll() is None and op.metrics(), 60)
+    except Exception:
+        proc.kill()
+        raise AssertionError(f"operator did not start:\n{log.read_text()[-3000:]}") from None
+    yield op
+    for item in kube.get(f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments").get("items", []):
+        kube.delete(resource_path(NS, item["metadata"]["name"]))  # while the operator can release them
+    kube.wait("experiments to be gone", lambda: not kube.get(
+        f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments").get("items"), 120)  # fmt: skip
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    kube.delete(f"/api/v1/namespaces/{NS}")
+    print(log.read_text()[-2000:])
+
+
+def _experiment(name: str, duration: str, deadline: str | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": duration}
+    if deadline:
+        step["deadline"] = deadline
+    return {
+        "apiVersion": "chaoskit.dev/v1alpha1",
+        "kind": "ChaosExperiment",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"diagnose": False, "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}], "steps": [step]},
+    }
+
+
+def _create(kube: Kube, body: dict[str, Any]) -> str:
+    kube.create(f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments", body)
+    return resource_path(NS, body["metadata"]["name"])
+
+
+def _status(kube: Kube, path: str) -> dict[str, Any]:
+    found = kube.find(path)
+    return dict((found or {}).get("status") or {})
+
+
+def _final(kube: Kube, path: str, timeout: float) -> dict[str, Any]:
+    return dict(kube.wait(f"{path} to finish", lambda: (s := _status(kube, path)).get("phase") in FINAL and s, timeout))
+
+
+def _reasons(kube: Kube, name: str) -> set[str]:
+    events = kube.get(f"/api/v1/namespaces/{NS}/events", fieldSelector=f"involvedObject.name={name}")
+    return {e.get("reason", "") for e in events.get("items", [])}
+
+
+def _kube_proxy_stopped(cluster: str) -> dict[str, bool]:
+    states = {}
+    for node in (f"{cluster}-worker", f"{cluster}-worker2"):
+        done = subprocess.run(["docker", "exec", node, "sh", "-c", "ps -o stat= -p $(pgrep -x kube-proxy)"],
+                              capture_output=True, text=True)  # fmt: skip
+        states[node] = done.stdout.strip().startswith("T")
+    return states
+
+
+def test_an_experiment_runs_its_playbook_and_reports_in_status_events_and_metrics(
+    operator: Operator, kube: Kube
+) -> None:
+    path = _create(kube, _experiment("freeze", "10s"))
+    status = _final(kube, path, 300)
+    assert status["phase"] == "Passed", status
+    (step,) = status["steps"]
+    assert step["fault"] == "kube-proxy.freeze" and step["ok"]
+    assert step["effectSeconds"] is not None and step["recoverySeconds"] is not None
+    assert {"Injected", "EffectObserved", "Reverted", "Passed"} <= _reasons(kube, "freeze")
+    assert Path(status["journal"]).parent == operator.journals
+    kube.wait("the run in the operator's metrics", lambda: 'verdict="passed"' in operator.metrics(), 30)
+    assert "chaoskit_fault_injections_total{" in operator.metrics()
+
+
+def test_an_invalid_experiment_is_marked_invalid_and_injects_nothing(operator: Operator, kube: Kube) -> None:
+    path = _create(kube, _experiment("invalid", "soon"))
+    status = _final(kube, path, 60)
+    assert status["phase"] == "Invalid"
+    assert any(p.startswith("spec.steps[0].duration:") for p in status["problems"]), status
+    assert "Invalid" in _reasons(kube, "invalid")
+    assert not list(operator.journals.glob(f"{NS}-invalid-*.jsonl"))
+
+
+def test_deleting_a_running_experiment_reverts_its_fault_before_it_goes(
+    operator: Operator, kube: Kube, cluster: str
+) -> None:
+    path = _create(kube, _experiment("held", "300s", "420s"))
+    kube.wait("the freeze to take effect", lambda: "EffectObserved" in _reasons(kube, "held"), 180)
+    assert any(_kube_proxy_stopped(cluster).values())
+    t0 = time.monotonic()
+    kube.delete(path)
+    kube.wait("the experiment to be released", lambda: kube.find(path) is None, 120)
+    released = time.monotonic() - t0
+    assert not any(_kube_proxy_stopped(cluster).values())
+    (journal,) = operator.journals.glob(f"{NS}-held-*.jsonl")
+    assert Journal(journal).pending() == []
+    print(f"\nexperiment deleted mid-fault: reverted and released after {released:.1f}s")

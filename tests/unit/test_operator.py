@@ -1,0 +1,95 @@
+"""The operator's pure part: a ChaosExperiment's spec read as a playbook, a run record written back as status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaoskit.registry import load_catalog
+from chaoskit.runner import CheckRecord, RunRecord, StepRecord
+from chaoskit_operator.experiment import (
+    FINAL,
+    Invalid,
+    crd,
+    final_status,
+    interrupted_status,
+    invalid_status,
+    playbook_of,
+    resource_path,
+)
+
+load_catalog()
+
+
+def _resource(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "chaoskit.dev/v1alpha1",
+        "kind": "ChaosExperiment",
+        "metadata": {"name": "freeze", "namespace": "team-a", "uid": "0123456789"},
+        "spec": spec,
+    }
+
+
+FREEZE = {
+    "diagnose": False,
+    "steadyState": [{"check": "cluster-healthy", "timeout": "60s"}],
+    "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "10s"}],
+}
+
+
+def test_a_valid_spec_is_the_playbook_named_after_the_resource() -> None:
+    pb = playbook_of(_resource(FREEZE))
+    assert not isinstance(pb, Invalid)
+    assert pb.name == "freeze"
+    assert pb.spec.steps[0].fault == "kube-proxy.freeze"  # type: ignore[union-attr]
+    assert pb.spec.steps[0].duration == 10  # type: ignore[union-attr]
+
+
+def test_every_problem_of_an_invalid_spec_is_reported_by_its_path() -> None:
+    bad = {**FREEZE, "steps": [{"fault": "kube-proxy.freez", "target": {"node": "worker"}, "duration": "soon"}]}
+    found = playbook_of(_resource(bad))
+    assert isinstance(found, Invalid)
+    assert any(p.startswith("spec.steps[0].duration:") for p in found.problems), found.problems
+    assert any("kube-proxy.freeze" in p for p in found.problems), found.problems  # the close match is suggested
+    status = invalid_status(found)
+    assert status["phase"] == "Invalid" and status["phase"] in FINAL
+    assert status["conditions"][0]["status"] == "True"
+
+
+def test_a_missing_spec_is_invalid_not_a_crash() -> None:
+    assert isinstance(playbook_of({"metadata": {"name": "x", "namespace": "y"}}), Invalid)
+
+
+def test_final_status_carries_the_verdict_steps_and_steady_state() -> None:
+    rec = RunRecord("freeze", "chaoskit", "ns", "/j.jsonl", "id", 0.0)
+    rec.steps = [StepRecord("1-kube-proxy.freeze", "kube-proxy.freeze", "chaoskit-worker", "freeze", 0.21, 10.0, 0.4)]
+    rec.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.5)]
+    status = final_status(rec, "2026-11-30T00:00:00Z")
+    assert status["phase"] == "Passed" and status["exitCode"] == 0
+    assert status["steps"][0] == {
+        "step": "1-kube-proxy.freeze", "fault": "kube-proxy.freeze", "node": "chaoskit-worker",
+        "effectSeconds": 0.21, "heldSeconds": 10.0, "recoverySeconds": 0.4, "ok": True, "errors": [],
+    }  # fmt: skip
+    assert status["steadyState"]["before"][0]["ok"] is True
+
+
+def test_a_deviated_run_says_what_failed() -> None:
+    rec = RunRecord("freeze", "chaoskit", "ns", "/j.jsonl", "id", 0.0)
+    rec.steps = [StepRecord("s", "kube-proxy.freeze", "n", errors=["no effect within 30s"])]
+    rec.verdict = "deviated"
+    status = final_status(rec, "t")
+    assert status["phase"] == "Deviated" and status["exitCode"] == 1
+    assert "no effect within 30s" in status["message"]
+
+
+def test_an_interrupted_run_reports_what_was_reverted() -> None:
+    status = interrupted_status(["abc"], "t")
+    assert status["phase"] == "Interrupted" and "1 fault" in status["message"]
+
+
+def test_the_crd_serves_a_namespaced_chaos_experiment_with_a_status_subresource() -> None:
+    definition = crd()
+    assert definition["metadata"]["name"] == "chaosexperiments.chaoskit.dev"
+    assert definition["spec"]["scope"] == "Namespaced"
+    (version,) = definition["spec"]["versions"]
+    assert version["subresources"] == {"status": {}}
+    assert resource_path("a", "b") == "/apis/chaoskit.dev/v1alpha1/namespaces/a/chaosexperiments/b"
