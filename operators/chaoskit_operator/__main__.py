@@ -40,9 +40,11 @@ def install_crd(kube: Kube) -> None:
               help="Where run journals go (default ~/.local/state/chaoskit/operator).")  # fmt: skip
 @click.option("--metrics-port", type=int, default=9464, show_default=True, help="Prometheus metrics; 0: off.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run experiments on clusters chaoskit did not build.")
+@click.option("-v", "--verbose", is_flag=True, help="kopf's own log lines too.")
 def main(kubeconfig: str | None, context: str, namespaces: tuple[str, ...], journal_dir: Path | None,
-         metrics_port: int, allow_any_cluster: bool) -> None:  # fmt: skip
+         metrics_port: int, allow_any_cluster: bool, verbose: bool) -> None:  # fmt: skip
     """Run ChaosExperiment resources with chaoskit's engine until interrupted."""
+    kopf.configure(verbose=verbose)  # the log format of `kopf run`; INFO and up unless --verbose
     load_catalog()
     journals = journal_dir or state_home() / "operator"
     journals.mkdir(parents=True, exist_ok=True)

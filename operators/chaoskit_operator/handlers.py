@@ -19,7 +19,7 @@ from typing import Any
 import kopf
 
 from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import Runner as Shell
 from chaoskit.engine import revert_journal
@@ -125,7 +125,7 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
         except queue.Empty:
             continue
         kopf.info(body, reason=_reason(message), message=message[:1000])
-        _patch(cfg, path, {"message": message[:1000]})
+        _patch(cfg, path, {"message": message[:1000]}, retry_for=0)  # best effort: the fault may be the API server
     worker.join()
     return done[0]
 
@@ -149,8 +149,15 @@ def _reason(message: str) -> str:
     return "Progress"
 
 
-def _patch(cfg: Config, path: str, status: dict[str, Any]) -> None:
-    cfg.kube.patch(f"{path}/status", {"status": status})
+def _patch(cfg: Config, path: str, status: dict[str, Any], retry_for: float = 120) -> None:
+    """Merge `status` into the resource's, retrying while the API server is away (an experiment may stop it)."""
+    try:
+        cfg.kube.wait(f"the status of {path}", lambda: cfg.kube.patch(f"{path}/status", {"status": status}) or True,
+                      retry_for, interval=2)  # fmt: skip
+    except KubeError as exc:
+        if retry_for:
+            raise
+        logging.getLogger(__name__).info(f"status not updated: {exc}")
 
 
 def _now() -> str:
