@@ -5,6 +5,7 @@ Set CHAOSKIT_KEEP_ON_FAIL=1 to keep a failed test's namespace for inspection.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster.kube import Kube
+from chaoskit.journal import state_home
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 
@@ -30,6 +32,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_e2e_session_at_a_time() -> Iterator[None]:
+    """e2e sessions share the one cluster and break each other's faults: a host-wide lock serialises them."""
+    path = state_home() / "e2e.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"another e2e session holds {path}; waiting for it", file=sys.stderr)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
