@@ -21,7 +21,8 @@ from chaoskit.cluster.kube import KubeError
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.faults.base import Env, Fault, FaultPlan
 from chaoskit.faults.deadman import Switch, arm, heal
-from chaoskit.journal import Injection, Journal
+from chaoskit.journal import Injection, Journal, component_of
+from chaoskit.safety import release_run_locks
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
 DEFAULT_DEADLINE_MARGIN = 60.0
@@ -147,11 +148,16 @@ def run_fault(
 
 
 def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lambda _: None) -> list[str]:
-    """Undo every injection a (dead) run left unreverted; returns the ids reverted."""
+    """Undo every injection a (dead) run left unreverted, then release the component locks that run held (they
+    would otherwise hold until its deadlines); returns the ids reverted."""
+    pending = journal.pending()
     done: list[str] = []
-    for inj in journal.pending():
+    for inj in pending:
         heal(env.nodes, Switch(inj.id, inj.node, inj.revert, 0))
         journal.append("reverted", id=inj.id, by="chaoskit revert")
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
         done.append(inj.id)
+    run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
+    if run_ids and pending:
+        release_run_locks(env.kube, run_ids[-1], sorted({component_of(i.fault) for i in pending}))
     return done

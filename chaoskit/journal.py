@@ -53,6 +53,11 @@ def default_journal_dir() -> Path:
     return state_home() / "journals"
 
 
+def component_of(fault: str) -> str:
+    """Fault names are "<component>.<fault>" (kube-proxy.freeze): the component is the part before the dot."""
+    return fault.split(".", 1)[0]
+
+
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -23,7 +23,6 @@ from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.runner import resolve_node
-from chaoskit.safety import release_run_locks
 
 
 def _fault_class(name: str) -> type[Fault]:
@@ -130,10 +129,5 @@ def revert(g: Globals, journal_path: Path, cluster: str) -> None:
     """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert."""
     progress = Progress()
     journal = Journal(journal_path)
-    pending = journal.pending()
-    env = cluster_env(g, cluster)
-    done = revert_journal(env, journal, say=progress.info)
-    run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
-    if run_ids:  # the run's component locks would otherwise hold until its deadlines
-        release_run_locks(env.kube, run_ids[-1], sorted({_fault_class(i.fault).component for i in pending}))
+    done = revert_journal(cluster_env(g, cluster), journal, say=progress.info)
     click.echo(f"reverted {len(done)} injection(s)" if done else "nothing to revert")

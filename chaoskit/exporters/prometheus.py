@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from chaoskit.errors import UsageError
-from chaoskit.journal import Injection, Journal
+from chaoskit.journal import Injection, Journal, component_of
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.timeline import MeasurementResult, Sample
 
@@ -45,11 +45,6 @@ class ActiveFault:
     component: str
     node: str
     deadline_at: float  # after it the node's dead-man switch has healed the fault even if chaoskit died
-
-
-def component_of(fault: str) -> str:
-    """Fault names are "<component>.<fault>" (kube-proxy.freeze): the component is the part before the dot."""
-    return fault.split(".", 1)[0]
 
 
 def rule_sync_node(subject: str) -> str:

@@ -31,8 +31,36 @@ def _free_port() -> int:
 
 
 class Operator:
-    def __init__(self, proc: subprocess.Popen[bytes], journals: Path, port: int, log: Path) -> None:
-        self.proc, self.journals, self.port, self.log = proc, journals, port, log
+    """`chaoskit-operator` as a user starts it, beside the cluster; restartable, to show what a kill leaves."""
+
+    def __init__(self, cluster: str, kube: Kube, work: Path) -> None:
+        self.cluster, self.kube = cluster, kube
+        self.journals, self.log, self.port = work / "journals", work / "operator.log", _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "chaoskit_operator", "--context", f"kind-{self.cluster}", "--journal-dir",
+                 str(self.journals), "--metrics-port", str(self.port), "-n", NS],
+                stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )  # fmt: skip
+        proc = self.proc
+        try:
+            self.kube.wait("the operator to serve metrics", lambda: proc.poll() is None and self.metrics(), 60)
+        except Exception:
+            proc.kill()
+            raise AssertionError(f"operator did not start:\n{self.log.read_text()[-3000:]}") from None
+
+    def stop(self, sig: signal.Signals = signal.SIGINT) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def metrics(self) -> str:
         """The operator's /metrics text; "" while it does not answer."""
@@ -45,33 +73,19 @@ class Operator:
 
 @pytest.fixture(scope="module")
 def operator(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    work = tmp_path_factory.mktemp("operator")
-    journals, log, port = work / "journals", work / "operator.log", _free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "chaoskit_operator", "--context", f"kind-{cluster}", "--journal-dir",
-             str(journals), "--metrics-port", str(port), "-n", NS],
-            stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )  # fmt: skip
-    op = Operator(proc, journals, port, log)
+    op = Operator(cluster, kube, tmp_path_factory.mktemp("operator"))
     kube.apply(workloads.namespace(NS))
-    try:
-        kube.wait("the operator to serve metrics", lambda: proc.poll() is None and op.metrics(), 60)
-    except Exception:
-        proc.kill()
-        raise AssertionError(f"operator did not start:\n{log.read_text()[-3000:]}") from None
+    op.start()
     yield op
-    for item in kube.get(f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments").get("items", []):
-        kube.delete(resource_path(NS, item["metadata"]["name"]))  # while the operator can release them
-    kube.wait("experiments to be gone", lambda: not kube.get(
-        f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments").get("items"), 120)  # fmt: skip
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    if op.proc is None or op.proc.poll() is not None:
+        op.start()  # a test left it stopped: it must be there to release the experiments' finalizers
+    experiments = f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments"
+    for item in kube.get(experiments).get("items", []):
+        kube.delete(resource_path(NS, item["metadata"]["name"]))
+    kube.wait("experiments to be gone", lambda: not kube.get(experiments).get("items"), 120)
+    op.stop()
     kube.delete(f"/api/v1/namespaces/{NS}")
-    print(log.read_text()[-2000:])
+    print(op.log.read_text()[-2000:])
 
 
 def _experiment(name: str, duration: str, deadline: str | None = None) -> dict[str, Any]:
@@ -152,3 +166,22 @@ def test_deleting_a_running_experiment_reverts_its_fault_before_it_goes(
     (journal,) = operator.journals.glob(f"{NS}-held-*.jsonl")
     assert Journal(journal).pending() == []
     print(f"\nexperiment deleted mid-fault: reverted and released after {released:.1f}s")
+
+
+def test_an_operator_killed_mid_run_reverts_what_the_run_left_when_it_comes_back(
+    operator: Operator, kube: Kube, cluster: str
+) -> None:
+    path = _create(kube, _experiment("orphan", "300s", "420s"))
+    kube.wait("the freeze to take effect", lambda: "EffectObserved" in _reasons(kube, "orphan"), 180)
+    operator.stop(signal.SIGKILL)  # no revert from the run itself: only its journal says what it left
+    assert any(_kube_proxy_stopped(cluster).values())
+    assert _status(kube, path)["phase"] == "Running"
+    t0 = time.monotonic()
+    operator.start()
+    status = _final(kube, path, 120)
+    healed = time.monotonic() - t0
+    assert status["phase"] == "Interrupted" and "reverted 1 fault" in status["message"], status
+    assert not any(_kube_proxy_stopped(cluster).values())
+    (journal,) = operator.journals.glob(f"{NS}-orphan-*.jsonl")
+    assert Journal(journal).pending() == []
+    print(f"\noperator SIGKILLed mid-fault: the restarted operator reverted it {healed:.1f}s after starting")
