@@ -62,7 +62,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
-    settings.posting.level = logging.WARNING  # our own events tell the story; kopf's would repeat it
+    settings.posting.level = logging.INFO  # the level of our progress events (kopf.info) too
 
 
 @kopf.on.login(registry=registry)
