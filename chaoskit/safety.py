@@ -88,13 +88,10 @@ def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
         except KubeError as exc:
             if "HTTP 409" not in str(exc):
                 raise
-        try:
-            current = kube.get(lock.path)
+        current = kube.find(lock.path)
+        if current is not None:
             break
-        except KubeError as exc:
-            if "HTTP 404" not in str(exc):
-                raise
-            time.sleep(0.2)  # released between our create and our read: try the create again
+        time.sleep(0.2)  # released between our create and our read: try the create again
     else:
         raise Locked(f"could not take the {component} lock: it keeps appearing and vanishing")
     spec = current.get("spec", {})

@@ -64,11 +64,8 @@ def failing_checks(verbose_body: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\[-\](\S+)", verbose_body, re.M)]
 
 
-parse_time = api_time  # the one parser of API timestamps, in the pure timeline model
-
-
 def age(value: object, now: float) -> float | None:
-    t = parse_time(value)
+    t = api_time(value)
     return None if t is None else max(0.0, now - t)
 
 

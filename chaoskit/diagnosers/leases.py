@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
-from chaoskit.diagnosers.common import age, api_unavailable, iso, parse_time
+from chaoskit.diagnosers.common import age, api_unavailable, iso
 from chaoskit.diagnosers.sources import Fetched
+from chaoskit.model.timeline import api_time
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class LeaseState:
         renew = spec.get("renewTime")
         return cls(
             holder=str(spec.get("holderIdentity") or ""),
-            renewed=parse_time(renew),
+            renewed=api_time(renew),
             duration=float(spec.get("leaseDurationSeconds") or 15),
             age=age(renew, now),
         )

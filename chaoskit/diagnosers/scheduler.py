@@ -21,7 +21,6 @@ from chaoskit.diagnosers.common import (
     api_unavailable,
     failing_checks,
     items,
-    parse_time,
 )
 from chaoskit.diagnosers.leases import assess_leader_lease
 from chaoskit.diagnosers.metrics import Metrics, rounded
@@ -29,6 +28,7 @@ from chaoskit.diagnosers.placement import blocked_by_policy
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.faults.base import FaultParams
+from chaoskit.model.timeline import api_time
 
 HEALTHZ = "https://127.0.0.1:10259/healthz?verbose"
 PENDING_PODS = "/api/v1/pods"
@@ -198,9 +198,9 @@ def _latest_events(events: list[dict[str, Any]]) -> dict[str, str]:
             continue
         key = f"{obj.get('namespace', '')}/{obj.get('name', '')}"
         when = max(
-            parse_time(e.get("lastTimestamp")) or 0.0,
-            parse_time(e.get("eventTime")) or 0.0,
-            parse_time((e.get("series") or {}).get("lastObservedTime")) or 0.0,
+            api_time(e.get("lastTimestamp")) or 0.0,
+            api_time(e.get("eventTime")) or 0.0,
+            api_time((e.get("series") or {}).get("lastObservedTime")) or 0.0,
         )
         if key not in newest or when >= newest[key][0]:
             newest[key] = (when, str(e.get("message") or e.get("note") or ""))

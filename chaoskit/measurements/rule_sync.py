@@ -43,10 +43,7 @@ from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSy
 from chaoskit.measurements.watch import Obj, Watcher
 from chaoskit.model.timeline import MeasurementResult
 
-__all__ = ["TYPE", "MissingService", "RuleSync", "RuleSyncParams"]
-
-
-MissingService = MissingPiece  # the name this module has always raised
+__all__ = ["TYPE", "MissingPiece", "RuleSync", "RuleSyncParams"]
 
 
 class RuleSyncParams(TargetParams):

@@ -84,10 +84,10 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
     path = resource_path(namespace, name)
     if status.get("phase") in FINAL:
         return
-    if status.get("phase") == "Running":  # the operator died mid-run: finish what its journal left open
-        _recover(cfg, body, path, Path(status.get("journal", "")))
-        return
     pb = playbook_of(dict(body))
+    if status.get("phase") == "Running" and not isinstance(pb, Invalid):  # the operator died mid-run
+        _recover(cfg, body, path, pb.spec.cluster, Path(status.get("journal", "")))
+        return
     if isinstance(pb, Invalid):
         _patch(cfg, path, invalid_status(pb))
         kopf.warn(body, reason="Invalid", message=f"nothing injected: {pb.message}"[:1000])
@@ -99,9 +99,10 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
     except ChaoskitError as exc:  # refused before the Runner started (not our cluster, no nodes)
         record = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(journal.path), "", 0.0)
         record.verdict, record.errors = "error", [str(exc)]
-    _patch(cfg, path, final_status(record, _now()))
+    final = final_status(record, _now())
+    _patch(cfg, path, final)
     event = kopf.info if record.verdict == "passed" else kopf.warn
-    event(body, reason=record.verdict.capitalize(), message=final_status(record, "")["message"])
+    event(body, reason=final["phase"], message=final["message"])
     logger.info(f"{name}: {record.verdict}")
 
 
@@ -130,10 +131,10 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
     return done[0]
 
 
-def _recover(cfg: Config, body: kopf.Body, path: str, journal_path: Path) -> None:
+def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path: Path) -> None:
+    """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted."""
     reverted: list[str] = []
     if journal_path.is_file():
-        cluster = str((body.get("spec") or {}).get("cluster", "chaoskit"))
         reverted = revert_journal(Env(cfg.kube, DockerNodeExec(cfg.shell), cluster), Journal(journal_path))
     _patch(cfg, path, interrupted_status(reverted, _now()))
     kopf.warn(body, reason="Interrupted", message=f"operator restarted mid-run; reverted {len(reverted)} fault(s)")

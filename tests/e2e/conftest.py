@@ -16,6 +16,8 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.journal import state_home
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
@@ -32,6 +34,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
+
+def process_state(node: str, process: str) -> str:
+    """The ps state letter of `process` on kind node `node` ("T": stopped); "" when it is not running."""
+    out = DockerNodeExec(SubprocessRunner()).run(
+        node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {process} | head -n1)"], check=False
+    )
+    return out.stdout.strip()[:1]
 
 
 @pytest.fixture(scope="session", autouse=True)

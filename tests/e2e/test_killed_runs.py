@@ -14,16 +14,13 @@ from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.faults.deadman import armed
 from chaoskit.journal import Journal
-from tests.e2e.conftest import chaoskit
+from tests.e2e.conftest import chaoskit, process_state
 
 FAULT, PROCESS = "kube-proxy.freeze", "kube-proxy"
 
 
 def _state(node: str) -> str:
-    out = DockerNodeExec(SubprocessRunner()).run(
-        node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {PROCESS} | head -n1)"], check=False
-    )
-    return out.stdout.strip()[:1]
+    return process_state(node, PROCESS)
 
 
 def _wait(what: str, check, timeout: float) -> float:  # type: ignore[no-untyped-def]

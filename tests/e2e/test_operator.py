@@ -18,10 +18,10 @@ import pytest
 from chaoskit import workloads
 from chaoskit.cluster.kube import Kube
 from chaoskit.journal import Journal
-from chaoskit_operator.experiment import resource_path
+from chaoskit_operator.experiment import FINAL, resource_path
+from tests.e2e.conftest import process_state
 
 NS = "chaoskit-operator-e2e"
-FINAL = {"Passed", "Deviated", "Aborted", "Error", "Interrupted", "Invalid"}
 
 
 def _free_port() -> int:
@@ -120,12 +120,7 @@ def _reasons(kube: Kube, name: str) -> set[str]:
 
 
 def _kube_proxy_stopped(cluster: str) -> dict[str, bool]:
-    states = {}
-    for node in (f"{cluster}-worker", f"{cluster}-worker2"):
-        done = subprocess.run(["docker", "exec", node, "sh", "-c", "ps -o stat= -p $(pgrep -x kube-proxy)"],
-                              capture_output=True, text=True)  # fmt: skip
-        states[node] = done.stdout.strip().startswith("T")
-    return states
+    return {node: process_state(node, "kube-proxy") == "T" for node in (f"{cluster}-worker", f"{cluster}-worker2")}
 
 
 def test_an_experiment_runs_its_playbook_and_reports_in_status_events_and_metrics(

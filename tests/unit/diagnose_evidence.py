@@ -13,7 +13,7 @@ from typing import Any
 
 from chaoskit.diagnosers.apiserver import ApiServerEvidence
 from chaoskit.diagnosers.base import Finding
-from chaoskit.diagnosers.common import HttpAnswer, parse_not_after, parse_time
+from chaoskit.diagnosers.common import HttpAnswer, parse_not_after
 from chaoskit.diagnosers.controller_manager import ControllerManagerEvidence
 from chaoskit.diagnosers.etcd import EtcdEvidence
 from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence, _min_sync_period
@@ -23,6 +23,7 @@ from chaoskit.diagnosers.runtime import RuntimeEvidence
 from chaoskit.diagnosers.scheduler import SchedulerEvidence
 from chaoskit.diagnosers.sources import Fetched, Section
 from chaoskit.diagnosers.staticpod import MANIFESTS, ProcessState
+from chaoskit.model.timeline import api_time
 
 DATA = Path(__file__).parent / "data" / "evidence"
 CP, WORKER = "chaoskit-control-plane", "chaoskit-worker"
@@ -75,7 +76,7 @@ def titles(findings: list[Finding]) -> list[str]:
 
 
 def lease_time(rel: str) -> float:
-    t = parse_time(obj(rel)["spec"]["renewTime"])
+    t = api_time(obj(rel)["spec"]["renewTime"])
     assert t is not None
     return t
 

@@ -19,7 +19,7 @@ from chaoskit.cluster.shell import FakeRunner
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Env
 from chaoskit.measurements.probe import FAILED, AnswerSeen, RulesSeen, parse_line, probe_script
-from chaoskit.measurements.rule_sync import MissingService, RuleSync, RuleSyncParams
+from chaoskit.measurements.rule_sync import MissingPiece, RuleSync, RuleSyncParams
 from chaoskit.measurements.rule_sync_driver import initial_replicas, parse_changes
 from chaoskit.measurements.rule_sync_sli import (
     SliSnapshot,
@@ -363,7 +363,7 @@ def test_rule_sync_is_registered_with_its_params() -> None:
 
 def test_measuring_a_missing_service_fails_naming_it() -> None:
     m = RuleSync(Env(FakeKube(), FakeNodeExec(), "c"), RuleSyncParams(), "rs", "shop")
-    with pytest.raises(MissingService, match="shop/web"):
+    with pytest.raises(MissingPiece, match="shop/web"):
         m.start()
 
 
