@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.cluster.shell import Completed
+from chaoskit.errors import ToolError
 from chaoskit.registry import FAULTS
 
 Role = Literal["control-plane", "worker"]
@@ -46,6 +47,16 @@ def params_of(params: BaseModel, model: type[ParamsT]) -> ParamsT:
 
 
 @dataclass(frozen=True)
+class Handoff:
+    """A file made on another node and written to the plan's node before its apply lines run: how a fault gets what
+    only that node can make (a certificate signed where the CA key is) without what it is made with leaving it."""
+
+    source: Role  # the node that makes it: the first node of this role, by name
+    make: str  # a shell line there whose stdout is the file; it changes nothing on that node
+    path: str  # where the file lands on the plan's node (mode 0600); the plan's revert removes it
+
+
+@dataclass(frozen=True)
 class FaultPlan:
     fault: str
     node: str
@@ -53,6 +64,7 @@ class FaultPlan:
     revert: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
     summary: str  # one line for --dry-run and reports
     params: BaseModel = field(default_factory=NoParams)  # what the checks need to know about this injection
+    handoffs: tuple[Handoff, ...] = ()  # made elsewhere and written to `node` after arming, before `apply`
 
     def params_as(self, model: type[ParamsT]) -> ParamsT:
         """The plan's params as the fault's own model (the checks get only the plan)."""
@@ -98,6 +110,41 @@ def register(cls: FaultT) -> FaultT:
     """Class decorator: adds a concrete fault to the catalog under its own `name`."""
     FAULTS.add(cls.name, cls)
     return cls
+
+
+class HandoffError(ToolError):
+    pass
+
+
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+
+
+def first_node(env: Env, role: Role) -> str:
+    """The first node of `role` by name, as a playbook's `target: {node: <role>}` picks it."""
+    nodes = env.kube.get("/api/v1/nodes")["items"]
+    wanted = role == "control-plane"
+    names = sorted(n["metadata"]["name"] for n in nodes
+                   if (CONTROL_PLANE_LABEL in (n["metadata"].get("labels") or {})) == wanted)  # fmt: skip
+    if not names:
+        raise HandoffError(f"no {role} node in this cluster")
+    return str(names[0])
+
+
+def hand_over(env: Env, plan: FaultPlan) -> None:
+    """Make each of the plan's handoffs on its source node and write it to the plan's node.
+
+    The engine calls it after arming the dead-man switch (the revert removes the file) and before the first apply
+    line, which expects the file.
+    """
+    for h in plan.handoffs:
+        source = first_node(env, h.source)
+        made = env.nodes.run(source, ["sh", "-c", h.make], check=False)
+        if made.returncode != 0 or not made.stdout.strip():
+            raise HandoffError(f"{plan.fault}: making {h.path} on {source} failed (exit {made.returncode}): "
+                               f"{made.stderr.strip()[-500:]}")  # fmt: skip
+        folder = h.path.rsplit("/", 1)[0] or "/"
+        write = f"umask 077 && mkdir -p {shlex.quote(folder)} && cat > {shlex.quote(h.path)}"
+        env.nodes.run(plan.node, ["sh", "-c", write], input=made.stdout.encode())
 
 
 def sh(*argv: str) -> str:

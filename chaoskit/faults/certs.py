@@ -45,3 +45,32 @@ def expired_copy(cert: str, key: str, out: str, *, ca_crt: str = CA_CRT, ca_key:
 def expired_check(path: str) -> str:
     """A shell test that passes when the first certificate in `path` has expired."""
     return f"! openssl x509 -in {shlex.quote(path)} -noout -checkend 0 >/dev/null"
+
+
+def expired_client_pem(node: str, *, ca_crt: str = CA_CRT, ca_key: str = CA_KEY) -> str:
+    """One shell line that prints a kubelet client certificate for `node` (CN system:node:<node>, O system:nodes,
+    clientAuth), signed by the cluster CA and valid from two days ago until yesterday, followed by its fresh key.
+
+    It writes nothing outside a temporary directory it removes, so it can run where the CA key is and its output be
+    carried to the node: the CA key never leaves.
+    """
+    config = ["[ca]", "default_ca=x", "[x]", "database=$d/index", "new_certs_dir=$d", "serial=$d/serial",
+              "default_md=sha256", "policy=p", "unique_subject=no", "x509_extensions=e", "[p]",
+              "commonName=supplied", "[e]", "basicConstraints=critical,CA:FALSE",
+              "keyUsage=critical,digitalSignature,keyEncipherment", "extendedKeyUsage=clientAuth"]  # fmt: skip
+    lines = " ".join(f'"{line}"' for line in config)  # double quotes: $d expands
+    subject = shlex.quote(f"/O=system:nodes/CN=system:node:{node}")
+    signer = f"-cert {shlex.quote(ca_crt)} -keyfile {shlex.quote(ca_key)}"
+    return " && ".join([
+        "d=$(mktemp -d)",
+        "trap 'rm -rf \"$d\"' EXIT",
+        f"printf '%s\\n' {lines} > \"$d/ca.cnf\"",
+        ': > "$d/index"',
+        'echo 01 > "$d/serial"',
+        'openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/key"',
+        f'openssl req -new -key "$d/key" -subj {subject} -out "$d/req.csr"',
+        f'openssl ca -batch -config "$d/ca.cnf" -preserveDN -notext {signer} '
+        f"-startdate {_openssl_date('-2 days')} -enddate {_openssl_date('-1 day')} "
+        f'-in "$d/req.csr" -out "$d/crt" >&2',
+        'cat "$d/crt" "$d/key"',
+    ])  # fmt: skip

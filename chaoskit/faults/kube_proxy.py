@@ -4,6 +4,7 @@ one node, rule syncs made slow everywhere."""
 from __future__ import annotations
 
 import json
+import shlex
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +12,9 @@ from chaoskit.cluster.proxymode import PROXY_MODE_URL, kube_proxy_pods, proxies_
 from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, node_sh, params_of, register, sh
 from chaoskit.faults.certs import CA_CRT
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
+from chaoskit.faults.sync_delay import NAMESPACE as PROBE_NAMESPACE
+from chaoskit.faults.sync_delay import SERVICE as PROBE_SERVICE
+from chaoskit.faults.sync_delay import SyncDelays, fresh_ip, measure, probe_objects
 from chaoskit.model.duration import Duration, parse_duration
 
 HEALTHZ = "http://127.0.0.1:10256/healthz"  # kube-proxy's own health endpoint on the node
@@ -136,11 +140,15 @@ class KubeProxyFlushRules(Fault):
 class SlowSyncParams(FaultParams):
     min_sync_period: Duration = Field(
         default=30.0,
-        ge=2.0,
-        le=600.0,
-        description="kube-proxy's minSyncPeriod while the fault holds (kind's is 1s): at most one rule sync per "
-        "period after a burst of two.",
+        ge=5.0,
+        le=120.0,
+        description="kube-proxy's minSyncPeriod while the fault holds (kind's is 1s): at least this long between the "
+        "end of one rule sync and the start of the next. At least 5s, so that the effect (a change waiting half of it) "
+        "cannot be kind's own 1s; at most 2m, so that the effect shows within the effect timeout.",
     )
+
+
+SLOW_FRACTION = 0.5  # a change landing right after a sync must wait at least this part of the period
 
 
 PROXY_CONFIGMAP_BACKUP = f"{PARKED}/kube-proxy-configmap.yaml"
@@ -176,20 +184,31 @@ class KubeProxySlowSync(Fault):
 
     An HPA scale-up's new pods get no traffic for a while, removed ones keep getting it. The kube-system/kube-proxy
     ConfigMap's minSyncPeriod (every proxy mode's) is raised to `min_sync_period` (syncPeriod too, where its 30 s
-    default would be shorter) and the kube-proxy pods are restarted to read it. kube-proxy then syncs at most once
-    per period after a burst of two, so the gap between an EndpointSlice's last-change-trigger-time and the rules,
-    `kubeproxy_network_programming_duration_seconds`, grows to about the period. The original ConfigMap is kept in
+    default would be shorter) and the kube-proxy pods are restarted to read it. In v1.34 kube-proxy then leaves at
+    least that period between the end of one sync and the start of the next (no burst): a change arriving meanwhile
+    waits, so the gap between an EndpointSlice's last-change-trigger-time and the rules,
+    `kubeproxy_network_programming_duration_seconds`, grows up to the period. The original ConfigMap is kept in
     /etc/kubernetes/chaoskit-parked/ on the control-plane node (where kubectl runs); the revert restores it and
-    restarts the pods again. Effect: every kube-proxy runs with the slow period (its /configz); recovery: every
-    kube-proxy back on another.
+    restarts the pods again. Effect, measured: once every kube-proxy pod is Ready, a probe Service of chaoskit's
+    (kube-system/chaoskit-slow-sync-probe: no selector, its EndpointSlice holds documentation addresses nobody
+    answers at, created and deleted with the fault) gets endpoint changes, and every node's rules are read in the node
+    every 100 ms. kube-proxy syncs a change at once when it is idle, so the next change is made right after each node
+    programmed the previous one: it lands in that sync's cool-down. The effect holds when on every node such a change
+    waited at least half of `min_sync_period` (the first change counts too where kube-proxy's own metrics say it had
+    already synced); a change programmed sooner on any node means no effect. Two changes and about half the period,
+    typically; at most 1.5 periods. Not in IPVS mode, whose rules the probe does not read. Recovery: every kube-proxy
+    runs with another period again (its /configz).
     """
 
     name = "kube-proxy.slow-sync"
     component = "kube-proxy"
     target_role = "control-plane"
     Params = SlowSyncParams
-    effect_timeout = 90.0  # the DaemonSet recreates the pods; each waits for the old one to let go of its ports
+    effect_timeout = 300.0  # the pods' restart (each waits for the old one to let go of its ports), then 1.5 periods
     recovery_timeout = 120.0
+
+    def __init__(self) -> None:
+        self.measured: list[SyncDelays] = []  # every effect measurement, for the report and the tests
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, SlowSyncParams)
@@ -197,12 +216,15 @@ class KubeProxySlowSync(Fault):
         get_cm = kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "yaml")
         restart = kubectl("-n", "kube-system", "delete", "pod", "-l", "k8s-app=kube-proxy", "--wait=false")
         backup = PROXY_CONFIGMAP_BACKUP
+        probe = json.dumps({"apiVersion": "v1", "kind": "List", "items": probe_objects(fresh_ip([]))},
+                           separators=(",", ":"))  # fmt: skip
         return FaultPlan(
             self.name,
             node,
             apply=(
                 f"if [ -e {backup} ]; then echo '{backup} exists: an earlier injection was not reverted"
                 " (chaoskit revert)' >&2; exit 1; fi",
+                f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
                 sh("mkdir", "-p", PARKED),
                 f"{get_cm} > {backup}.new && mv {backup}.new {backup}",
                 f"{slow_sync_sed(p.min_sync_period)} {backup} | {kubectl('replace', '-f', '-')}",
@@ -212,10 +234,20 @@ class KubeProxySlowSync(Fault):
                 # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile
                 f"if [ -f {backup} ]; then sed '/^  resourceVersion: /d' {backup} | {kubectl('replace', '-f', '-')}"
                 f" && {restart} && rm -f {backup}; fi",
+                kubectl("-n", PROBE_NAMESPACE, "delete", "service,endpointslice", PROBE_SERVICE, "--ignore-not-found"),
             ),
             summary=f"set kube-proxy's minSyncPeriod to {period} in kube-system/kube-proxy and restart kube-proxy",
             params=p,
         )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        period = plan.params_as(SlowSyncParams).min_sync_period
+        if not proxies_ready(env.kube):
+            return False
+        _, pods = kube_proxy_pods(env.kube)
+        found = measure(env, [p["spec"]["nodeName"] for p in pods], SLOW_FRACTION * period, 1.5 * period + 10)
+        self.measured.append(found)
+        return found.slow_everywhere
 
     def _periods(self, env: Env) -> list[float | None] | None:
         """Each live kube-proxy's minSyncPeriod, or None while the DaemonSet is not fully Ready."""
@@ -223,11 +255,6 @@ class KubeProxySlowSync(Fault):
             return None
         _, pods = kube_proxy_pods(env.kube)
         return [running_min_sync_period(env, p["spec"]["nodeName"]) for p in pods]
-
-    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        slow = plan.params_as(SlowSyncParams).min_sync_period
-        periods = self._periods(env)
-        return periods is not None and all(s is not None and abs(s - slow) < 1e-3 for s in periods)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         slow = plan.params_as(SlowSyncParams).min_sync_period

@@ -3,10 +3,12 @@ client certificate expired."""
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import BaseModel, Field
 
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, node_sh, params_of, register, sh
-from chaoskit.faults.certs import CA_KEY, expired_check, expired_copy
+from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, Handoff, node_sh, params_of, register, sh
+from chaoskit.faults.certs import CA_KEY, expired_check, expired_client_pem
 from chaoskit.faults.control_plane import ProcessFrozen
 
 
@@ -145,7 +147,20 @@ class DiskPressure(Fault):
 
 CLIENT_PEM = f"{KUBELET_DIR}/pki/kubelet-client-current.pem"  # cert and key; a symlink to the dated file
 PARKED_PEM = f"{CLIENT_PEM}.chaoskit-parked"  # same directory: parking and restoring are renames
-EXPIRED_PEM = f"{KUBELET_DIR}/pki/kubelet-client-chaoskit-expired.pem"
+EXPIRED_PEM = f"{KUBELET_DIR}/pki/kubelet-client-chaoskit-expired.pem"  # handed over from the control-plane node
+SINCE = "/run/chaoskit/kubelet-cert-expired.since"  # when the fault restarted kubelet: where its journal is read from
+# What kubelet v1.34 logs when its client certificate has expired (bootstrap.LoadClientConfig), or a TLS peer's words.
+EXPIRED_ERROR = "certificate.*(is|has) expired"
+
+
+def kubelet_errors_since_injection(env: Env, node: str) -> int:
+    """Lines of kubelet's own journal on `node` since the fault restarted it that say its certificate expired."""
+    read = (f'[ -s {SINCE} ] && journalctl -u kubelet --since "@$(cat {SINCE})" --no-pager -o cat'
+            f" | grep -c -i -E {shlex.quote(EXPIRED_ERROR)}")  # fmt: skip
+    try:
+        return int(node_sh(env, node, read).stdout.strip() or 0)
+    except ValueError:
+        return 0
 
 
 @register
@@ -153,48 +168,56 @@ class KubeletCertExpired(Fault):
     """kubelet restarted with an expired client certificate it cannot renew: it crash-loops and the node goes NotReady.
 
     Certificate rotation failed and the certificate ran out: kubelet cannot authenticate to the API server, its
-    heartbeats stop and the node goes NotReady after the grace period. kubelet-client-current.pem is swapped for a
-    copy of itself (same identity and key) re-signed by the cluster CA to have expired yesterday, and kubelet is
-    restarted, as after a reboot past the expiry date. Rotation cannot rescue it: renewing needs a valid
-    certificate, and kubeadm deletes the bootstrap kubeconfig after joining. So kubelet logs that its client
-    certificate "is expired", fails to load the bootstrap kubeconfig and exits; systemd restarts it every second,
-    and `journalctl -u kubelet` shows the loop. Running pods keep running. Signing needs the CA key, which only the
-    control-plane node holds, so this fault targets that node's kubelet. The revert renames the original certificate
-    back and restarts kubelet.
+    heartbeats stop and the node goes NotReady after the grace period. The control-plane node, which alone holds the
+    cluster CA key, signs a client certificate for the target node's identity (CN system:node:<node>, O
+    system:nodes, a fresh key) that expired yesterday; only the certificate and its key are carried to the target
+    node (the CA key never leaves), where it replaces kubelet-client-current.pem, and kubelet is restarted, as after a
+    reboot past the expiry date. Rotation cannot rescue it: renewing needs a valid certificate, and kubeadm deletes
+    the bootstrap kubeconfig after joining. So kubelet logs that "part of the existing bootstrap client certificate
+    in /etc/kubernetes/kubelet.conf is expired", fails to load the bootstrap kubeconfig and exits; systemd restarts it
+    every second, and `journalctl -u kubelet` shows the loop. Running pods keep running. Effect: kubelet's own
+    journal since the restart says its certificate expired, and the API server's Node says the node is not Ready
+    (heartbeats stopped, after the 40-50 s grace period). Targets a worker; on the control-plane node the certificate
+    is signed in place. The revert renames the original certificate back and restarts kubelet, on the node alone (no
+    API server needed).
     """
 
     name = "kubelet.cert-expired"
     component = "kubelet"
-    target_role = "control-plane"
+    target_role = "worker"
     effect_timeout = 120.0  # the node-monitor grace period, as for kubelet.stop
     recovery_timeout = 120.0
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        new = f"{EXPIRED_PEM}.new"
+        sign_here = f"umask 077 && {{ {expired_client_pem(node)}; }} > {new} && mv {new} {EXPIRED_PEM}"
         return FaultPlan(
             self.name,
             node,
             apply=(
-                f"[ -r {CA_KEY} ] || {{ echo 'no {CA_KEY} on {node}: only the control-plane node can sign' >&2; "
-                "exit 1; }",
                 f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then echo '{PARKED_PEM} exists: an earlier "
                 "injection was not reverted (chaoskit revert)' >&2; exit 1; fi",
-                f"umask 077 && {expired_copy(CLIENT_PEM, CLIENT_PEM, EXPIRED_PEM)}",
-                f"openssl pkey -in {CLIENT_PEM} >> {EXPIRED_PEM}",
+                # handed over from the control-plane node; that node itself signs in place
+                f"[ -s {EXPIRED_PEM} ] || if [ -r {CA_KEY} ]; then {sign_here}; else echo 'no expired certificate was"
+                f" handed over to {node} from the control-plane node, and no CA key here to sign one' >&2; exit 1; fi",
+                f"{expired_check(EXPIRED_PEM)} && openssl pkey -in {EXPIRED_PEM} -noout || {{ echo '{EXPIRED_PEM}"
+                " is not an expired certificate and its key' >&2; exit 1; }",
+                f"mkdir -p {SINCE.rsplit('/', 1)[0]} && date +%s > {SINCE}",
                 f"mv {CLIENT_PEM} {PARKED_PEM} && mv {EXPIRED_PEM} {CLIENT_PEM}",
                 sh("systemctl", "restart", "kubelet"),
             ),
             revert=(
                 f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then mv -f {PARKED_PEM} {CLIENT_PEM} && "
                 "systemctl restart kubelet; fi",
-                sh("rm", "-f", EXPIRED_PEM),
+                sh("rm", "-f", EXPIRED_PEM, f"{EXPIRED_PEM}.new", SINCE),
             ),
             summary=f"restart kubelet on {node} with a client certificate that expired yesterday",
             params=params,
+            handoffs=(Handoff("control-plane", expired_client_pem(node), EXPIRED_PEM),),
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        expired = node_sh(env, plan.node, expired_check(CLIENT_PEM)).returncode == 0
-        return expired and node_ready(env, plan.node) is not True
+        return kubelet_errors_since_injection(env, plan.node) > 0 and node_ready(env, plan.node) is not True
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         return node_ready(env, plan.node) is True

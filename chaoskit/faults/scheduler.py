@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from chaoskit import workloads
 from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, params_of, register
 from chaoskit.faults.control_plane import StaticPodDown
-from chaoskit.model.playbook import DNS_LABEL
+from chaoskit.model.playbook import DNS_LABEL, DNS_SUBDOMAIN
 
 
 @register
@@ -25,11 +25,22 @@ class SchedulerDown(StaticPodDown):
     health_port = 10259
 
 
+WORKER = "worker"  # UnschedulableParams.node: the first worker by name
+
+
 class UnschedulableParams(FaultParams):
     reason: Literal["resources", "taint", "affinity"] = Field(
         default="resources",
         description="Why nothing fits: resources (asks more CPU than any node has), taint (pinned to a node with a "
         "NoSchedule taint it does not tolerate), affinity (required node affinity no node satisfies).",
+    )
+    node: str = Field(
+        default=WORKER,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN,
+        description="reason taint only: the node that is tainted and the pods are pinned to, by name, or `worker` for "
+        "the first worker by name. Not the control-plane node: kind's own NoSchedule taint there is the one the "
+        "scheduler would name.",
     )
     namespace: str = Field(
         default="chaoskit-faults", max_length=63, pattern=DNS_LABEL, description="Where the Deployment goes."
@@ -40,17 +51,24 @@ class UnschedulableParams(FaultParams):
 DEPLOYMENT = "chaoskit-unschedulable"
 CREATED_BY = "chaoskit.dev/created-by"  # on a namespace this fault created, so the revert deletes only that
 TAINT_KEY = "chaoskit.dev/unschedulable"
-TAINT = f"{TAINT_KEY}=scheduler.unschedulable:NoSchedule"
+TAINT_VALUE = "scheduler.unschedulable"
+TAINT = f"{TAINT_KEY}={TAINT_VALUE}:NoSchedule"
+PIN_LABEL = f"{TAINT_KEY}={TAINT_VALUE}"  # on the tainted node: what the pods select it by, and the revert finds it by
 # What the scheduler writes into FailedScheduling for each reason (per-node reasons, "0/3 nodes are available: ...").
+# The taint filter names the first untolerated taint it finds as `{key: value}`: ours, not just any taint.
 REASON_MESSAGES = {
     "resources": "Insufficient cpu",
-    "taint": "untolerated taint",
+    "taint": f"untolerated taint {{{TAINT_KEY}: {TAINT_VALUE}}}",
     "affinity": "didn't match Pod's node affinity/selector",
 }
 TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
+# the same pick as a playbook's `target: {node: worker}`
+FIRST_WORKER = (
+    f"{kubectl('get', 'nodes', '-l', '!node-role.kubernetes.io/control-plane', '-o', 'name')} | sort | head -1"
+)
 
 
-def unschedulable_deployment(p: UnschedulableParams, node: str) -> dict[str, Any]:
+def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
     """chaoskit's web Deployment, made impossible to place for `p.reason`."""
     dep = workloads.web_deployment(p.namespace, DEPLOYMENT, replicas=p.replicas)
     dep["metadata"]["labels"] = {**dep["metadata"]["labels"], "chaoskit.dev/fault": "scheduler.unschedulable"}
@@ -58,12 +76,29 @@ def unschedulable_deployment(p: UnschedulableParams, node: str) -> dict[str, Any
     if p.reason == "resources":
         pod["containers"][0]["resources"] = {"requests": {"cpu": TOO_MUCH_CPU}, "limits": {"cpu": TOO_MUCH_CPU}}
     elif p.reason == "taint":
-        pod["nodeSelector"] = {"kubernetes.io/hostname": node}  # the node the fault taints, with no toleration
+        pod["nodeSelector"] = {TAINT_KEY: TAINT_VALUE}  # only the node the fault taints, with no toleration
     else:
         term = {"matchExpressions": [{"key": "chaoskit.dev/no-such-label", "operator": "In", "values": ["true"]}]}
         required = {"nodeSelectorTerms": [term]}
         pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     return dep
+
+
+def taint_line(node: str) -> str:
+    """Label and taint `node` (a name, or `worker`: picked by kubectl). It refuses a node that already has another
+    NoSchedule taint: the scheduler names only the first untolerated taint, which would not be chaoskit's."""
+    pick = f"n=$({FIRST_WORKER}); n=${{n#node/}}" if node == WORKER else f"n={shlex.quote(node)}"
+    no_schedule = shlex.quote('jsonpath={range .spec.taints[?(@.effect=="NoSchedule")]}{.key}{"\\n"}{end}')
+    refuse = (
+        f'echo "node $n already has the NoSchedule taint $other: the scheduler would name that one, not {TAINT_KEY}"'
+        " >&2; exit 1"
+    )
+    return (
+        f"{pick}; [ -n \"$n\" ] || {{ echo 'no worker node to taint' >&2; exit 1; }};"
+        f' other=$({kubectl()} get node "$n" -o {no_schedule} | grep -v -x -F {TAINT_KEY});'
+        f' [ -z "$other" ] || {{ {refuse}; }};'
+        f' {kubectl()} label nodes "$n" {PIN_LABEL} --overwrite && {kubectl()} taint nodes "$n" {TAINT} --overwrite'
+    )
 
 
 def _tolerating_not_found(line: str) -> str:
@@ -76,18 +111,30 @@ def _absent(env: Env, path: str) -> bool:
     return env.kube.find(path) is None
 
 
+def _nodes_with_our_taint_or_label(env: Env) -> list[str]:
+    nodes = env.kube.get("/api/v1/nodes")["items"]
+    return [n["metadata"]["name"] for n in nodes
+            if any(t.get("key") == TAINT_KEY for t in n["spec"].get("taints") or [])
+            or TAINT_KEY in (n["metadata"].get("labels") or {})]  # fmt: skip
+
+
 @register
 class Unschedulable(Fault):
     """New pods stay Pending because no node fits them, each with a FailedScheduling event that says why.
 
     As in an HPA scale-up that outgrows the cluster, or a scheduling policy that is wrong. It creates a small
     Deployment of chaoskit's workload (`chaoskit-unschedulable`, in `namespace`, created and later deleted if
-    missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient cpu"); `taint` pins
-    the pods to the control-plane node and adds the NoSchedule taint `chaoskit.dev/unschedulable` there, with no
-    toleration ("untolerated taint"); `affinity` requires a node label no node has ("didn't match Pod's node
-    affinity/selector"). Effect: every replica Pending with such an event. Unlike scheduler.down, the events are
-    there: that is how the two are told apart. The revert deletes the Deployment, the taint and the namespace if the
-    fault created it. Runs kubectl on the control-plane node.
+    missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient cpu"); `taint` labels
+    and taints a worker (`node`: the first worker by name unless named) with the NoSchedule taint
+    `chaoskit.dev/unschedulable=scheduler.unschedulable` and pins the pods to that label with no toleration, so the
+    scheduler reports "untolerated taint {chaoskit.dev/unschedulable: scheduler.unschedulable}" (it names only the
+    first untolerated taint of a node, so a node that already has a NoSchedule taint, like kind's control-plane
+    node, is refused); `affinity` requires a node label no node has ("didn't match Pod's node affinity/selector").
+    Effect: every replica Pending with such an event, its words as the scheduler writes them for this reason (for
+    `taint`, chaoskit's own taint key). Unlike scheduler.down, the events are there: that is how the two are told
+    apart. The revert deletes the Deployment, the taint and label (found by the label, so it does not need to know
+    which worker was picked) and the namespace if the fault created it. Runs kubectl on the control-plane node, which
+    is therefore the fault's target node whatever node the taint goes to.
     """
 
     name = "scheduler.unschedulable"
@@ -99,25 +146,22 @@ class Unschedulable(Fault):
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, UnschedulableParams)
         ns = p.namespace
-        manifest = json.dumps(unschedulable_deployment(p, node), separators=(",", ":"))
+        manifest = json.dumps(unschedulable_deployment(p), separators=(",", ":"))
         created = f"{CREATED_BY}={self.name}"
         make_ns = f"{kubectl('create', 'namespace', ns)} && {kubectl('label', 'namespace', ns, created)}"
         apply = [f"{kubectl('get', 'namespace', ns)} >/dev/null 2>&1 || {{ {make_ns}; }}"]
         revert = [kubectl("delete", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found")]
+        summary = f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}"
         if p.reason == "taint":
-            apply.append(kubectl("taint", "nodes", node, TAINT, "--overwrite"))
-            revert.append(_tolerating_not_found(kubectl("taint", "nodes", node, f"{TAINT_KEY}:NoSchedule-")))
+            apply.append(taint_line(p.node))
+            pinned = ("nodes", "-l", PIN_LABEL)  # the label goes last: the taint is found by it
+            revert.append(_tolerating_not_found(kubectl("taint", *pinned, f"{TAINT_KEY}:NoSchedule-")))
+            revert.append(kubectl("label", *pinned, f"{TAINT_KEY}-"))
+            summary += f" (NoSchedule taint {TAINT_KEY} on {'the first worker' if p.node == WORKER else p.node})"
         apply.append(f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}")
         ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
         revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
-        return FaultPlan(
-            self.name,
-            node,
-            apply=tuple(apply),
-            revert=tuple(revert),
-            summary=f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}",
-            params=p,
-        )
+        return FaultPlan(self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p)
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(UnschedulableParams)
@@ -137,8 +181,7 @@ class Unschedulable(Fault):
             return False
         if env.kube.get(f"/api/v1/namespaces/{p.namespace}/pods", labelSelector=f"app={DEPLOYMENT}")["items"]:
             return False
-        taints = env.kube.get(f"/api/v1/nodes/{plan.node}")["spec"].get("taints") or []
-        if any(t.get("key") == TAINT_KEY for t in taints):
+        if _nodes_with_our_taint_or_label(env):
             return False
         ns = env.kube.find(f"/api/v1/namespaces/{p.namespace}")
         return ns is None or bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays

@@ -110,8 +110,9 @@ VARIANTS = [
     *((Unschedulable(), UnschedulableParams(reason=r)) for r in ("resources", "taint", "affinity")),
     (WatchLeak(), WatchLeakParams(watches=1)),
     (WatchLeak(), WatchLeakParams(watches=1234)),
+    (Unschedulable(), UnschedulableParams(reason="taint", node="chaoskit-worker2")),
     (KubeProxySlowSync(), SlowSyncParams(min_sync_period=90)),
-    (KubeProxySlowSync(), SlowSyncParams(min_sync_period=2.5)),
+    (KubeProxySlowSync(), SlowSyncParams(min_sync_period=7.5)),
     (DiskPressure(), DiskPressureParams(free_percent=2.5)),
 ]
 
@@ -348,7 +349,7 @@ metadata:
 """
 
 
-@pytest.mark.parametrize(("period", "sync_changed"), [(30.0, False), (90.0, True), (2.5, False)])
+@pytest.mark.parametrize(("period", "sync_changed"), [(30.0, False), (90.0, True), (7.5, False)])
 def test_slow_sync_sets_every_min_sync_period_and_keeps_sync_period_the_longer(
     tmp_path: Path, period: float, sync_changed: bool
 ) -> None:
@@ -417,12 +418,13 @@ def test_unschedulable_takes_effect_when_every_replica_is_pending_with_the_reaso
 
 
 def test_unschedulable_manifests_fail_for_their_reason_only() -> None:
-    resources = unschedulable_deployment(UnschedulableParams(reason="resources"), "cp")["spec"]["template"]["spec"]
+    resources = unschedulable_deployment(UnschedulableParams(reason="resources"))["spec"]["template"]["spec"]
     assert resources["containers"][0]["resources"]["requests"]["cpu"] == "10000"
     assert "nodeSelector" not in resources and "affinity" not in resources
-    taint = unschedulable_deployment(UnschedulableParams(reason="taint"), "cp")["spec"]["template"]["spec"]
-    assert taint["nodeSelector"] == {"kubernetes.io/hostname": "cp"} and "tolerations" not in taint
-    dep = unschedulable_deployment(UnschedulableParams(reason="affinity"), "cp")
+    taint = unschedulable_deployment(UnschedulableParams(reason="taint"))["spec"]["template"]["spec"]
+    assert taint["nodeSelector"] == {"chaoskit.dev/unschedulable": "scheduler.unschedulable"}
+    assert "tolerations" not in taint
+    dep = unschedulable_deployment(UnschedulableParams(reason="affinity"))
     assert dep["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     assert dep["spec"]["selector"]["matchLabels"] == {"app": "chaoskit-unschedulable"}
     for d in (dep,):
@@ -431,13 +433,82 @@ def test_unschedulable_manifests_fail_for_their_reason_only() -> None:
 
 def test_unschedulable_revert_removes_its_taint_and_treats_not_found_as_done(tmp_path: Path) -> None:
     plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
-    assert any("taint nodes cp chaoskit.dev/unschedulable=scheduler.unschedulable:NoSchedule" in a for a in plan.apply)
     untaint = next(line for line in plan.revert if "NoSchedule-" in line)
+    assert "taint nodes -l chaoskit.dev/unschedulable=scheduler.unschedulable" in untaint
+    assert plan.revert.index(untaint) < next(i for i, line in enumerate(plan.revert) if "unschedulable-" in line)
     _bin(tmp_path, "kubectl", "echo 'error: taint \"chaoskit.dev/unschedulable:NoSchedule\" not found'; exit 1")
     assert _run(tmp_path, untaint).returncode == 0
     _bin(tmp_path, "kubectl", "echo 'The connection to the server was refused'; exit 1")
     assert _run(tmp_path, untaint).returncode != 0
     assert not any("taint" in line for line in Unschedulable().plan("cp", UnschedulableParams()).revert)
+
+
+# A fake kubectl for the taint line: two workers and the control-plane node, with the NoSchedule taints in $TAINTS.
+FAKE_KUBECTL_NODES = r"""
+shift  # --kubeconfig
+case "$1 $2" in
+  "get nodes") printf 'node/chaoskit-worker2\nnode/chaoskit-worker\n' ;;
+  "get node") [ "$3" = chaoskit-control-plane ] && echo node-role.kubernetes.io/control-plane
+              cat "$STATE.taints" 2>/dev/null ;;
+  *) echo "$@" >> "$STATE" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("node", "tainted"), [("worker", "chaoskit-worker"), ("chaoskit-worker2", "chaoskit-worker2")])
+def test_unschedulable_taints_and_labels_the_first_worker_or_the_named_node(
+    tmp_path: Path, node: str, tainted: str
+) -> None:
+    _bin(tmp_path, "kubectl", FAKE_KUBECTL_NODES)
+    plan = Unschedulable().plan("chaoskit-control-plane", UnschedulableParams(reason="taint", node=node))
+    line = next(a for a in plan.apply if "taint nodes" in a)
+    done = _run(tmp_path, line)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "state").read_text().splitlines() == [
+        f"label nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable --overwrite",
+        f"taint nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable:NoSchedule --overwrite",
+    ]
+
+
+def test_unschedulable_refuses_a_node_whose_own_no_schedule_taint_the_scheduler_would_name(tmp_path: Path) -> None:
+    _bin(tmp_path, "kubectl", FAKE_KUBECTL_NODES)
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint", node="chaoskit-control-plane"))
+    done = _run(tmp_path, next(a for a in plan.apply if "taint nodes" in a))
+    assert done.returncode != 0 and "node-role.kubernetes.io/control-plane" in done.stderr
+    assert not (tmp_path / "state").exists()  # neither labelled nor tainted
+    (tmp_path / "state.taints").write_text("chaoskit.dev/unschedulable\n")  # our own, from an earlier injection: fine
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+    assert _run(tmp_path, next(a for a in plan.apply if "taint nodes" in a)).returncode == 0
+
+
+def test_unschedulable_taint_effect_needs_chaoskits_own_taint_key_in_the_event() -> None:
+    ns = "/api/v1/namespaces/chaoskit-faults"
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint", replicas=1))
+    pods = {f"{ns}/pods/a": _pod("a")}
+    ours = ("0/3 nodes are available: 1 node(s) had untolerated taint {chaoskit.dev/unschedulable: "
+            "scheduler.unschedulable}, 2 node(s) didn't match Pod's node affinity/selector.")  # fmt: skip
+    assert Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", ours)}), plan)
+    # What pinning to the control-plane node gave whether or not the fault's taint was there: kind's own taint.
+    kinds = "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }."
+    assert not Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", kinds)}), plan)
+    # The apply lines without the taint line: the pods select a label no node has.
+    unpinned = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    assert not Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", unpinned)}), plan)
+
+
+def test_unschedulable_has_recovered_only_when_no_node_keeps_its_taint_or_label() -> None:
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+
+    def node(taints: list[dict[str, str]], labels: dict[str, str]) -> dict[str, Any]:
+        return {"metadata": {"name": "w", "labels": labels}, "spec": {"taints": taints}}
+
+    ours = {"key": "chaoskit.dev/unschedulable", "effect": "NoSchedule"}
+    label = {"chaoskit.dev/unschedulable": "scheduler.unschedulable"}
+    for taints, labels, healed in (([ours], label, False), ([], label, False), ([], {}, True)):
+        ns = "/api/v1/namespaces/chaoskit-faults"  # not the fault's: it stays
+        no_pods = {f"{ns}/pods": {"items": []}, ns: {"metadata": {"name": "chaoskit-faults"}}}
+        env = _node_env({}, {"/api/v1/nodes/w": node(taints, labels), **no_pods})
+        assert Unschedulable().recovered(env, plan) is healed
 
 
 def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
