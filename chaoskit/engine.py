@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from chaoskit.cluster.kube import KubeError
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.faults.base import Env, Fault, FaultPlan
-from chaoskit.faults.deadman import Switch, arm, heal
+from chaoskit.faults.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.journal import Injection, Journal, component_of
 from chaoskit.safety import release_run_locks
 
@@ -29,10 +29,6 @@ DEFAULT_DEADLINE_MARGIN = 60.0
 
 
 class InjectError(ToolError):
-    pass
-
-
-class RevertError(ToolError):
     pass
 
 
@@ -45,11 +41,12 @@ class FaultResult:
     effect_s: float | None = None  # inject -> effect observed
     held_s: float = 0.0
     recovery_s: float | None = None  # revert -> component healthy again
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the system deviated: no effect, no recovery
+    failures: list[str] = field(default_factory=list)  # chaoskit could not do its job: arm, inject or revert failed
 
     @property
     def ok(self) -> bool:
-        return not self.errors and self.effect_s is not None and self.recovery_s is not None
+        return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
 
 
 def new_injection_id() -> str:
@@ -97,20 +94,34 @@ def run_fault(
     stop: threading.Event | None = None,
     on_effect: Callable[[], None] | None = None,
 ) -> FaultResult:
-    """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs."""
+    """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs.
+
+    What went wrong is in the result: `errors` when the system deviated, `failures` when chaoskit could not arm,
+    inject or revert (a failed revert is left to the switch, which keeps retrying on the node).
+    """
     plan: FaultPlan = fault.plan(node, params)
     deadline = deadline if deadline is not None else duration + DEFAULT_DEADLINE_MARGIN
     inj_id = new_injection_id()
     result = FaultResult(fault.name, node, inj_id, plan.summary)
-    switch = Switch(inj_id, node, plan.revert, deadline)
+    switch = Switch(inj_id, node, plan.revert, deadline, fault=fault.name, run=str(journal.path))
     journal.injection(
         Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params.model_dump(mode="json"))
     )
-    arm(env.nodes, switch)  # before the first apply line: from here on the node heals itself
+    kill_point("journaled")
+    try:
+        arm(env.nodes, switch)  # before the first apply line: from here on the node heals itself
+    except ChaoskitError as exc:
+        env.nodes.run(node, switch.disarm_argv(), check=False)  # whatever part of it was installed
+        journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
+        result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
+        return result
     say(f"armed dead-man switch {switch.unit} on {node} (fires in {deadline:.0f}s)")
+    kill_point("armed")
     injected_at = time.monotonic()
     try:
-        for line in plan.apply:
+        for i, line in enumerate(plan.apply):
+            if i == 1:
+                kill_point("between-apply-lines")
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
@@ -120,25 +131,32 @@ def run_fault(
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
         else:
             say(f"effect observed after {result.effect_s:.1f}s")
+            kill_point("holding")
             if on_effect is not None:
                 on_effect()  # while the fault holds: e.g. the diagnosis taken "during"
         remaining = duration - (time.monotonic() - injected_at)
         if remaining > 0 and (stop or threading.Event()).wait(remaining):
             result.errors.append("interrupted while holding the fault")
+    except InjectError as exc:
+        result.failures.append(str(exc))
     except ChaoskitError as exc:
         result.errors.append(str(exc))
     finally:
         result.held_s = time.monotonic() - injected_at
+        reverted = False
         try:
             heal(env.nodes, switch)
             journal.append("reverted", id=inj_id)
             say(f"reverted {fault.name} on {node}")
+            reverted = True
         except ChaoskitError as exc:
             journal.append("revert-failed", id=inj_id, error=str(exc))
-            raise RevertError(
-                f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {switch.unit} "
-                f"still heals it by the deadline, or run: chaoskit revert {journal.path}"
-            ) from exc
+            result.failures.append(
+                f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {switch.unit} retries it on "
+                f"the node for up to {RETRY_FOR_S // 60} min, or run: chaoskit revert {journal.path}"
+            )
+    if not reverted:
+        return result  # nothing to wait for: the component stays broken until the switch or a user heals it
     result.recovery_s = poll(lambda: fault.recovered(env, plan), fault.recovery_timeout)
     if result.recovery_s is None:
         result.errors.append(f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert")
@@ -147,17 +165,34 @@ def run_fault(
     return result
 
 
-def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lambda _: None) -> list[str]:
-    """Undo every injection a (dead) run left unreverted, then release the component locks that run held (they
-    would otherwise hold until its deadlines); returns the ids reverted."""
-    pending = journal.pending()
-    done: list[str] = []
-    for inj in pending:
-        heal(env.nodes, Switch(inj.id, inj.node, inj.revert, 0))
+@dataclass
+class RevertOutcome:
+    reverted: list[Injection] = field(default_factory=list)
+    left: list[tuple[Injection, str]] = field(default_factory=list)  # with the error that kept each
+
+
+def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lambda _: None) -> RevertOutcome:
+    """Try to undo every injection a (dead) run left unreverted; a failure is journaled and the rest still tried.
+
+    The component locks that run held are released for what was reverted (they would otherwise hold until its
+    deadlines); a component with an injection left keeps its lock.
+    """
+    out = RevertOutcome()
+    for inj in journal.pending():
+        switch = Switch(inj.id, inj.node, inj.revert, 0, fault=inj.fault, run=str(journal.path))
+        try:
+            heal(env.nodes, switch)
+        except ChaoskitError as exc:
+            journal.append("revert-failed", id=inj.id, error=str(exc), by="chaoskit revert")
+            say(f"revert of {inj.fault} on {inj.node} ({inj.id}) failed: {exc}")
+            out.left.append((inj, str(exc)))
+            continue
         journal.append("reverted", id=inj.id, by="chaoskit revert")
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
-        done.append(inj.id)
+        out.reverted.append(inj)
     run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
-    if run_ids and pending:
-        release_run_locks(env.kube, run_ids[-1], sorted({component_of(i.fault) for i in pending}))
-    return done
+    still_broken = {component_of(i.fault) for i, _ in out.left}
+    freed = sorted({component_of(i.fault) for i in out.reverted} - still_broken)
+    if run_ids and freed:
+        release_run_locks(env.kube, run_ids[-1], freed)
+    return out

@@ -1,8 +1,9 @@
 """Running a playbook: recognise the cluster → deploy the workload → steady state before → the steps (each one
 locked, journaled, armed, injected, held, reverted) → steady state after → verdict.
 
-Exit codes: 0 passed · 1 deviated (an effect not seen, no recovery, steady state lost) · 4 aborted before injecting
-or an inject/revert failed · 130 interrupted. Every injected fault is reverted on every path.
+Exit codes, one meaning each: 0 passed · 1 deviated (the system: an effect not seen, no recovery, steady state or
+threshold lost) · 4 chaoskit could not do its job (aborted before injecting, arm/inject/revert failed) · 130
+interrupted. Every injected fault is reverted on every path.
 """
 
 from __future__ import annotations
@@ -54,11 +55,12 @@ class StepRecord:
     effect_s: float | None = None
     held_s: float = 0.0
     recovery_s: float | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the system deviated
+    failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
 
     @property
     def ok(self) -> bool:
-        return not self.errors and self.effect_s is not None and self.recovery_s is not None
+        return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
 
 
 @dataclass
@@ -179,9 +181,14 @@ class Runner:
         try:
             for step in pb.spec.steps:
                 group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
-                rec.steps += self._group(group, rec)
+                done = self._group(group, rec)
+                rec.steps += done
                 if self.stop.is_set():
                     raise KeyboardInterrupt
+                if any(s.failures for s in done):
+                    rec.verdict = "error"
+                    rec.errors.append("chaoskit could not run a step (see its failures); later steps not run")
+                    return
             rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
             self._diagnose(rec, "after")
         finally:
@@ -277,7 +284,7 @@ class Runner:
             journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=on_effect,
         )  # fmt: skip
         rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
-        rec.recovery_s, rec.errors = result.recovery_s, result.errors
+        rec.recovery_s, rec.errors, rec.failures = result.recovery_s, result.errors, result.failures
         return rec
 
     def _deploy(self, pb: Playbook) -> None:

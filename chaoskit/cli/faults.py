@@ -17,7 +17,7 @@ from chaoskit.cli.options import cluster_env, emit, output_option
 from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
-from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
@@ -115,10 +115,13 @@ def inject(
         result = run_fault(cluster_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
                            journal=journal, say=progress.info)  # fmt: skip
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
-            "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors}  # fmt: skip
+            "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
+            "failures": result.failures}  # fmt: skip
     emit(data, "yaml" if output == "table" else output)
+    if result.failures:
+        raise click.exceptions.Exit(EXIT_TOOL)  # chaoskit could not do its job
     if not result.ok:
-        raise click.exceptions.Exit(EXIT_BREACHED)
+        raise click.exceptions.Exit(EXIT_BREACHED)  # the system deviated
 
 
 @click.command()
@@ -126,8 +129,18 @@ def inject(
 @click.option("--cluster", default="chaoskit", show_default=True)
 @click.pass_obj
 def revert(g: Globals, journal_path: Path, cluster: str) -> None:
-    """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert."""
+    """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert.
+
+    Each is tried even when another fails; exit 4 if any is left (its dead-man switch keeps retrying on the node).
+    """
     progress = Progress()
     journal = Journal(journal_path)
-    done = revert_journal(cluster_env(g, cluster), journal, say=progress.info)
-    click.echo(f"reverted {len(done)} injection(s)" if done else "nothing to revert")
+    outcome = revert_journal(cluster_env(g, cluster), journal, say=progress.info)
+    if not outcome.reverted and not outcome.left:
+        click.echo("nothing to revert")
+        return
+    click.echo(f"reverted {len(outcome.reverted)} injection(s)")
+    for inj, error in outcome.left:
+        click.echo(f"left: {inj.fault} on {inj.node} ({inj.id}): {error.splitlines()[0]}")
+    if outcome.left:
+        raise click.exceptions.Exit(EXIT_TOOL)

@@ -82,7 +82,7 @@ def _table(rec: RunRecord) -> None:
             _s(s.effect_s),
             _s(s.held_s),
             _s(s.recovery_s),
-            "ok" if s.ok else "; ".join(s.errors),
+            "ok" if s.ok else "; ".join(s.failures + s.errors),
         )
     console.print(table)
     for when, checks in (("before", rec.before), ("after", rec.after)):

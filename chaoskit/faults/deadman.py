@@ -1,14 +1,20 @@
 """The dead-man switch: a revert armed inside the node before a fault is applied.
 
-Arming writes the revert as a shell script on the node's persistent /var and
-starts a transient systemd timer that runs it at the deadline. A normal revert
-runs the same script and disarms the timer. If chaoskit is killed (even with
-SIGKILL) the node heals itself when the timer fires: nothing is left broken.
+Arming writes the revert as a shell script on the node's persistent /var and starts a transient systemd timer
+that runs it at the deadline. The script runs every revert line; if one fails it tries them all again with
+backoff (RETRY_FIRST_S doubling up to RETRY_MAX_S) for up to RETRY_FOR_S, so a revert that needs something
+still broken (the API server another fault stopped, a read-only filesystem) heals once that comes back, with or
+without chaoskit. Only when every line succeeded does it remove itself; when it gives up it leaves
+HEAL_DIR/<id>.failed, which `chaoskit diagnose` reports.
+
+chaoskit disarms a switch only after its own revert succeeded; a failed revert starts the switch at once instead.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +22,10 @@ from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.errors import CommandError
 
 HEAL_DIR = "/var/lib/chaoskit/heal"
+RETRY_FIRST_S = 2  # the first retry comes this soon after a failed attempt...
+RETRY_MAX_S = 30  # ...each wait doubles up to this...
+RETRY_FOR_S = 1800  # ...and after this long the switch gives up and leaves <id>.failed on the node
+LINE_TIMEOUT_S = 120  # one revert line may hang (kubectl against a hung API server): it is cut off and retried
 
 
 @dataclass(frozen=True)
@@ -24,8 +34,11 @@ class Switch:
 
     id: str  # unique per injection; names the unit and the script
     node: str
-    revert: tuple[str, ...]  # shell lines, run in order with `set -x`; each must be idempotent
+    revert: tuple[str, ...]  # shell lines, run in order; each must be idempotent
     deadline_s: float  # seconds from arming until the node heals itself
+    fault: str = ""  # what the give-up marker names
+    run: str = ""  # the run's journal, for `chaoskit revert`
+    retry_for_s: int = RETRY_FOR_S
 
     @property
     def unit(self) -> str:
@@ -35,59 +48,113 @@ class Switch:
     def script_path(self) -> str:
         return f"{HEAL_DIR}/{self.id}.sh"
 
-    def script(self) -> str:
-        # Every line runs even if an earlier one fails: a partial heal beats none.
-        body = "\n".join(f"{line} || status=1" for line in self.revert)
-        # it removes itself only when every line succeeded, so a failed heal stays visible to `chaoskit revert`
-        return (
-            f"#!/bin/sh\n# chaoskit heal {self.id} on {self.node}\nstatus=0\nset -x\n{body}\n"
-            f'[ $status -eq 0 ] && rm -f "$0"\nexit $status\n'
-        )
+    @property
+    def log_path(self) -> str:
+        return f"{HEAL_DIR}/{self.id}.log"
 
-    def arm_argv(self) -> list[str]:
+    @property
+    def failed_path(self) -> str:
+        return f"{HEAL_DIR}/{self.id}.failed"
+
+    def script(self) -> str:
+        # Every line runs even if an earlier one fails: a partial heal beats none. Each attempt runs them all again.
+        lines = "\n".join(
+            f'  timeout -k 5 {LINE_TIMEOUT_S} sh -c {shlex.quote(line)} >>"$log" 2>&1 || {{ status=1; '
+            f"failed={shlex.quote(line[:200])}; }}"
+            for line in self.revert
+        )
+        marker = shlex.quote(f"fault={self.fault}\ninjection={self.id}\nrun={self.run}\n")
+        return f"""#!/bin/sh
+# chaoskit heal {self.id} on {self.node}: {self.fault}, run {self.run}
+log={self.log_path}
+give_up_at=$(( $(date +%s) + {self.retry_for_s} ))
+delay={RETRY_FIRST_S}
+attempt=0
+while :; do
+  attempt=$((attempt + 1))
+  status=0
+  failed=
+{lines}
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) attempt $attempt exit $status" >>"$log"
+  if [ $status -eq 0 ]; then
+    rm -f "$0" {self.failed_path}
+    systemctl stop {self.unit}.timer 2>/dev/null
+    exit 0
+  fi
+  if [ "$(date +%s)" -ge "$give_up_at" ]; then
+    {{ printf '%s' {marker}; echo "attempts=$attempt"; echo "at=$(date -u +%Y-%m-%dT%H:%M:%SZ)";
+      echo "failed=$failed"; }} > {self.failed_path}
+    exit 1
+  fi
+  sleep $delay
+  delay=$((delay * 2))
+  [ $delay -gt {RETRY_MAX_S} ] && delay={RETRY_MAX_S}
+done
+"""
+
+    def arm_argv(self, after_s: float | None = None) -> list[str]:
+        seconds = max(1, round(self.deadline_s if after_s is None else after_s))
         return [
-            "systemd-run", f"--unit={self.unit}", f"--on-active={max(1, round(self.deadline_s))}s",
+            "systemd-run", f"--unit={self.unit}", f"--on-active={seconds}s",
             "--timer-property=AccuracySec=1s", "--description=chaoskit dead-man switch",
             "/bin/sh", self.script_path,
         ]  # fmt: skip
 
+    def stop_units(self) -> str:
+        """Stop the timer and any attempt in flight, and forget them, so the unit name can be armed again."""
+        units = f"{self.unit}.timer {self.unit}.service"
+        return f"systemctl stop {units} 2>/dev/null; systemctl reset-failed {units} 2>/dev/null; true"
+
     def disarm_argv(self) -> list[str]:
-        # stopping the timer before it fired; the service may not exist yet, so failures are fine
-        return [
-            "sh",
-            "-c",
-            f"systemctl stop {self.unit}.timer {self.unit}.service 2>/dev/null; rm -f {self.script_path}; true",
-        ]
+        # only after a revert that succeeded: nothing of this switch is left on the node
+        return ["sh", "-c", f"{self.stop_units()}; rm -f {self.script_path} {self.log_path} {self.failed_path}"]
 
 
-def arm(nodes: NodeExec, switch: Switch) -> None:
+def kill_point(name: str) -> None:
+    """Tests SIGKILL chaoskit at an exact point of the run loop (CHAOSKIT_TEST_KILL_AT=<name>) to prove the switch
+    heals whatever that point left; nothing else sets the variable."""
+    if os.environ.get("CHAOSKIT_TEST_KILL_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def arm(nodes: NodeExec, switch: Switch, after_s: float | None = None) -> None:
     """Install the heal script and start its timer; the fault may only be applied after this returns."""
     nodes.run(switch.node, ["mkdir", "-p", HEAL_DIR])
     nodes.run(switch.node, ["sh", "-c", f"cat > {shlex.quote(switch.script_path)}"], input=switch.script().encode())
-    nodes.run(switch.node, switch.arm_argv())
+    nodes.run(switch.node, switch.arm_argv(after_s))
 
 
 def heal(nodes: NodeExec, switch: Switch) -> None:
-    """Revert now with the lines the timer would run (even if it already fired or its script is gone), then disarm.
+    """Revert now with the lines the switch would run; disarm the switch only if every line succeeded.
 
-    Raises the CommandError of the first line that failed, after trying them all and disarming.
+    When a line fails the switch is (re)armed to start retrying on the node at once, and the CommandError of the
+    first failed line is raised after trying them all.
     """
     failures = []
-    for line in switch.revert:
+    for i, line in enumerate(switch.revert):
+        if i == 1:
+            kill_point("reverting")
         done = nodes.run(switch.node, ["sh", "-c", line], check=False)
         if done.returncode != 0:
-            failures.append(
-                CommandError(["docker", "exec", switch.node, "sh", "-c", line], done.returncode, done.output)
-            )
-    nodes.run(switch.node, switch.disarm_argv(), check=False)
-    if failures:
-        raise failures[0]
+            failures.append(CommandError(["sh", "-c", line], done.returncode, done.output, note=f"on {switch.node}"))
+    if not failures:
+        nodes.run(switch.node, switch.disarm_argv(), check=False)
+        return
+    nodes.run(switch.node, ["sh", "-c", switch.stop_units()], check=False)
+    arm(nodes, switch, after_s=1)  # the script again: it may be gone if the switch already ran or gave up
+    raise failures[0]
 
 
 def armed(nodes: NodeExec, node: str) -> list[str]:
-    """IDs of switches still armed on a node (their timers have not fired)."""
+    """IDs of switches still armed on a node (not yet healed, or given up)."""
     out = nodes.run(node, ["sh", "-c", f"ls {HEAL_DIR} 2>/dev/null || true"]).stdout
     return sorted(name.removesuffix(".sh") for name in out.split() if name.endswith(".sh"))
+
+
+def attempts(nodes: NodeExec, switch: Switch) -> list[str]:
+    """The switch's own record of its attempts on the node ("<time> attempt N exit S"), oldest first."""
+    out = nodes.run(switch.node, ["sh", "-c", f"cat {switch.log_path} 2>/dev/null || true"]).stdout
+    return [line for line in out.splitlines() if " attempt " in line]
 
 
 def revert_lines(*argvs: Sequence[str]) -> tuple[str, ...]:

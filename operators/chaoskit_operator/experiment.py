@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
+from chaoskit.engine import RevertOutcome
 from chaoskit.errors import PlaybookError
 from chaoskit.model.playbook import Playbook
 from chaoskit.playbook import parse_playbook
@@ -96,7 +97,7 @@ def running_status(journal: str, started_at: str) -> dict[str, Any]:
 def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
     """The verdict and what each step did, as `kubectl get chx -o yaml` shows it; the journal keeps the rest."""
     phase = PHASES[record.verdict]
-    failed = [e for s in record.steps for e in s.errors] + record.errors
+    failed = [e for s in record.steps for e in s.failures + s.errors] + record.errors
     message = "; ".join(failed) if failed else f"verdict {record.verdict}"
     return {
         "phase": phase,
@@ -114,6 +115,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
                 "recoverySeconds": _round(s.recovery_s),
                 "ok": s.ok,
                 "errors": s.errors,
+                "failures": s.failures,
             }
             for s in record.steps
         ],  # fmt: skip
@@ -126,9 +128,12 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
     }
 
 
-def interrupted_status(reverted: list[str], finished_at: str) -> dict[str, Any]:
+def interrupted_status(outcome: RevertOutcome, finished_at: str) -> dict[str, Any]:
     """A run the operator lost (it was restarted mid-run): what it found still injected, and reverted."""
-    message = f"the operator restarted during the run; reverted {len(reverted)} fault(s) its journal left"
+    message = f"the operator restarted during the run; reverted {len(outcome.reverted)} fault(s) its journal left"
+    if outcome.left:
+        left = ", ".join(f"{i.fault} on {i.node}: {error[:200]}" for i, error in outcome.left)
+        message += f"; could not revert {left} (their dead-man switches keep retrying on the nodes)"
     return {
         "phase": "Interrupted",
         "verdict": "interrupted",

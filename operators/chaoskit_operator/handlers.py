@@ -22,7 +22,7 @@ from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import Runner as Shell
-from chaoskit.engine import revert_journal
+from chaoskit.engine import RevertOutcome, revert_journal
 from chaoskit.errors import ChaoskitError
 from chaoskit.faults.base import Env
 from chaoskit.journal import Journal
@@ -133,11 +133,14 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
 
 def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path: Path) -> None:
     """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted."""
-    reverted: list[str] = []
+    outcome = RevertOutcome()
     if journal_path.is_file():
-        reverted = revert_journal(Env(cfg.kube, DockerNodeExec(cfg.shell), cluster), Journal(journal_path))
-    _patch(cfg, path, interrupted_status(reverted, _now()))
-    kopf.warn(body, reason="Interrupted", message=f"operator restarted mid-run; reverted {len(reverted)} fault(s)")
+        outcome = revert_journal(Env(cfg.kube, DockerNodeExec(cfg.shell), cluster), Journal(journal_path))
+    _patch(cfg, path, interrupted_status(outcome, _now()))
+    message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
+    if outcome.left:
+        message += f", {len(outcome.left)} left to their dead-man switches"
+    kopf.warn(body, reason="Interrupted", message=message)
 
 
 def _reason(message: str) -> str:

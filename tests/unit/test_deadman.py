@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -17,18 +18,42 @@ def _switch() -> Switch:
     )
 
 
-def test_script_runs_every_revert_line_and_removes_itself_only_on_success(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    sw = Switch("t", "n", (f"touch {tmp_path}/a", "false", f"touch {tmp_path}/b"), 5)
+def _run_script(tmp_path: Path, sw: Switch) -> subprocess.CompletedProcess[bytes]:
+    """The switch's script as the node's systemd runs it, with its paths moved under tmp_path."""
     script = tmp_path / "heal.sh"
-    script.write_text(sw.script())
-    done = subprocess.run(["sh", str(script)], capture_output=True)
-    assert done.returncode == 1
-    assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
-    assert script.exists(), "a failed heal must stay for chaoskit revert"
+    script.write_text(sw.script().replace(HEAL_DIR, str(tmp_path)))
+    return subprocess.run(["sh", str(script)], capture_output=True, timeout=30)
+
+
+def test_script_runs_every_line_and_removes_itself_only_when_all_succeeded(tmp_path: Path) -> None:
     ok = Switch("t", "n", (f"touch {tmp_path}/c",), 5)
-    script.write_text(ok.script())
-    assert subprocess.run(["sh", str(script)]).returncode == 0
-    assert not script.exists()
+    assert _run_script(tmp_path, ok).returncode == 0
+    assert (tmp_path / "c").exists() and not (tmp_path / "heal.sh").exists()
+    assert (tmp_path / "t.log").read_text().strip().endswith("attempt 1 exit 0")
+
+
+def test_a_failing_line_is_retried_with_backoff_until_it_succeeds(tmp_path: Path) -> None:
+    # the line fails until a file exists; a second line, in the background, creates it 1 s in
+    obstacle = tmp_path / "gone"
+    sw = Switch("t", "n", (f"touch {tmp_path}/a", f"test -e {obstacle}"), 5, fault="f.x", run="/j")
+    subprocess.Popen(["sh", "-c", f"sleep 1; touch {obstacle}"])
+    done = _run_script(tmp_path, sw)
+    assert done.returncode == 0
+    attempts = [line for line in (tmp_path / "t.log").read_text().splitlines() if " attempt " in line]
+    assert attempts[0].endswith("attempt 1 exit 1") and attempts[-1].endswith("exit 0")
+    assert not (tmp_path / "heal.sh").exists() and not (tmp_path / "t.failed").exists()
+
+
+def test_a_switch_that_gives_up_leaves_a_marker_naming_the_fault_and_run(tmp_path: Path) -> None:
+    sw = Switch("t", "n", (f"touch {tmp_path}/a", "echo no way >&2; false", f"touch {tmp_path}/b"), 5,
+                fault="kube-proxy.slow-sync", run="/j/run.jsonl", retry_for_s=0)  # fmt: skip
+    assert _run_script(tmp_path, sw).returncode == 1
+    assert (tmp_path / "a").exists() and (tmp_path / "b").exists(), "every line runs even after one failed"
+    assert (tmp_path / "heal.sh").exists(), "a failed heal stays armed for chaoskit revert"
+    marker = dict(line.split("=", 1) for line in (tmp_path / "t.failed").read_text().splitlines())
+    assert marker["fault"] == "kube-proxy.slow-sync" and marker["run"] == "/j/run.jsonl"
+    assert marker["attempts"] == "1" and "false" in marker["failed"]
+    assert "no way" in (tmp_path / "t.log").read_text()
 
 
 def test_revert_lines_quote_arguments() -> None:
@@ -47,20 +72,25 @@ def test_arm_writes_the_script_then_starts_a_timer_at_the_deadline() -> None:
     assert timer[-2:] == ("/bin/sh", f"{HEAL_DIR}/abc123.sh")
 
 
-def test_heal_runs_the_script_then_stops_the_timer() -> None:
+def test_heal_runs_every_line_then_disarms() -> None:
     nodes = FakeNodeExec()
     heal(nodes, _switch())
     assert nodes.calls[0] == ("chaoskit-worker", "sh", "-c", "systemctl start kubelet")
     assert nodes.calls[1] == ("chaoskit-worker", "sh", "-c", "rm -f '/x y'")
     assert "systemctl stop chaoskit-heal-abc123.timer" in nodes.calls[2][-1]
+    assert f"rm -f {HEAL_DIR}/abc123.sh" in nodes.calls[2][-1]
+    assert len(nodes.calls) == 3
 
 
-def test_heal_tries_every_line_and_disarms_even_when_one_fails() -> None:
+def test_a_failed_heal_never_disarms_and_starts_the_switch_at_once() -> None:
     nodes = FakeNodeExec()
     nodes.runner.failures[("chaoskit-worker", "sh", "-c", "systemctl start kubelet")] = "unit not found"
     with pytest.raises(CommandError, match="systemctl start kubelet"):
         heal(nodes, _switch())
-    assert len(nodes.calls) == 3
+    later = [" ".join(c) for c in nodes.calls[2:]]
+    assert not any(f"rm -f {HEAL_DIR}/abc123.sh" in c for c in later), "the script must stay"
+    assert any(f"cat > {HEAL_DIR}/abc123.sh" in c for c in later), "the script is written again (it may be gone)"
+    assert any("systemd-run" in c and "--on-active=1s" in c for c in later), "and started within a second"
 
 
 def test_armed_lists_scripts_left_on_the_node() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaoskit.engine import RevertOutcome
+from chaoskit.journal import Injection
 from chaoskit.registry import load_catalog
 from chaoskit.runner import CheckRecord, RunRecord, StepRecord
 from chaoskit_operator.experiment import (
@@ -68,6 +70,7 @@ def test_final_status_carries_the_verdict_steps_and_steady_state() -> None:
     assert status["steps"][0] == {
         "step": "1-kube-proxy.freeze", "fault": "kube-proxy.freeze", "node": "chaoskit-worker",
         "effectSeconds": 0.21, "heldSeconds": 10.0, "recoverySeconds": 0.4, "ok": True, "errors": [],
+        "failures": [],
     }  # fmt: skip
     assert status["steadyState"]["before"][0]["ok"] is True
 
@@ -81,9 +84,22 @@ def test_a_deviated_run_says_what_failed() -> None:
     assert "no effect within 30s" in status["message"]
 
 
-def test_an_interrupted_run_reports_what_was_reverted() -> None:
-    status = interrupted_status(["abc"], "t")
+def test_an_interrupted_run_reports_what_was_reverted_and_what_was_left() -> None:
+    freeze = Injection("abc", "kube-proxy.freeze", "w", ("true",), 0.0)
+    status = interrupted_status(RevertOutcome(reverted=[freeze]), "t")
     assert status["phase"] == "Interrupted" and "1 fault" in status["message"]
+    slow = Injection("def", "kube-proxy.slow-sync", "cp", ("false",), 0.0)
+    left = interrupted_status(RevertOutcome(reverted=[freeze], left=[(slow, "connection refused")]), "t")
+    assert "could not revert kube-proxy.slow-sync on cp: connection refused" in left["message"]
+
+
+def test_a_run_chaoskit_could_not_do_is_an_error_not_a_deviation() -> None:
+    rec = RunRecord("freeze", "chaoskit", "ns", "/j.jsonl", "id", 0.0)
+    rec.steps = [StepRecord("s", "kube-proxy.freeze", "n", failures=["`pkill -STOP` failed (exit 1)"])]
+    rec.verdict = "error"
+    status = final_status(rec, "t")
+    assert status["phase"] == "Error" and status["exitCode"] == 4
+    assert "pkill -STOP" in status["message"] and status["steps"][0]["failures"]
 
 
 def test_the_crd_serves_a_namespaced_chaos_experiment_with_a_status_subresource() -> None:

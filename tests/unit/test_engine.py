@@ -1,0 +1,173 @@
+"""The run loop's error paths with a failing node exec: what is journaled, what the switch is left doing, and which
+failures are chaoskit's (exit 4) rather than the system's (exit 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.engine import FaultResult, revert_journal, run_fault
+from chaoskit.faults.base import Env, Fault, FaultPlan, NoParams
+from chaoskit.faults.deadman import HEAL_DIR
+from chaoskit.journal import Injection, Journal
+from chaoskit.safety import LOCK_PREFIX, acquire, holder_id
+
+NODE = "chaoskit-worker"
+
+
+class TwoLineFault(Fault):
+    """Two apply lines, two revert lines; whether it shows and heals is set per test."""
+
+    name = "kube-proxy.two-lines"
+    component = "kube-proxy"
+    effect_timeout = 0.1
+    recovery_timeout = 0.1
+    shows: ClassVar[bool] = True
+    heals: ClassVar[bool] = True
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        return FaultPlan(self.name, node, apply=("apply-1", "apply-2"), revert=("revert-1", "revert-2"), summary="s")
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return self.shows
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return self.heals
+
+
+def _run(nodes: FakeNodeExec, tmp_path: Path, fault: Fault | None = None) -> tuple[FaultResult, Journal]:
+    journal = Journal(tmp_path / "j.jsonl")
+    env = Env(FakeKube(), nodes, "chaoskit")
+    result = run_fault(env, fault or TwoLineFault(), NODE, NoParams(), duration=0, journal=journal)
+    return result, journal
+
+
+def _lines(nodes: FakeNodeExec) -> list[str]:
+    """The shell lines run on the node, in order (arm, apply, revert, disarm)."""
+    return [c[-1] for c in nodes.calls]
+
+
+def _fail(nodes: FakeNodeExec, line: str) -> None:
+    nodes.runner.failures[(NODE, "sh", "-c", line)] = f"{line}: no"
+
+
+def _kinds(journal: Journal) -> list[str]:
+    return [e.kind for e in journal.entries()]
+
+
+def test_a_clean_run_arms_applies_reverts_then_disarms(tmp_path: Path) -> None:
+    nodes = FakeNodeExec()
+    result, journal = _run(nodes, tmp_path)
+    assert result.ok and not result.failures
+    lines = _lines(nodes)
+    assert lines.index("apply-1") > next(i for i, c in enumerate(nodes.calls) if "systemd-run" in c)
+    assert lines.index("revert-1") < lines.index("revert-2")
+    assert f"rm -f {HEAL_DIR}/{result.injection_id}.sh" in lines[-1]
+    assert _kinds(journal) == ["injection", "reverted"]
+
+
+def test_arming_fails_nothing_is_applied_and_it_is_chaoskits_failure(tmp_path: Path) -> None:
+    nodes = FakeNodeExec()
+    nodes.runner.failures[(NODE, "systemd-run")] = "Failed to start transient timer unit"
+    result, journal = _run(nodes, tmp_path)
+    assert "apply-1" not in _lines(nodes)
+    assert result.failures and "could not arm" in result.failures[0] and not result.errors
+    assert Journal(journal.path).pending() == [], "nothing applied: nothing for chaoskit revert to do"
+
+
+def test_an_apply_line_fails_the_rest_is_reverted_and_it_is_chaoskits_failure(tmp_path: Path) -> None:
+    nodes = FakeNodeExec()
+    _fail(nodes, "apply-2")
+    result, journal = _run(nodes, tmp_path)
+    assert any("`apply-2` failed" in f for f in result.failures) and not result.ok
+    assert result.effect_s is None
+    lines = _lines(nodes)
+    assert "revert-1" in lines and "revert-2" in lines
+    assert f"rm -f {HEAL_DIR}/{result.injection_id}.sh" in lines[-1], "reverted cleanly: the switch is disarmed"
+    assert _kinds(journal) == ["injection", "reverted"]
+
+
+def test_no_effect_is_the_systems_deviation_not_a_failure(tmp_path: Path) -> None:
+    class Invisible(TwoLineFault):
+        shows = False
+
+    result, _ = _run(FakeNodeExec(), tmp_path, Invisible())
+    assert result.errors and "no effect" in result.errors[0]
+    assert not result.failures
+
+
+def test_a_failed_revert_keeps_the_switch_armed_and_starts_it_now(tmp_path: Path) -> None:
+    nodes = FakeNodeExec()
+    _fail(nodes, "revert-1")
+    result, journal = _run(nodes, tmp_path)
+    assert result.failures and "revert of kube-proxy.two-lines" in result.failures[0]
+    assert "retries it on the node" in result.failures[0] and str(journal.path) in result.failures[0]
+    lines = _lines(nodes)
+    assert "revert-2" in lines, "every revert line is tried"
+    after = lines[lines.index("revert-2") + 1 :]
+    assert not any(f"rm -f {HEAL_DIR}/{result.injection_id}.sh" in c for c in after), "never disarmed"
+    assert any("--on-active=1s" in " ".join(c) for c in nodes.calls if "systemd-run" in c)
+    assert result.recovery_s is None and not result.errors, "no recovery is waited for: the switch owns it now"
+    assert _kinds(journal) == ["injection", "revert-failed"]
+    assert [i.id for i in journal.pending()] == [result.injection_id]
+
+
+def test_no_recovery_is_the_systems_deviation(tmp_path: Path) -> None:
+    class Lasting(TwoLineFault):
+        heals = False
+
+    result, _ = _run(FakeNodeExec(), tmp_path, Lasting())
+    assert result.errors and "did not recover" in result.errors[0] and not result.failures
+
+
+def _pending_run(tmp_path: Path, kube: FakeKube) -> Journal:
+    """A dead run's journal: two faults on two components, neither reverted, both components locked."""
+    journal = Journal(tmp_path / "dead.jsonl")
+    journal.append("run-started", run_id="r1", playbook="p")
+    journal.injection(Injection("aaa", "kube-proxy.freeze", NODE, ("thaw",), 0.0))
+    journal.injection(Injection("bbb", "scheduler.down", "chaoskit-control-plane", ("unpark",), 0.0))
+    for component in ("kube-proxy", "scheduler"):
+        acquire(kube, component, holder_id("r1"), 600)
+    return journal
+
+
+def _locked(kube: FakeKube) -> set[str]:
+    return {p.rsplit(LOCK_PREFIX, 1)[1] for p in kube.objects if LOCK_PREFIX in p}
+
+
+def test_revert_journal_tries_every_injection_and_frees_only_what_it_reverted(tmp_path: Path) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = _pending_run(tmp_path, kube)
+    nodes.runner.failures[(NODE, "sh", "-c", "thaw")] = "pkill: permission denied"
+    outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
+    assert [i.id for i in outcome.reverted] == ["bbb"]
+    assert [(i.id, "permission denied" in e) for i, e in outcome.left] == [("aaa", True)]
+    assert _locked(kube) == {"kube-proxy"}, "the component still broken keeps its lock"
+    failed = [e.data for e in journal.entries() if e.kind == "revert-failed"]
+    assert failed[0]["id"] == "aaa" and "permission denied" in failed[0]["error"]
+    assert [i.id for i in journal.pending()] == ["aaa"]
+
+
+def test_revert_journal_frees_every_lock_once_all_is_reverted(tmp_path: Path) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = _pending_run(tmp_path, kube)
+    outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
+    assert not outcome.left and len(outcome.reverted) == 2
+    assert _locked(kube) == set()
+    assert journal.pending() == []
+
+
+@pytest.mark.parametrize("point", ["journaled", "armed", "between-apply-lines", "holding", "reverting"])
+def test_every_kill_point_is_reached_on_a_clean_run(
+    point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reached: list[str] = []
+    monkeypatch.setattr("chaoskit.faults.deadman.os.kill", lambda pid, sig: reached.append(point))
+    monkeypatch.setenv("CHAOSKIT_TEST_KILL_AT", point)
+    _run(FakeNodeExec(), tmp_path)
+    assert reached == [point]
