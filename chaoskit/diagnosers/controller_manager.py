@@ -1,14 +1,17 @@
-"""Controller manager diagnosis: is it there and leading, are its work queues moving, do the objects it reconciles
-converge.
+"""Controller manager diagnosis: is it there and leading, does each controller inside it work, are its work queues
+moving, do the objects it reconciles converge, does a quota refuse their pods.
 
 A deadlocked or frozen controller manager keeps its port open for a while but stops renewing its leader lease, and
 then nothing converges: the document's example is an HPA scale-up after which the pod count never settles. So the
-lease age and the objects' own convergence (observedGeneration, replicas, HPA conditions) are the evidence.
+lease age and the objects' own convergence (observedGeneration, replicas, HPA conditions) are the evidence. One
+controller can also stop while the process stays up, leading and healthy: its work queue fills and nothing takes
+from it, or it is not running at all (chaoskit.diagnosers.controllers names it). A full ResourceQuota stops a
+scale-out with every controller working (chaoskit.diagnosers.quotas).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
@@ -20,9 +23,21 @@ from chaoskit.diagnosers.common import (
     api_unavailable,
     failing_checks,
     items,
+    metrics_of,
+)
+from chaoskit.diagnosers.controllers import (
+    controllers_evidence,
+    flags_of,
+    lagging_hpas,
+    lagging_replicasets,
+    missing_controllers,
+    services_without_slices,
+    stuck_findings,
+    stuck_queues,
 )
 from chaoskit.diagnosers.leases import LeaseState, assess_leader_lease
-from chaoskit.diagnosers.metrics import Metrics, rounded
+from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.faults.base import FaultParams
@@ -31,7 +46,16 @@ HEALTHZ = "https://127.0.0.1:10257/healthz?verbose"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
-METRICS = ("workqueue_depth", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds")
+REPLICASETS = "/apis/apps/v1/replicasets"
+SERVICES = "/api/v1/services"
+SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+QUOTAS = "/api/v1/resourcequotas"
+EVENTS = "/api/v1/events"
+METRICS_URL = "https://127.0.0.1:10257/metrics"
+METRICS = ("workqueue_depth", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
+           "workqueue_adds_total", "workqueue_work_duration_seconds_count")  # fmt: skip
+CMDLINE = "pid=$(pgrep -x kube-controller | head -n1) && [ -n \"$pid\" ] && tr '\\0' ' ' < /proc/$pid/cmdline"
+EMPTY = Fetched({"items": []})  # evidence made without these reads (older recordings): nothing there to judge
 
 
 class ControllerManagerParams(FaultParams):
@@ -39,6 +63,10 @@ class ControllerManagerParams(FaultParams):
     max_queue_depth: float = Field(default=100, description="Items waiting in one work queue: more is a backlog.")
     max_unfinished_work: float = Field(default=300, description="Seconds of work in progress in one queue: stuck.")
     converge_after: float = Field(default=120, description="Seconds a Deployment or HPA may take to converge.")
+    window: float = Field(default=3.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
+    lag_after: float = Field(default=10, description="Seconds a ReplicaSet or Service may wait for its controller.")
+    hpa_lag_after: float = Field(default=35, description="Seconds an HPA may wait for its first sync (every 15 s).")
+    refusals_within: float = Field(default=600, description="Seconds a quota's refusal (FailedCreate) stays news.")
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,14 @@ class ControllerManagerEvidence:
     lease: Fetched
     deployments: Fetched
     hpas: Fetched
+    metrics_after: Metrics = field(default_factory=lambda: Metrics.unavailable("one scrape only"))
+    window_s: float = 0.0  # at least this long between `metrics` and `metrics_after`
+    cmdline: str = ""  # the running kube-controller-manager's command line
+    replicasets: Fetched = EMPTY
+    services: Fetched = EMPTY
+    slices: Fetched = EMPTY
+    quotas: Fetched = EMPTY
+    failed_creates: Fetched = EMPTY  # FailedCreate events, cluster-wide
 
 
 @register
@@ -61,18 +97,26 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     Params = ControllerManagerParams
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
-        healthz, metrics, process = collect_local(
-            src, node, "kube-controller-manager", HEALTHZ, "https://127.0.0.1:10257/metrics", METRICS
-        )
+        healthz, metrics, process = collect_local(src, node, "kube-controller-manager", HEALTHZ, METRICS_URL, METRICS)
+        started = src.clock()
+        reads = {name: src.api.fetch(path) for name, path in (
+            ("lease", LEASE), ("deployments", DEPLOYMENTS), ("hpas", HPAS), ("replicasets", REPLICASETS),
+            ("services", SERVICES), ("slices", SLICES), ("quotas", QUOTAS))}  # fmt: skip
+        failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
+        wait = max(0.0, self.p.window - (src.clock() - started))  # the API reads count towards the window
+        later = src.sections(node, {"wait": f"sleep {wait:.2f}", "metrics": scrape_command(METRICS_URL, METRICS,
+                             client_cert=True), "cmdline": CMDLINE})  # fmt: skip
         return ControllerManagerEvidence(
             node=node,
             collected_at=src.clock(),
             healthz=healthz,
             metrics=metrics,
             process=process,
-            lease=src.api.fetch(LEASE),
-            deployments=src.api.fetch(DEPLOYMENTS),
-            hpas=src.api.fetch(HPAS),
+            metrics_after=metrics_of(later["metrics"]),
+            window_s=self.p.window,
+            cmdline=later["cmdline"].text,
+            failed_creates=failed_creates,
+            **reads,
         )
 
     def assess(self, ev: ControllerManagerEvidence) -> list[Assessed]:
@@ -83,7 +127,9 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             self._healthz(ev),
             assess_leader_lease("controller-manager", "kube-controller-manager", LEASE, ev.lease, ev.collected_at,
                                 self.p.lease_grace, effect="no controller loop runs: nothing converges"),
+            self._controllers(ev),
             self._workqueues(ev),
+            self._quotas(ev),
             self._deployments(ev),
             self._hpas(ev),
         ]  # fmt: skip
@@ -106,6 +152,37 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             ("crictl logs of kube-controller-manager on the control-plane node: look for controller loop errors "
              "and panics",),
         ),))  # fmt: skip
+
+    def _controllers(self, ev: ControllerManagerEvidence) -> Assessed:
+        source = (f"workqueue_* from {METRICS_URL} twice, {ev.window_s:g}s apart; {HEALTHZ}; GET {REPLICASETS}, "
+                  f"{HPAS}, {SERVICES}, {SLICES}")  # fmt: skip
+        healthy = ev.healthz.answered and ev.healthz.code == 200
+        lease = LeaseState.of(ev.lease.data, ev.collected_at) if ev.lease.ok else None
+        if not healthy or not ev.process.running or (lease is not None and lease.stale(self.p.lease_grace)):
+            # the whole process is down, frozen or not leading: the checks above say so, no controller is singled out
+            return Assessed(Evidence("controllers", source, {"judged": False}))
+        queues = stuck_queues(ev.metrics, ev.metrics_after)
+        missing = missing_controllers(ev.healthz.body)
+        now = ev.collected_at
+        lagging = {
+            "replicaset-controller": lagging_replicasets(items(ev.replicasets), now, self.p.lag_after),
+            "horizontal-pod-autoscaler-controller": lagging_hpas(items(ev.hpas), now, self.p.hpa_lag_after),
+            "endpointslice-controller": services_without_slices(items(ev.services), items(ev.slices), now,
+                                                                self.p.lag_after),
+        }  # fmt: skip
+        flags = flags_of(ev.cmdline)
+        e = controllers_evidence(source, queues, missing, lagging, flags, ev.metrics_after)
+        renewed = "lease renewed" + ("" if lease is None or lease.age is None else f" {lease.age:.0f}s ago")
+        return Assessed(e, tuple(stuck_findings(queues, missing, lagging, flags, ev.window_s, renewed, e)))
+
+    def _quotas(self, ev: ControllerManagerEvidence) -> Assessed:
+        source = f"GET {QUOTAS}, {EVENTS}?fieldSelector=reason=FailedCreate"
+        if not ev.quotas.ok or not ev.failed_creates.ok:
+            return api_unavailable("controller-manager", "quotas", source, ev.quotas.error or ev.failed_creates.error)
+        refused = recent_refusals(items(ev.failed_creates), ev.collected_at, self.p.refusals_within)
+        found = exhausted(items(ev.quotas), refused)
+        e = quotas_evidence(source, len(items(ev.quotas)), found)
+        return Assessed(e, tuple(quota_findings(found, e)))
 
     def _workqueues(self, ev: ControllerManagerEvidence) -> Assessed:
         m = ev.metrics

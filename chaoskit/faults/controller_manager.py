@@ -1,9 +1,22 @@
-"""Controller manager faults: down, and hung (frozen: its lease stops renewing, nothing converges)."""
+"""Controller manager faults: down, hung (frozen: its lease stops renewing, nothing converges), and one controller
+stuck inside a kube-controller-manager that otherwise looks healthy."""
 
 from __future__ import annotations
 
-from chaoskit.faults.base import register
-from chaoskit.faults.control_plane import ProcessFrozen, StaticPodDown
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from chaoskit.cluster.images import WORKLOAD_IMAGE
+from chaoskit.diagnosers.metrics import Metrics, scrape_command
+from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, local_healthz, params_of, register
+from chaoskit.faults.control_plane import MANIFESTS, PARKED, ProcessFrozen, StaticPodDown
+from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
+from chaoskit.model.timeline import api_time
 
 
 @register
@@ -27,3 +40,209 @@ class ControllerManagerHung(ProcessFrozen):
     name = "controller-manager.hung"
     component = "controller-manager"
     process = "kube-controller-manager"
+
+
+# --- one controller stuck -------------------------------------------------------------------------------------------
+
+StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice"]
+PROBE = "chaoskit-stuck-probe"
+PROBE_NAMESPACE = "chaoskit-stuck-probe"
+FAULT_LABEL = "chaoskit.dev/fault"
+MANIFEST = f"{MANIFESTS}/kube-controller-manager.yaml"
+ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
+EDITED = f"{PARKED}/kube-controller-manager.edited"  # written here, then renamed into place (kubelet sees it whole)
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+METRICS_URL = "https://127.0.0.1:10257/metrics"
+QUEUE_METRICS = ("workqueue_depth", "workqueue_work_duration_seconds_count")
+LEADER_WAIT_S = 120  # a new process takes the lease once the old one's 15 s lease lapses
+FRESH_LEASE_S = 15.0  # kube-controller-manager renews every 2 s; its lease lasts 15 s
+
+
+@dataclass(frozen=True)
+class StuckController:
+    """How kube-controller-manager v1.34 is made to run without one controller's work, and how that shows."""
+
+    alias: StuckName  # its --controllers name
+    check: str  # its /healthz?verbose check, present while the controller runs
+    queue: str  # its work queue's name label in /metrics
+    kind: str  # what it reconciles
+    flag: str  # the flag chaoskit adds; "" means `--controllers=...,-<alias>`
+    lag_after: float  # seconds a probe may go unreconciled before it counts: several times a healthy reaction
+
+    def edit(self, src: str, dst: str) -> str:
+        """A shell line writing `src` with this controller's work switched off to `dst`."""
+        after_command = r"s/^( *)- kube-controller-manager$/&\n\1- {}/"
+        if self.flag:
+            return f"sed -E {shlex.quote(after_command.format(self.flag))} {src} > {dst}"
+        extend = shlex.quote(rf"s/^( *- --controllers=.*)$/\1,-{self.alias}/")
+        add = shlex.quote(after_command.format(f"--controllers=*,-{self.alias}"))
+        has_list = f"grep -q -- '- --controllers=' {src}"
+        return f"if {has_list}; then sed -E {extend} {src}; else sed -E {add} {src}; fi > {dst}"
+
+
+STUCK: dict[StuckName, StuckController] = {
+    # 1.34 accepts 0 here: the controller starts, fills its queue from its informers, and runs no worker.
+    "replicaset": StuckController("replicaset", "replicaset-controller", "replicaset", "ReplicaSet",
+                                  "--concurrent-replicaset-syncs=0", 10.0),
+    # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out.
+    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontal-pod-autoscaler-controller",
+                                                "horizontalpodautoscaler", "HorizontalPodAutoscaler", "", 35.0),
+    # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
+    "endpointslice": StuckController("endpointslice", "endpointslice-controller", "endpoint_slice", "EndpointSlice",
+                                     "", 10.0),
+}  # fmt: skip
+
+
+class ControllerStuckParams(FaultParams):
+    controller: StuckName = Field(
+        default="replicaset",
+        description="The controller that stops working: replicaset (no worker: --concurrent-replicaset-syncs=0), "
+        "horizontalpodautoscaling or endpointslice (not started: --controllers=...,-<name>).",
+    )
+
+
+def probe_object(controller: StuckName) -> dict[str, Any]:
+    """What the stuck controller would reconcile at once if it worked; it costs no node anything either way."""
+    meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+    if controller == "replicaset":
+        labels = {"app": PROBE}
+        pod = {"schedulingGates": [{"name": "chaoskit.dev/never"}],  # created but never placed nor run
+               "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}]}  # fmt: skip
+        spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                                                                                 "spec": pod}}  # fmt: skip
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": spec}
+    if controller == "horizontalpodautoscaling":
+        # its target does not exist: a working HPA controller says so in the conditions within one 15 s sync
+        target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{PROBE}-absent"}
+        cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                           "averageUtilization": 50}}}  # fmt: skip
+        spec = {"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 1, "metrics": [cpu]}
+        return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta, "spec": spec}
+    # a Service selecting nothing still gets an (empty) EndpointSlice from a working controller
+    spec = {"selector": {"app": f"{PROBE}-none"}, "ports": [{"port": 80, "targetPort": 8080, "name": "http"}]}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
+
+
+def _probe_path(controller: StuckName) -> str:
+    ns = f"namespaces/{PROBE_NAMESPACE}"
+    return {
+        "replicaset": f"/apis/apps/v1/{ns}/replicasets/{PROBE}",
+        "horizontalpodautoscaling": f"/apis/autoscaling/v2/{ns}/horizontalpodautoscalers/{PROBE}",
+        "endpointslice": f"/api/v1/{ns}/services/{PROBE}",
+    }[controller]
+
+
+def _age(obj: dict[str, Any], now: float) -> float:
+    created = api_time(obj.get("metadata", {}).get("creationTimestamp"))
+    return 0.0 if created is None else now - created
+
+
+def probe_lags(env: Env, controller: StuckName, now: float) -> bool:
+    """The probe has gone unreconciled for longer than a working controller would ever take."""
+    probe = env.kube.find(_probe_path(controller))
+    if probe is None or _age(probe, now) < STUCK[controller].lag_after:
+        return False
+    status = probe.get("status") or {}
+    if controller == "replicaset":
+        pods = env.kube.get(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", labelSelector=f"app={PROBE}")["items"]
+        return not status.get("observedGeneration") and not pods
+    if controller == "horizontalpodautoscaling":
+        return not status.get("conditions") and not status.get("observedGeneration")
+    slices = env.kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
+                          labelSelector=f"kubernetes.io/service-name={PROBE}")["items"]  # fmt: skip
+    return not [s for s in slices if s.get("metadata", {}).get("labels", {}).get("kubernetes.io/service-name") == PROBE]
+
+
+def lease_fresh(env: Env, now: float) -> bool:
+    """Some kube-controller-manager holds its leader lease and renewed it within the lease's duration."""
+    lease = env.kube.find(LEASE)
+    spec = (lease or {}).get("spec", {})
+    renewed = api_time(spec.get("renewTime"))
+    return bool(spec.get("holderIdentity")) and renewed is not None and now - renewed <= FRESH_LEASE_S
+
+
+def queue_works(metrics: Metrics, queue: str) -> bool:
+    """The controller's work queue exists and is not holding items nobody takes."""
+    depth = metrics.group("workqueue_depth", "name").get(queue)
+    done = metrics.group("workqueue_work_duration_seconds_count", "name").get(queue)
+    return depth is not None and (depth == 0 or bool(done))
+
+
+@register
+class ControllerStuck(Fault):
+    """One controller inside kube-controller-manager does no work while the process stays up, leading and healthy.
+
+    The document's controller failure: after an HPA scale-up the pods never converge because one controller (the
+    replication controller) is stuck, yet kube-controller-manager keeps renewing its leader lease and its /healthz
+    stays ok, unlike controller-manager.hung. How v1.34's binary is made to do that, through its static-pod manifest
+    (the original parked in /etc/kubernetes/chaoskit-parked, an edited copy put in its place; kubelet restarts it):
+    `replicaset` adds `--concurrent-replicaset-syncs=0`, which 1.34 accepts: the ReplicaSet controller starts, its
+    work queue `replicaset` fills, and no worker ever takes an item (/healthz still lists replicaset-controller ok).
+    `horizontalpodautoscaling` and `endpointslice`: 1.34 refuses 0 for their concurrency flags
+    (`--concurrent-horizontal-pod-autoscaler-syncs` must be greater than 0, `--concurrent-service-endpoint-syncs`
+    not less than 1), so the controller is left out with `--controllers=...,-<name>`: it never starts and has no
+    work queue; HPAs keep their last status, and Services get no EndpointSlice (scaled-out pods are Ready but never
+    in the Service). Once the new process leads, a probe the controller would reconcile at once is created in
+    namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
+    selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods; no HPA conditions; no
+    EndpointSlice) while kube-controller-manager's /healthz is ok and its lease is fresh. The revert puts the
+    original manifest back (no API needed), then deletes the probe and its namespace. Runs kubectl on the
+    control-plane node.
+    """
+
+    name = "controller-manager.controller-stuck"
+    component = "controller-manager"
+    Params = ControllerStuckParams
+    effect_timeout = 90.0
+    recovery_timeout = 120.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        p = params_of(params, ControllerStuckParams)
+        stuck, ns = STUCK[p.controller], PROBE_NAMESPACE
+        holder = kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager",
+                         "-o", "jsonpath={.spec.holderIdentity}")  # fmt: skip
+        restart = (
+            f"old=$({holder}) && {stuck.edit(ORIGINAL, EDITED)} && ! cmp -s {ORIGINAL} {EDITED} && "
+            f"mv {EDITED} {MANIFEST} && i=0 && "
+            f'until h=$({holder}) && [ -n "$h" ] && [ "$h" != "$old" ]; do '
+            f'i=$((i+1)); if [ $i -ge {LEADER_WAIT_S} ]; then echo "no new leader after {LEADER_WAIT_S}s" >&2; '
+            f"exit 1; fi; sleep 1; done"
+        )
+        probe = json.dumps(probe_object(p.controller), separators=(",", ":"))
+        kind = probe_object(p.controller)["kind"].lower()
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(
+                f"mkdir -p {PARKED} && test ! -e {ORIGINAL} && cp -p {MANIFEST} {ORIGINAL}",
+                restart,  # the probe must only ever meet the new process: the old one would reconcile it
+                ensure_namespace(ns, self.name),
+                f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
+            ),
+            revert=(
+                f"rm -f {EDITED}; if [ -f {ORIGINAL} ]; then mv {ORIGINAL} {MANIFEST}; fi",
+                tolerating_absent(kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found")),
+                delete_namespace_if_ours(ns, self.name),
+            ),
+            summary=f"restart kube-controller-manager without the {p.controller} controller's work "
+            f"({stuck.flag or f'--controllers=...,-{p.controller}'})",
+            params=p,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        p = plan.params_as(ControllerStuckParams)
+        now = time.time()
+        # stuck alone: a process that is down or frozen would leave the probe unreconciled too
+        return (
+            probe_lags(env, p.controller, now)
+            and local_healthz(env, plan.node, 10257)
+            and lease_fresh(env, time.time())
+        )
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        p = plan.params_as(ControllerStuckParams)
+        if not local_healthz(env, plan.node, 10257):
+            return False
+        done = env.nodes.run(plan.node, ["sh", "-c", scrape_command(METRICS_URL, QUEUE_METRICS, client_cert=True)],
+                             check=False)  # fmt: skip
+        return done.returncode == 0 and queue_works(Metrics.parse(done.stdout), STUCK[p.controller].queue)

@@ -4,13 +4,16 @@ or stopped controller manager and objects that never converge look like."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from diagnose_evidence import DOWN, TIMED_OUT, controller_manager, edit_metric, http, iso_at, obj, process, text, titles
 
 from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.common import HttpAnswer
 from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser, ControllerManagerEvidence
 from chaoskit.diagnosers.metrics import Metrics
+from chaoskit.diagnosers.quotas import quantity
 from chaoskit.diagnosers.sources import Fetched
 
 
@@ -35,7 +38,9 @@ def test_healthy_controller_manager_has_no_findings() -> None:
         "process",
         "healthz",
         "leader-lease",
+        "controllers",
         "workqueues",
+        "quotas",
         "deployments",
         "hpas",
     ]
@@ -141,3 +146,164 @@ def test_api_unavailable_is_said_not_failed() -> None:
     report = ControllerManagerDiagnoser().report(controller_manager(lease=DOWN, deployments=DOWN, hpas=DOWN), "cp")
     assert report.status == "ok" and {f.severity for f in report.findings} == {"info"}
     assert len(report.findings) == 3
+
+
+# --- one controller stuck while the process is up, leading and healthy ----------------------------------------------
+
+STUCK_FLAGS = "kube-controller-manager --controllers=*,bootstrapsigner,tokencleaner --concurrent-replicaset-syncs=0"
+
+
+def queues(depth: float, done: float, adds: float, unfinished: float = 0, queue: str = "replicaset") -> Metrics:
+    """The recorded scrape with one queue's depth, items worked on, items added and work in progress set."""
+    t = text("controller-manager/metrics.prom")
+    for name, value in (
+        ("workqueue_depth", depth),
+        ("workqueue_work_duration_seconds_count", done),
+        ("workqueue_adds_total", adds),
+        ("workqueue_unfinished_work_seconds", unfinished),
+    ):
+        t = edit_metric(t, name, f'name="{queue}"', value)
+    return Metrics.parse(t)
+
+
+def lagging_rs(ev: ControllerManagerEvidence, written_ago: float) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "chaoskit-stuck-probe", "namespace": "chaoskit-stuck-probe", "generation": 1,
+                     "creationTimestamp": iso_at(ev.collected_at - written_ago)},
+        "spec": {"replicas": 1},
+        "status": {"replicas": 0},
+    }  # fmt: skip
+
+
+def stuck_replicaset(**changes: Any) -> ControllerManagerEvidence:
+    ev = controller_manager()
+    base = dict(metrics=queues(1, 0, 1), metrics_after=queues(1, 0, 2), window_s=3.0, cmdline=STUCK_FLAGS,
+                replicasets=Fetched({"items": [lagging_rs(ev, 30)]}))  # fmt: skip
+    return controller_manager(**{**base, **changes})
+
+
+def test_a_replicaset_controller_with_no_worker_is_named_not_the_process() -> None:
+    findings = ControllerManagerDiagnoser().analyze(stuck_replicaset())
+    assert titles(findings) == [
+        "critical: ReplicaSet controller (replicaset-controller) does no work: its queue holds 1 item(s), 1 added and "
+        "none taken in 3s; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: generation 1 "
+        "not observed (observed none), 0/1 pods)"
+    ]
+    (f,) = findings
+    assert "--concurrent-replicaset-syncs=0" in f.probable_cause and "leading" in f.probable_cause
+    assert not re.search(r"\b(down|hung|frozen|stopped)\b", f"{f.title} {f.probable_cause}")
+
+
+def test_a_queue_that_was_worked_on_or_is_being_worked_on_is_not_stuck() -> None:
+    assert analyze(stuck_replicaset(metrics_after=queues(1, 1, 2), replicasets=Fetched({"items": []}))) == []
+    busy = stuck_replicaset(metrics_after=queues(1, 0, 2, unfinished=4.2), replicasets=Fetched({"items": []}))
+    assert analyze(busy) == []
+    drained = stuck_replicaset(metrics_after=queues(0, 0, 2), replicasets=Fetched({"items": []}))
+    assert analyze(drained) == []
+    one_scrape = controller_manager(metrics=queues(1, 0, 1), replicasets=Fetched({"items": []}))
+    assert analyze(one_scrape) == []
+
+
+def test_without_the_zero_flag_the_cause_stays_open() -> None:
+    (f,) = ControllerManagerDiagnoser().analyze(stuck_replicaset(cmdline=""))
+    assert "not running or are blocked" in f.probable_cause
+
+
+def test_a_frozen_or_unled_process_is_not_blamed_on_one_controller() -> None:
+    ev = stuck_replicaset()
+    frozen = stuck_replicaset(process=process("kube-controller-manager", "Tsl"), healthz=TIMED_OUT,
+                              collected_at=ev.collected_at + 45)  # fmt: skip
+    assert not any("does no work" in t for t in analyze(frozen))
+
+
+HPA_OFF = "--controllers=*,bootstrapsigner,tokencleaner,-horizontalpodautoscaling"
+
+
+def without(check: str) -> HttpAnswer:
+    return http(text("controller-manager/healthz.txt").replace(f"[+]{check} ok\n", ""))
+
+
+def never_synced_hpa(ev: ControllerManagerEvidence, created_ago: float) -> dict[str, Any]:
+    return {"metadata": {"name": "chaoskit-stuck-probe", "namespace": "chaoskit-stuck-probe", "generation": 1,
+                         "creationTimestamp": iso_at(ev.collected_at - created_ago)},
+            "spec": {"minReplicas": 1, "maxReplicas": 1}, "status": {}}  # fmt: skip
+
+
+def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behind() -> None:
+    ev = controller_manager()
+    off = controller_manager(healthz=without("horizontal-pod-autoscaler-controller"),
+                             cmdline=f"kube-controller-manager {HPA_OFF}",
+                             hpas=Fetched({"items": [never_synced_hpa(ev, 60)]}))  # fmt: skip
+    findings = ControllerManagerDiagnoser().analyze(off)
+    assert titles(findings)[0] == (
+        "critical: HPA controller (horizontal-pod-autoscaler-controller) is not running: absent from "
+        "kube-controller-manager's /healthz; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
+        "never synced (no status))"
+    )
+    assert HPA_OFF in findings[0].probable_cause and "leading" in findings[0].probable_cause
+    young = controller_manager(healthz=without("horizontal-pod-autoscaler-controller"),
+                               hpas=Fetched({"items": [never_synced_hpa(ev, 20)]}))  # fmt: skip
+    assert analyze(young) == [
+        "warning: HPA controller (horizontal-pod-autoscaler-controller) is not running: absent from "
+        "kube-controller-manager's /healthz"
+    ]
+
+
+def test_an_endpointslice_controller_left_out_leaves_services_without_slices() -> None:
+    ev = controller_manager()
+    svc = {"metadata": {"name": "web", "namespace": "demo", "creationTimestamp": iso_at(ev.collected_at - 40)},
+           "spec": {"selector": {"app": "web"}}}  # fmt: skip
+    headless_external = {"metadata": {"name": "x", "namespace": "demo"}, "spec": {"type": "ExternalName"}}
+    off = controller_manager(healthz=without("endpointslice-controller"),
+                             services=Fetched({"items": [svc, headless_external]}))  # fmt: skip
+    (title,) = analyze(off)
+    assert title.startswith("critical: EndpointSlice controller (endpointslice-controller) is not running")
+    assert title.endswith("(demo/web: no EndpointSlice)")
+    served = {"metadata": {"namespace": "demo", "labels": {"kubernetes.io/service-name": "web"}}}
+    on = controller_manager(services=Fetched({"items": [svc]}), slices=Fetched({"items": [served]}))
+    assert analyze(on) == []
+
+
+def test_a_controller_manager_not_leading_yet_lists_no_controllers_and_none_is_missing() -> None:
+    assert analyze(controller_manager(healthz=http("[+]leaderElection ok\nhealthz check passed"))) == []
+
+
+# --- a ResourceQuota refusing a scale-out's pods -----------------------------------------------------------------
+
+
+def quota(used: str, hard: str) -> dict[str, Any]:
+    return {"metadata": {"name": "chaoskit-quota", "namespace": "demo"},
+            "status": {"hard": {"pods": hard}, "used": {"pods": used}}}  # fmt: skip
+
+
+def refused(ev: ControllerManagerEvidence, ago: float, quota_name: str = "chaoskit-quota") -> dict[str, Any]:
+    return {"reason": "FailedCreate", "count": 4, "lastTimestamp": iso_at(ev.collected_at - ago),
+            "metadata": {"namespace": "demo"}, "involvedObject": {"kind": "ReplicaSet", "name": "web-6cfd75477",
+                                                                   "namespace": "demo"},
+            "message": f'Error creating: pods "web-6cfd75477-abcde" is forbidden: exceeded quota: {quota_name}, '
+                       "requested: pods=1, used: pods=3, limited: pods=3"}  # fmt: skip
+
+
+def test_a_quota_refusing_pods_is_named_with_its_figures_and_is_not_a_component_failure() -> None:
+    ev = controller_manager()
+    full = controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
+                              failed_creates=Fetched({"items": [refused(ev, 20)]}))  # fmt: skip
+    findings = ControllerManagerDiagnoser().analyze(full)
+    assert titles(findings) == [
+        "warning: ResourceQuota chaoskit-quota in namespace demo refuses pods (pods used 3/hard 3): 4 pod "
+        "creation(s) refused, exceeded quota, for ReplicaSet/web-6cfd75477"
+    ]
+    assert findings[0].probable_cause.startswith("not a component failure")
+    assert status_of(findings) == "degraded"
+
+
+def test_old_refusals_or_another_quota_are_not_news() -> None:
+    ev = controller_manager()
+    assert analyze(controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
+                                      failed_creates=Fetched({"items": [refused(ev, 900)]}))) == []  # fmt: skip
+    assert analyze(controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
+                                      failed_creates=Fetched({"items": [refused(ev, 5, "other")]}))) == []  # fmt: skip
+
+
+def test_quantities_compare_as_numbers() -> None:
+    assert [quantity(q) for q in ("3", "500m", "1Gi", "2k", "x", "1.5")] == [3, 0.5, 2**30, 2000, None, 1.5]

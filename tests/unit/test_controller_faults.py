@@ -1,0 +1,291 @@
+"""controller-manager.controller-stuck and controller-manager.quota-exhausted: their shell lines run against a copy of
+the real manifest and a fake kubectl, and their effect checks fail when the injection did nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.diagnosers.metrics import Metrics
+from chaoskit.faults.base import Env, NoParams
+from chaoskit.faults.controller_manager import (
+    LEASE,
+    PROBE,
+    PROBE_NAMESPACE,
+    STUCK,
+    ControllerStuck,
+    ControllerStuckParams,
+    StuckName,
+    probe_object,
+    queue_works,
+)
+from chaoskit.faults.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
+from chaoskit.model.timeline import api_time
+
+DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"
+CP = "chaoskit-control-plane"
+NS = f"/api/v1/namespaces/{PROBE_NAMESPACE}"
+
+
+def iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _run(tmp_path: Path, line: str) -> subprocess.CompletedProcess[str]:
+    """A plan line on this host: /etc/kubernetes moved under tmp_path, kubectl a fake from tmp_path/bin."""
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "STATE": str(tmp_path / "state")}
+    line = line.replace("/etc/kubernetes", str(tmp_path / "k"))
+    return subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env, timeout=20)
+
+
+def _kubectl(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "bin" / "kubectl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+# The lease's holder: "old" on the first read, the new process's identity after that (kubelet restarted it).
+NEW_LEADER = 'n=$(cat "$STATE.reads" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE.reads"; ' \
+    '[ "$n" -eq 0 ] && echo old || echo cp_new'  # fmt: skip
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Path:
+    """The control-plane node's /etc/kubernetes with kubeadm's kube-controller-manager manifest."""
+    (tmp_path / "k" / "manifests").mkdir(parents=True)
+    (tmp_path / "k" / "manifests" / "kube-controller-manager.yaml").write_text((DATA / "manifest.yaml").read_text())
+    _kubectl(tmp_path, NEW_LEADER)
+    return tmp_path
+
+
+def command_of(manifest: Path) -> list[str]:
+    lines = manifest.read_text().splitlines()
+    start = lines.index("    - kube-controller-manager")
+    return [line.strip()[2:] for line in lines[start:] if line.startswith("    - ")]
+
+
+@pytest.mark.parametrize(
+    ("controller", "flag"),
+    [("replicaset", "--concurrent-replicaset-syncs=0"),
+     ("horizontalpodautoscaling", "--controllers=*,bootstrapsigner,tokencleaner,-horizontalpodautoscaling"),
+     ("endpointslice", "--controllers=*,bootstrapsigner,tokencleaner,-endpointslice")],
+)  # fmt: skip
+def test_the_restart_edits_one_flag_into_the_manifest_and_the_revert_puts_the_original_back(
+    node: Path, controller: StuckName, flag: str
+) -> None:
+    manifest = node / "k" / "manifests" / "kube-controller-manager.yaml"
+    parked = node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml"
+    original = manifest.read_text()
+    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    for line in plan.apply[:2]:
+        assert _run(node, line).returncode == 0, line
+    assert parked.read_text() == original
+    edited = command_of(manifest)
+    assert flag in edited and len(edited) == len(command_of(parked)) + (controller == "replicaset")
+    assert [f for f in edited if f.startswith("--controllers=")] == [
+        flag if controller != "replicaset" else "--controllers=*,bootstrapsigner,tokencleaner"
+    ]
+    for _ in range(2):  # the dead-man switch may run after a manual revert
+        assert _run(node, plan.revert[0]).returncode == 0
+    assert manifest.read_text() == original and not parked.exists()
+
+
+def test_without_a_controllers_flag_the_controller_is_left_out_of_the_default_set(node: Path) -> None:
+    manifest = node / "k" / "manifests" / "kube-controller-manager.yaml"
+    manifest.write_text(manifest.read_text().replace("    - --controllers=*,bootstrapsigner,tokencleaner\n", ""))
+    line = STUCK["endpointslice"].edit(str(manifest), str(node / "edited"))
+    assert _run(node, line).returncode == 0
+    assert "--controllers=*,-endpointslice" in command_of(node / "edited")
+
+
+def test_a_parked_original_is_never_overwritten(node: Path) -> None:
+    parked = node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml"
+    parked.parent.mkdir()
+    parked.write_text("the original, parked by a run that died")
+    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    assert _run(node, plan.apply[0]).returncode != 0
+    assert parked.read_text() == "the original, parked by a run that died"
+
+
+def test_the_restart_waits_for_the_new_process_to_lead_and_gives_up_on_an_unchanged_edit(node: Path) -> None:
+    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    assert _run(node, plan.apply[0]).returncode == 0
+    assert _run(node, plan.apply[1]).returncode == 0
+    assert int((node / "state.reads").read_text()) == 2  # the old holder, then a new one
+    (node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml").write_text("no command here\n")
+    assert _run(node, plan.apply[1]).returncode != 0  # nothing to edit: refused rather than restarting for nothing
+
+
+def test_the_probe_of_each_controller_is_what_it_reconciles() -> None:
+    assert probe_object("replicaset")["kind"] == "ReplicaSet"
+    assert probe_object("replicaset")["spec"]["template"]["spec"]["schedulingGates"]
+    assert probe_object("horizontalpodautoscaling")["spec"]["scaleTargetRef"]["name"] == f"{PROBE}-absent"
+    assert probe_object("endpointslice")["kind"] == "Service"
+    plan = ControllerStuck().plan(CP, NoParams())
+    assert plan.params == ControllerStuckParams(controller="replicaset")
+    assert "kubectl --kubeconfig=/etc/kubernetes/admin.conf delete replicaset" in plan.revert[1]
+    assert not any("kubectl" in line for line in plan.revert[:1])  # the manifest comes back without the API
+
+
+# --- effect and recovery, from the component's behaviour ---------------------------------------------------------
+
+
+def _env(objects: dict[str, Any], healthz: str = "ok", metrics: str = "") -> Env:
+    def responder(argv: tuple[str, ...]) -> Completed | None:
+        if any("10257/healthz" in a for a in argv):
+            return Completed(argv, 0 if healthz else 7, healthz)
+        if "10257/metrics" in argv[-1]:
+            return Completed(argv, 0 if metrics else 7, metrics)
+        return Completed(argv, 1, "")
+
+    return Env(FakeKube(objects), FakeNodeExec(FakeRunner(responder=responder)), "chaoskit")
+
+
+def _lease(renewed_ago: float) -> dict[str, Any]:
+    return {"spec": {"holderIdentity": "cp_new", "renewTime": iso(time.time() - renewed_ago),
+                     "leaseDurationSeconds": 15}}  # fmt: skip
+
+
+def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
+    obj = probe_object(controller)
+    obj["metadata"]["creationTimestamp"] = iso(time.time() - age)
+    obj["metadata"]["generation"] = 1
+    return {**obj, "status": status}
+
+
+PATHS = {
+    "replicaset": f"/apis/apps/v1/namespaces/{PROBE_NAMESPACE}/replicasets/{PROBE}",
+    "horizontalpodautoscaling": f"/apis/autoscaling/v2/namespaces/{PROBE_NAMESPACE}/horizontalpodautoscalers/{PROBE}",
+    "endpointslice": f"{NS}/services/{PROBE}",
+}
+EMPTY_LISTS = {f"{NS}/pods": {"items": []},
+               f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices": {"items": []}}  # fmt: skip
+
+
+def stuck_env(controller: StuckName, age: float = 60, **status: Any) -> Env:
+    return _env({PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS})
+
+
+def _effect(controller: StuckName, env: Env) -> bool:
+    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    return ControllerStuck().took_effect(env, plan)
+
+
+@pytest.mark.parametrize("controller", list(STUCK))
+def test_the_effect_is_a_probe_left_unreconciled_while_the_process_leads_and_is_healthy(controller: StuckName) -> None:
+    assert _effect(controller, stuck_env(controller))
+
+
+@pytest.mark.parametrize("controller", list(STUCK))
+def test_no_effect_when_the_apply_lines_did_nothing(controller: StuckName) -> None:
+    assert not _effect(controller, _env({LEASE: _lease(2), **EMPTY_LISTS}))  # no probe: nothing was applied
+
+
+@pytest.mark.parametrize("controller", list(STUCK))
+def test_no_effect_before_a_working_controller_would_have_reacted(controller: StuckName) -> None:
+    assert not _effect(controller, stuck_env(controller, age=STUCK[controller].lag_after - 3))
+
+
+def test_no_effect_when_the_controller_does_its_work() -> None:
+    assert not _effect("replicaset", stuck_env("replicaset", observedGeneration=1, replicas=1))
+    pods = {f"{NS}/pods/p": {"metadata": {"name": "p", "labels": {"app": PROBE}}}}
+    env = _env({PATHS["replicaset"]: _probe("replicaset", 60), LEASE: _lease(2), **pods})
+    assert not _effect("replicaset", env)
+    condition = {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale"}
+    assert not _effect("horizontalpodautoscaling", stuck_env("horizontalpodautoscaling", conditions=[condition]))
+    slices = {f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/s":
+              {"metadata": {"name": "s", "labels": {"kubernetes.io/service-name": PROBE}}}}  # fmt: skip
+    env = _env({PATHS["endpointslice"]: _probe("endpointslice", 60), LEASE: _lease(2), **slices})
+    assert not _effect("endpointslice", env)
+
+
+def test_no_effect_when_the_whole_process_is_down_or_frozen() -> None:
+    env = _env({PATHS["replicaset"]: _probe("replicaset", 60), LEASE: _lease(40), **EMPTY_LISTS})
+    assert not _effect("replicaset", env)  # lease stale: that is controller-manager.hung, not one controller
+    env = _env({PATHS["replicaset"]: _probe("replicaset", 60), LEASE: _lease(2), **EMPTY_LISTS}, healthz="")
+    assert not _effect("replicaset", env)
+
+
+QUEUES = """# TYPE workqueue_depth gauge
+workqueue_depth{{name="replicaset"}} {depth}
+workqueue_work_duration_seconds_count{{name="replicaset"}} {done}
+"""
+
+
+def test_recovery_is_the_controller_taking_work_again() -> None:
+    assert queue_works(Metrics.parse(QUEUES.format(depth=0, done=12)), "replicaset")
+    assert queue_works(Metrics.parse(QUEUES.format(depth=0, done=0)), "replicaset")
+    assert not queue_works(Metrics.parse(QUEUES.format(depth=1, done=0)), "replicaset")  # the stuck process
+    assert not queue_works(Metrics.parse(QUEUES.format(depth=0, done=9)), "horizontalpodautoscaler")  # not started
+    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    assert ControllerStuck().recovered(_env({}, metrics=QUEUES.format(depth=0, done=5)), plan)
+    assert not ControllerStuck().recovered(_env({}, metrics=QUEUES.format(depth=2, done=0)), plan)
+    assert not ControllerStuck().recovered(_env({}, healthz="", metrics=QUEUES.format(depth=0, done=5)), plan)
+
+
+# --- controller-manager.quota-exhausted ----------------------------------------------------------------------------
+
+QNS = "/api/v1/namespaces/chaoskit-quota"
+
+
+def _quota(made: float) -> dict[str, Any]:
+    q = quota_object(QuotaParams())
+    q["metadata"]["creationTimestamp"] = iso(made)
+    return q
+
+
+def _failed_create(message: str, at: float) -> dict[str, Any]:
+    return {"reason": "FailedCreate", "message": message, "lastTimestamp": iso(at),
+            "involvedObject": {"kind": "ReplicaSet", "name": "chaoskit-quota-probe"}}  # fmt: skip
+
+
+REFUSED = ('Error creating: pods "chaoskit-quota-probe-x" is forbidden: exceeded quota: chaoskit-quota, '
+           "requested: pods=1, used: pods=1, limited: pods=1")  # fmt: skip
+
+
+def test_quota_plan_caps_the_namespace_waits_for_its_status_and_deletes_only_its_own_quota() -> None:
+    plan = QuotaExhausted().plan(CP, QuotaParams(namespace="chaoskit-demo", pods=3, probe_replicas=0))
+    assert '"hard":{"pods":"3"}' in plan.apply[1] and "chaoskit-demo" in plan.apply[1]
+    assert "jsonpath={.status.hard.pods}" in plan.apply[2]
+    assert len(plan.apply) == 3  # no probe: the workload's HPA does the asking
+    assert "-l chaoskit.dev/fault=controller-manager.quota-exhausted" in plan.revert[1]
+    assert "chaoskit.dev/created-by=controller-manager.quota-exhausted" in plan.revert[2]
+    assert len(QuotaExhausted().plan(CP, NoParams()).apply) == 4
+    assert QuotaParams.model_validate({"probeReplicas": 0}).probe_replicas == 0
+
+
+def test_quota_effect_is_a_refusal_naming_the_quota_after_it_was_made() -> None:
+    plan = QuotaExhausted().plan(CP, QuotaParams())
+    now = time.time()
+    quota = {f"{QNS}/resourcequotas/{QUOTA}": _quota(now - 20)}
+
+    def effect(*events: dict[str, Any]) -> bool:
+        listed = {f"{QNS}/events/{i}": e for i, e in enumerate(events)} or {f"{QNS}/events": {"items": []}}
+        objects = {**quota, **listed}
+        return QuotaExhausted().took_effect(_env(objects), plan)
+
+    assert effect(_failed_create(REFUSED, now - 5))
+    assert not effect()  # the quota made, nothing refused yet
+    assert not effect(_failed_create(REFUSED, now - 60))  # refused before this quota existed
+    assert not effect(_failed_create(REFUSED.replace("chaoskit-quota,", "team-quota,"), now - 5))  # another quota
+    assert not effect(_failed_create("Error creating: pods is forbidden: status unknown for quota", now - 5))
+    assert not QuotaExhausted().took_effect(_env({f"{QNS}/events/0": _failed_create(REFUSED, now)}), plan)  # no-op
+
+
+def test_quota_recovered_once_its_quota_and_probe_are_gone() -> None:
+    plan = QuotaExhausted().plan(CP, QuotaParams())
+    assert QuotaExhausted().recovered(_env({}), plan)
+    assert not QuotaExhausted().recovered(_env({f"{QNS}/resourcequotas/{QUOTA}": _quota(time.time())}), plan)
+
+
+def test_api_times_are_what_the_checks_compare() -> None:
+    assert api_time(iso(1796010840.0)) == 1796010840.0
