@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from chaoskit.cluster.kube import KubeError
 from chaoskit.errors import ChaoskitError, ToolError
-from chaoskit.faults.base import Env, Fault, FaultPlan
+from chaoskit.faults.base import Env, Fault, FaultPlan, HandoffError, hand_over
 from chaoskit.faults.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.journal import Injection, Journal, component_of
 from chaoskit.safety import release_run_locks
@@ -119,6 +119,7 @@ def run_fault(
     kill_point("armed")
     injected_at = time.monotonic()
     try:
+        hand_over(env, plan)  # files made on another node (a certificate signed where the CA key is)
         for i, line in enumerate(plan.apply):
             if i == 1:
                 kill_point("between-apply-lines")
@@ -137,7 +138,7 @@ def run_fault(
         remaining = duration - (time.monotonic() - injected_at)
         if remaining > 0 and (stop or threading.Event()).wait(remaining):
             result.errors.append("interrupted while holding the fault")
-    except InjectError as exc:
+    except (InjectError, HandoffError) as exc:
         result.failures.append(str(exc))
     except ChaoskitError as exc:
         result.errors.append(str(exc))
