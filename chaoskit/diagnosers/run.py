@@ -25,8 +25,9 @@ from chaoskit.diagnosers.sources import API_TIMEOUT, Sources
 from chaoskit.faults.base import Env
 from chaoskit.registry import load_catalog
 
-# The document's troubleshooting order: API server, its store, then the components that depend on it.
-ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime")
+# The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
+# own reverts last (their findings still rank first: see CAUSAL_RANK).
+ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
 PARALLEL = 6  # collection waits on docker exec and HTTP, not on our CPU
 
 

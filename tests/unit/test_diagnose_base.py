@@ -52,7 +52,16 @@ def test_a_diagnosis_survives_json_and_takes_its_worst_status() -> None:
 
 
 def test_every_component_has_a_registered_diagnoser_in_troubleshooting_order() -> None:
-    assert components() == ["apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime"]
+    assert components() == [
+        "apiserver",
+        "etcd",
+        "scheduler",
+        "controller-manager",
+        "kubelet",
+        "kube-proxy",
+        "runtime",
+        "reverts",
+    ]
     assert components(["runtime", "apiserver"]) == ["apiserver", "runtime"]
     with pytest.raises(UnknownName, match="did you mean 'kubelet'"):
         components(["kubelt"])
