@@ -188,7 +188,7 @@ def stuck_findings(
         left_out = controllers is not None and f"-{c.alias}" in controllers.split(",")
         findings.append(Finding(
             "critical" if behind else "warning", "controller-manager",
-            f"{c.label} ({c.check}) is not running: absent from kube-controller-manager's /healthz"
+            f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
             + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
             f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
             + (f"controller: --controllers={controllers} leaves it out" if left_out else

@@ -65,6 +65,8 @@ DIAGNOSED = {
     "scheduler.unschedulable": ("scheduler", r"unschedulable"),
     "controller-manager.down": ("controller-manager", r"not running"),
     "controller-manager.hung": ("controller-manager", r"stopped|frozen"),
+    "controller-manager.controller-stuck": ("controller-manager", r"ReplicaSet controller .* does no work"),
+    "controller-manager.quota-exhausted": ("controller-manager", r"ResourceQuota chaoskit-quota .*exceeded quota"),
     "kubelet.stop": ("kubelet", r"not running|heartbeat"),
     "kubelet.runtime-unresponsive": ("runtime", r"containerd|runtime"),
     "kubelet.disk-pressure": ("kubelet", r"DiskPressure|full"),

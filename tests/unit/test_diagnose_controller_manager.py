@@ -236,7 +236,7 @@ def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behin
                              hpas=Fetched({"items": [never_synced_hpa(ev, 60)]}))  # fmt: skip
     findings = ControllerManagerDiagnoser().analyze(off)
     assert titles(findings)[0] == (
-        "critical: HPA controller (horizontal-pod-autoscaler-controller) is not running: absent from "
+        "critical: HPA controller (horizontal-pod-autoscaler-controller) was not started: absent from "
         "kube-controller-manager's /healthz; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
         "never synced (no status))"
     )
@@ -244,7 +244,7 @@ def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behin
     young = controller_manager(healthz=without("horizontal-pod-autoscaler-controller"),
                                hpas=Fetched({"items": [never_synced_hpa(ev, 20)]}))  # fmt: skip
     assert analyze(young) == [
-        "warning: HPA controller (horizontal-pod-autoscaler-controller) is not running: absent from "
+        "warning: HPA controller (horizontal-pod-autoscaler-controller) was not started: absent from "
         "kube-controller-manager's /healthz"
     ]
 
@@ -257,7 +257,7 @@ def test_an_endpointslice_controller_left_out_leaves_services_without_slices() -
     off = controller_manager(healthz=without("endpointslice-controller"),
                              services=Fetched({"items": [svc, headless_external]}))  # fmt: skip
     (title,) = analyze(off)
-    assert title.startswith("critical: EndpointSlice controller (endpointslice-controller) is not running")
+    assert title.startswith("critical: EndpointSlice controller (endpointslice-controller) was not started")
     assert title.endswith("(demo/web: no EndpointSlice)")
     served = {"metadata": {"namespace": "demo", "labels": {"kubernetes.io/service-name": "web"}}}
     on = controller_manager(services=Fetched({"items": [svc]}), slices=Fetched({"items": [served]}))
