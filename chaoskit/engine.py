@@ -120,12 +120,11 @@ def run_fault(
     injected_at = time.monotonic()
     try:
         hand_over(env, plan)  # files made on another node (a certificate signed where the CA key is)
-        for i, line in enumerate(plan.apply):
-            if i == 1:
-                kill_point("between-apply-lines")
+        for i, line in enumerate(plan.apply, 1):
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
+            kill_point(f"applied-{i}")
         say(f"injected {fault.name} on {node}: {plan.summary}")
         result.effect_s = poll(lambda: fault.took_effect(env, plan), fault.effect_timeout)
         if result.effect_s is None:

@@ -112,7 +112,8 @@ done
 
 def kill_point(name: str) -> None:
     """Tests SIGKILL chaoskit at an exact point of the run loop (CHAOSKIT_TEST_KILL_AT=<name>) to prove the switch
-    heals whatever that point left; nothing else sets the variable."""
+    heals whatever that point left; nothing else sets the variable. The points: journaled, armed, applied-N (after
+    the N-th apply line), holding (effect seen), reverting (after the first revert line)."""
     if os.environ.get("CHAOSKIT_TEST_KILL_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -162,7 +162,7 @@ def test_revert_journal_frees_every_lock_once_all_is_reverted(tmp_path: Path) ->
     assert journal.pending() == []
 
 
-@pytest.mark.parametrize("point", ["journaled", "armed", "between-apply-lines", "holding", "reverting"])
+@pytest.mark.parametrize("point", ["journaled", "armed", "applied-1", "applied-2", "holding", "reverting"])
 def test_every_kill_point_is_reached_on_a_clean_run(
     point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,181 @@
+"""The revert contract on the real cluster: chaoskit SIGKILLed at every point of its run loop leaves nothing broken
+past the deadline; a revert that fails is retried by the node's switch until it can succeed; a revert that needs the
+API server heals once another fault stops holding the API server down.
+
+chaoskit is stopped at an exact point by CHAOSKIT_TEST_KILL_AT (read only by tests: the engine SIGKILLs itself there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.faults.apiserver import ETCD_TAG
+from chaoskit.faults.base import Env, local_healthz
+from chaoskit.faults.deadman import Switch, arm, armed, attempts
+from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams, running_min_sync_period
+from chaoskit.journal import Injection, Journal
+from tests.e2e.conftest import chaoskit
+from tests.e2e.test_faults import wait_healthy
+from tests.e2e.test_killed_runs import _wait
+
+NODES = DockerNodeExec(SubprocessRunner())
+
+
+def _killed_at(point: str, fault: str, journal: Path, *args: str) -> Injection:
+    """`chaoskit inject` that SIGKILLs itself at `point`; returns the injection its journal left pending."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoskit", "inject", fault, "--journal", str(journal), *args],
+        env={**os.environ, "CHAOSKIT_TEST_KILL_AT": point}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == -9, f"chaoskit was not killed at {point}: exit {done.returncode}\n{done.stderr[-2000:]}"
+    (inj,) = Journal(journal).pending()
+    return inj
+
+
+def _revert_leaves_nothing(journal: Path, cluster: str) -> None:
+    done = chaoskit("revert", str(journal), "--cluster", cluster)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "left:" not in done.stdout
+    assert Journal(journal).pending() == []
+
+
+def _etcd_rules(node: str) -> int:
+    out = NODES.run(node, ["sh", "-c", f"iptables -S OUTPUT | grep -c -- {ETCD_TAG} || true"]).stdout
+    return int(out.strip() or 0)
+
+
+def _api_ready(env: Env, node: str) -> bool:
+    return local_healthz(env, node, 6443, "/readyz")
+
+
+# etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
+# in both; the kill at applied-2 leaves half the fault in place (one rule), reverting leaves the other half.
+POINTS = ["journaled", "armed", "applied-2", "holding", "reverting"]
+DEADLINE = 25.0
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
+    point: str, cluster: str, kube: Kube, tmp_path: Path
+) -> None:
+    env, cp, journal = Env(kube, NODES, cluster), f"{cluster}-control-plane", tmp_path / "killed.jsonl"
+    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "5",
+                     "--deadline", str(DEADLINE))  # fmt: skip
+    killed = time.time()
+    left = _etcd_rules(cp)
+    _wait("no etcd DROP rule left and the API server ready", lambda: _etcd_rules(cp) == 0 and _api_ready(env, cp),
+          max(0.0, inj.deadline_at - time.time()) + 60)  # fmt: skip
+    healed = time.time()
+    assert healed <= inj.deadline_at + 60, f"healed {healed - inj.deadline_at:.0f}s after the deadline"
+    assert inj.id not in armed(NODES, cp), "a switch that healed removes itself"
+    _revert_leaves_nothing(journal, cluster)
+    print(f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healthy {healed - killed:.1f}s after the kill, "
+          f"{healed - inj.deadline_at:+.1f}s from the deadline")  # fmt: skip
+
+
+def _scheduler_running(cp: str) -> bool:
+    return NODES.run(cp, ["pgrep", "-x", "kube-scheduler"], check=False).returncode == 0
+
+
+MANIFESTS = "/etc/kubernetes/manifests"
+READ_ONLY = f"mount --bind {MANIFESTS} {MANIFESTS} && mount -o remount,bind,ro {MANIFESTS}"
+
+
+def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(cluster: str, tmp_path: Path) -> None:
+    cp, journal = f"{cluster}-control-plane", tmp_path / "obstacle.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "inject", "scheduler.down", "--cluster", cluster, "--duration", "10",
+         "--deadline", "600", "--journal", str(journal), "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        _wait("the scheduler to stop", lambda: not _scheduler_running(cp), 60)
+        NODES.run(cp, ["sh", "-c", READ_ONLY])  # the parked manifest cannot go back: its folder is read-only
+        try:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 4, f"a failed revert is chaoskit's failure (exit 4)\n{out}\n{err[-2000:]}"
+            assert "Read-only file system" in out and "retries it on the node" in out
+            (inj,) = Journal(journal).pending()
+            switch = Switch(inj.id, cp, inj.revert, 0)
+            time.sleep(12)
+            failing = attempts(NODES, switch)
+            assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
+            assert inj.id in armed(NODES, cp), "a failed revert never disarms the switch"
+            assert not _scheduler_running(cp)
+        finally:
+            lifted = time.time()
+            NODES.run(cp, ["umount", MANIFESTS], check=False)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _wait("the switch to bring the scheduler back", lambda: _scheduler_running(cp), 90)
+    log = attempts(NODES, switch)
+    assert log[-1].endswith("exit 0") and all(a.endswith("exit 1") for a in log[:-1])
+    assert inj.id not in armed(NODES, cp)
+    print(f"\nthe switch tried {len(log)} times ({', '.join(a.split()[0][11:19] for a in log)}); "
+          f"healed {time.time() - lifted:.1f}s after the obstacle was lifted")  # fmt: skip
+    _revert_leaves_nothing(journal, cluster)
+    assert attempts(NODES, switch) == [], "chaoskit revert disarms: the switch's files are gone"
+
+
+def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
+    cluster: str, kube: Kube, tmp_path: Path
+) -> None:
+    """slow-sync's revert needs the API server; apiserver.down holds it down past slow-sync's deadline."""
+    env, cp = Env(kube, NODES, cluster), f"{cluster}-control-plane"
+    slow_journal, down_journal = tmp_path / "slow.jsonl", tmp_path / "down.jsonl"
+    before = {n: running_min_sync_period(env, n) for n in _nodes(cluster)}
+    every_line = f"applied-{len(KubeProxySlowSync().plan(cp, SlowSyncParams()).apply)}"  # fully injected
+    slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "60")
+    down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "80")
+    assert down.deadline_at > slow.deadline_at
+    assert time.time() < slow.deadline_at, "the API server must be down before slow-sync's deadline comes"
+    switch = Switch(slow.id, cp, slow.revert, 0)
+    _wait("slow-sync's switch to fail while the API server is down", lambda: len(attempts(NODES, switch)) >= 1,
+          slow.deadline_at - time.time() + 30)  # fmt: skip
+    assert attempts(NODES, switch)[0].endswith("exit 1")
+    _wait("both switches to heal", lambda: _api_ready(env, cp) and slow.id not in armed(NODES, cp),
+          down.deadline_at - time.time() + 180)  # fmt: skip
+    log = attempts(NODES, switch)
+    assert log[-1].endswith("exit 0")
+    wait_healthy(env)
+    _wait("every kube-proxy back on its own minSyncPeriod",
+          lambda: {n: running_min_sync_period(env, n) for n in _nodes(cluster)} == before, 120)  # fmt: skip
+    for journal in (slow_journal, down_journal):
+        _revert_leaves_nothing(journal, cluster)
+    print(f"\nslow-sync's switch tried {len(log)} times while the API server was down "
+          f"({', '.join(a.split()[0][11:19] for a in log)}); healed {time.time() - slow.deadline_at:.0f}s after "
+          f"its deadline, {time.time() - down.deadline_at:.0f}s after the API server's")  # fmt: skip
+
+
+def _nodes(cluster: str) -> list[str]:
+    return [f"{cluster}-{n}" for n in ("control-plane", "worker", "worker2")]
+
+
+def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
+    node = f"{cluster}-worker"
+    switch = Switch(uuid.uuid4().hex[:12], node, ("echo obstacle >&2; false",), 2, fault="kube-proxy.freeze",
+                    run="/tmp/e2e-gave-up.jsonl", retry_for_s=0)  # fmt: skip
+    arm(NODES, switch)
+    try:
+        _wait("the switch to give up", lambda: NODES.run(node, ["test", "-e", switch.failed_path], check=False).returncode == 0,
+              30)  # fmt: skip
+        done = chaoskit("diagnose", "reverts", "-o", "json", "--cluster", cluster)
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        titles = [f["title"] for r in report["reports"] if r["subject"] == node for f in r["findings"]]
+        assert any("a chaoskit revert failed here: kube-proxy.freeze" in t and "/tmp/e2e-gave-up.jsonl" in t
+                   for t in titles), titles  # fmt: skip
+    finally:
+        NODES.run(node, switch.disarm_argv(), check=False)
