@@ -29,7 +29,7 @@ e2e: cluster
 	$(BIN)/python -m pytest tests/e2e -v -m e2e
 
 test: cluster
-	$(BIN)/python -m pytest tests -v
+	$(BIN)/python -m pytest tests -v --durations=25
 
 down: venv
 	$(BIN)/chaoskit cluster down

@@ -42,8 +42,8 @@ def run(g: Globals, playbook_path: Path, journal_path: Path | None, dry_run: boo
         output: str) -> None:  # fmt: skip
     """Run a playbook: steady state, faults (always reverted), steady state again, verdict.
 
-    Exit codes: 0 passed, 1 deviated, 2 usage, 3 invalid playbook, 4 aborted or inject/revert failed,
-    130 interrupted.
+    Exit codes: 0 passed, 1 the system deviated, 2 usage, 3 invalid playbook, 4 chaoskit could not do its job
+    (aborted before injecting, arm/inject/revert failed), 130 interrupted.
     """
     load_catalog()
     pb = load_playbook(playbook_path)  # PlaybookError (exit 3) before anything touches a cluster
