@@ -113,6 +113,8 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(clu
             assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
             assert inj.id in armed(NODES, cp), "a failed revert never disarms the switch"
             assert not _scheduler_running(cp)
+            blocked = chaoskit("revert", str(journal), "--cluster", cluster)
+            assert blocked.returncode == 4 and f"left: scheduler.down on {cp}" in blocked.stdout, blocked.stdout
         finally:
             lifted = time.time()
             NODES.run(cp, ["umount", MANIFESTS], check=False)
