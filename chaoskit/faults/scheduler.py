@@ -39,8 +39,7 @@ class UnschedulableParams(FaultParams):
         max_length=253,
         pattern=DNS_SUBDOMAIN,
         description="reason taint only: the node that is tainted and the pods are pinned to, by name, or `worker` for "
-        "the first worker by name. Not the control-plane node: kind's own NoSchedule taint there is the one the "
-        "scheduler would name.",
+        "the first worker by name.",
     )
     namespace: str = Field(
         default="chaoskit-faults", max_length=63, pattern=DNS_LABEL, description="Where the Deployment goes."
@@ -55,12 +54,19 @@ TAINT_VALUE = "scheduler.unschedulable"
 TAINT = f"{TAINT_KEY}={TAINT_VALUE}:NoSchedule"
 PIN_LABEL = f"{TAINT_KEY}={TAINT_VALUE}"  # on the tainted node: what the pods select it by, and the revert finds it by
 # What the scheduler writes into FailedScheduling for each reason (per-node reasons, "0/3 nodes are available: ...").
-# The taint filter names the first untolerated taint it finds as `{key: value}`: ours, not just any taint.
+# v1.34's taint filter no longer names the taint, so the taint variant's pods tolerate every other taint (TOLERATED).
 REASON_MESSAGES = {
     "resources": "Insufficient cpu",
-    "taint": f"untolerated taint {{{TAINT_KEY}: {TAINT_VALUE}}}",
+    "taint": "had untolerated taint(s)",
     "affinity": "didn't match Pod's node affinity/selector",
 }
+# The taints Kubernetes and kind put on nodes themselves (kind's control-plane node, node conditions): tolerated, so
+# that chaoskit's is the only taint the scheduler can reject a node for.
+TOLERATED = (
+    "node-role.kubernetes.io/control-plane",
+    *(f"node.kubernetes.io/{c}" for c in ("not-ready", "unreachable", "disk-pressure", "memory-pressure",
+                                           "pid-pressure", "network-unavailable")),
+)  # fmt: skip
 TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
 # the same pick as a playbook's `target: {node: worker}`
 FIRST_WORKER = (
@@ -76,7 +82,8 @@ def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
     if p.reason == "resources":
         pod["containers"][0]["resources"] = {"requests": {"cpu": TOO_MUCH_CPU}, "limits": {"cpu": TOO_MUCH_CPU}}
     elif p.reason == "taint":
-        pod["nodeSelector"] = {TAINT_KEY: TAINT_VALUE}  # only the node the fault taints, with no toleration
+        pod["nodeSelector"] = {TAINT_KEY: TAINT_VALUE}  # only the node the fault taints
+        pod["tolerations"] = [{"key": key, "operator": "Exists"} for key in TOLERATED]  # every taint but chaoskit's
     else:
         term = {"matchExpressions": [{"key": "chaoskit.dev/no-such-label", "operator": "In", "values": ["true"]}]}
         required = {"nodeSelectorTerms": [term]}
@@ -85,18 +92,10 @@ def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
 
 
 def taint_line(node: str) -> str:
-    """Label and taint `node` (a name, or `worker`: picked by kubectl). It refuses a node that already has another
-    NoSchedule taint: the scheduler names only the first untolerated taint, which would not be chaoskit's."""
+    """Label and taint `node` (a name, or `worker`: picked by kubectl)."""
     pick = f"n=$({FIRST_WORKER}); n=${{n#node/}}" if node == WORKER else f"n={shlex.quote(node)}"
-    no_schedule = shlex.quote('jsonpath={range .spec.taints[?(@.effect=="NoSchedule")]}{.key}{"\\n"}{end}')
-    refuse = (
-        f'echo "node $n already has the NoSchedule taint $other: the scheduler would name that one, not {TAINT_KEY}"'
-        " >&2; exit 1"
-    )
     return (
         f"{pick}; [ -n \"$n\" ] || {{ echo 'no worker node to taint' >&2; exit 1; }};"
-        f' other=$({kubectl()} get node "$n" -o {no_schedule} | grep -v -x -F {TAINT_KEY});'
-        f' [ -z "$other" ] || {{ {refuse}; }};'
         f' {kubectl()} label nodes "$n" {PIN_LABEL} --overwrite && {kubectl()} taint nodes "$n" {TAINT} --overwrite'
     )
 
@@ -125,16 +124,17 @@ class Unschedulable(Fault):
     As in an HPA scale-up that outgrows the cluster, or a scheduling policy that is wrong. It creates a small
     Deployment of chaoskit's workload (`chaoskit-unschedulable`, in `namespace`, created and later deleted if
     missing) that cannot be placed for `reason`: `resources` requests 10000 CPUs ("Insufficient cpu"); `taint` labels
-    and taints a worker (`node`: the first worker by name unless named) with the NoSchedule taint
-    `chaoskit.dev/unschedulable=scheduler.unschedulable` and pins the pods to that label with no toleration, so the
-    scheduler reports "untolerated taint {chaoskit.dev/unschedulable: scheduler.unschedulable}" (it names only the
-    first untolerated taint of a node, so a node that already has a NoSchedule taint, like kind's control-plane
-    node, is refused); `affinity` requires a node label no node has ("didn't match Pod's node affinity/selector").
-    Effect: every replica Pending with such an event, its words as the scheduler writes them for this reason (for
-    `taint`, chaoskit's own taint key). Unlike scheduler.down, the events are there: that is how the two are told
-    apart. The revert deletes the Deployment, the taint and label (found by the label, so it does not need to know
-    which worker was picked) and the namespace if the fault created it. Runs kubectl on the control-plane node, which
-    is therefore the fault's target node whatever node the taint goes to.
+    and taints a node (`node`: by default the first worker by name) with the NoSchedule taint
+    `chaoskit.dev/unschedulable=scheduler.unschedulable` and pins the pods to that label ("had untolerated
+    taint(s)"); `affinity` requires a node label no node has ("didn't match Pod's node affinity/selector"). Effect:
+    every replica Pending with such an event, in the scheduler's own words for the reason. v1.34's scheduler no
+    longer names the taint it rejected a node for, so the taint variant's pods tolerate every taint Kubernetes and
+    kind set themselves (the control-plane role, not-ready, unreachable, disk/memory/PID pressure,
+    network-unavailable): chaoskit's is the only one left that the scheduler can reject a node for, and without it the
+    event says the pods match no node instead. Unlike scheduler.down, the events are there: that is how the two are
+    told apart. The revert deletes the Deployment, the taint and the label (found by the label, whichever node was
+    picked) and the namespace if the fault created it. Runs kubectl on the control-plane node, which is therefore the
+    fault's target node wherever the taint goes.
     """
 
     name = "scheduler.unschedulable"
