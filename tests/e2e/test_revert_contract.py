@@ -74,11 +74,13 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
                      "--deadline", str(DEADLINE))  # fmt: skip
     killed = time.time()
     left = _etcd_rules(cp)
-    _wait("no etcd DROP rule left and the API server ready", lambda: _etcd_rules(cp) == 0 and _api_ready(env, cp),
-          max(0.0, inj.deadline_at - time.time()) + 60)  # fmt: skip
+    _wait(
+        "no etcd DROP rule left, the API server ready and the switch done",
+        lambda: _etcd_rules(cp) == 0 and _api_ready(env, cp) and inj.id not in armed(NODES, cp),
+        max(0.0, inj.deadline_at - time.time()) + 60,
+    )
     healed = time.time()
-    assert healed <= inj.deadline_at + 60, f"healed {healed - inj.deadline_at:.0f}s after the deadline"
-    assert inj.id not in armed(NODES, cp), "a switch that healed removes itself"
+    assert healed <= inj.deadline_at + 20, f"healed {healed - inj.deadline_at:.0f}s after the deadline"
     _revert_leaves_nothing(journal, cluster)
     print(f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healthy {healed - killed:.1f}s after the kill, "
           f"{healed - inj.deadline_at:+.1f}s from the deadline")  # fmt: skip
@@ -175,7 +177,7 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
               30)  # fmt: skip
         done = chaoskit("diagnose", "reverts", "-o", "json", "--cluster", cluster)
         assert done.returncode == 1, done.stderr
-        report = json.loads(done.stdout)
+        report = json.loads(done.stdout)["diagnosis"]
         titles = [f["title"] for r in report["reports"] if r["subject"] == node for f in r["findings"]]
         assert any("a chaoskit revert failed here: kube-proxy.freeze" in t and "/tmp/e2e-gave-up.jsonl" in t
                    for t in titles), titles  # fmt: skip
