@@ -157,8 +157,14 @@ class SyncDelays:
         return bool(self.verdicts) and all(v is False for v in self.verdicts.values())
 
     def __str__(self) -> str:
-        shown = ", ".join(f"{n} {'≥' if self.verdicts[n] else ''}{d}s" for n, d in sorted(self.delays.items()))
+        shown = ", ".join(f"{n} {_shown(self.verdicts[n], d)}" for n, d in sorted(self.delays.items()))
         return f"rule-sync delays (threshold {self.threshold:g}s, {self.changes} changes, {self.seconds:.1f}s): {shown}"
+
+
+def _shown(verdict: bool | None, delay: float | None) -> str:
+    if verdict is None or delay is None:
+        return "undecided"
+    return f"≥{delay}s (slow)" if verdict else f"{delay}s (fast)"
 
 
 def fresh_ip(taken: Iterable[str]) -> str:
