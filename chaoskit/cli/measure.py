@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.measure_rule_sync import rule_sync
+from chaoskit.cli.measure_rule_sync import precision_cell, rule_sync
 from chaoskit.cli.options import cluster_env, cluster_name_option, emit
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.measurements.hpa_driver import measure as measure_hpa
@@ -67,10 +67,10 @@ def print_stages(result: MeasurementResult, console: Console) -> None:
             table.add_row(stage.name, stage.component, "0", "—", "—", "—", "—", "")
             continue
         table.add_row(stage.name, stage.component, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.p99), _s(sm.max),
-                      f"±{sm.precision:g}s")  # fmt: skip
+                      precision_cell(sm))  # fmt: skip
     if total := summaries.get("total"):
         table.add_row("total", "", str(total.count), _s(total.p50), _s(total.p90), _s(total.p99), _s(total.max),
-                      f"±{total.precision:g}s", style="bold")  # fmt: skip
+                      precision_cell(total), style="bold")  # fmt: skip
     console.print(table)
     for line in [*result.notes, *(f"gap {g.end - g.start:.1f}s: {g.reason}" for g in result.gaps), *result.errors]:
         console.print(line)

@@ -20,7 +20,7 @@ from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.faults.base import Env
 from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
-from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, summarize
+from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
 from chaoskit.progress import Progress
 
 WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and wrap every cell)
@@ -77,6 +77,15 @@ def _s(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}s"
 
 
+def precision_cell(sm: Summary) -> str:
+    """The samples' measured precision: one figure when they share it (a clock), else the typical one and the worst."""
+    if sm.count == 0:
+        return ""
+    if sm.precision_median == sm.precision:
+        return f"±{sm.precision:g}s"
+    return f"±{sm.precision_median:.2f}s (max {sm.precision:.2f}s)"
+
+
 def _missing(count: int) -> str:
     """Why a percentile cell shows —: a percentile of too few samples would be invented."""
     short = [f"{name} needs ≥{MIN_SAMPLES[name]}" for name in ("p50", "p90") if count < MIN_SAMPLES[name]]
@@ -86,13 +95,15 @@ def _missing(count: int) -> str:
 def print_result(result: MeasurementResult, console: Console) -> None:
     """Per stage and node: percentiles (— where too few samples to have one), then kube-proxy's SLI beside ours."""
     nodes: list[str] = result.extra.get("nodes") or sorted({s.subject.split("@", 1)[1] for s in result.samples})
-    table = Table("stage", "node", "n", "p50", "p90", "max", "±", "note", title=f"{TYPE}: per endpoint change and node")
+    table = Table("stage", "node", "n", "p50", "p90", "max", "precision", "note",
+                  title=f"{TYPE}: per endpoint change and node")  # fmt: skip
     for stage in RULE_SYNC_STAGES:
         for node in nodes:
             sm = summarize(s for s in result.samples if s.stage == stage.name and s.subject.endswith(f"@{node}"))
-            table.add_row(stage.name, node, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.max), f"{sm.precision:g}s",
+            table.add_row(stage.name, node, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.max), precision_cell(sm),
                           _missing(sm.count))  # fmt: skip
     console.print(table)
+    console.print("precision: per sample, the spacing measured between the probe rounds that bracket its end")
     proxy: dict[str, Any] = result.extra.get("kube_proxy") or {}
     errors: list[str] = []
     if proxy:

@@ -7,11 +7,17 @@ Where each timestamp comes from, and so its precision:
 - HPA decision (its write of the Deployment's scale; its status follows later), ReplicaSet scaled, Pod created /
   scheduled / containers running / Ready, ready in the EndpointSlice: when our watch received the change (ms);
   after a watch gap, the objects' own timestamps (1 s);
-- rules programmed and first request: the in-node probe, every 100 ms.
+- rules programmed and first request: the in-node probe (probe.py), whose loops pause 100 ms between rounds that
+  take their own time too; each sample carries the spacing measured between the round that last saw the old state
+  and the one that first saw the new (the rules read without the pod's IP and the one with it; the request round
+  before the pod's first answer and that answer).
+A stage whose end was seen before its start (watch events out of order, the probe ahead of our watch, a pod's IP
+still in the rules from an earlier pod) reads 0 and is named in the result's notes.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,18 +26,19 @@ from typing import Any
 from chaoskit.cluster.kube import condition
 from chaoskit.errors import ToolError
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
-from chaoskit.measurements.probe import AnswerSeen, NodeProbe, RulesSeen, probe_script
+from chaoskit.measurements.probe import AnswerSeen, NodeProbe, Rounds, RulesSeen, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher
 from chaoskit.model.timeline import (
     API_PRECISION,
-    PROBE_PRECISION,
     RUN_SUBJECT,
     STAGE_COMPONENTS,
     WATCH_PRECISION,
+    Clamp,
     Gap,
     MeasurementResult,
     Sample,
     api_time,
+    clamp_notes,
 )
 
 TYPE = "hpa_scale_up"
@@ -95,9 +102,9 @@ class HpaTracker:
     deleted: set[str] = field(default_factory=set)
     above_since: Stamp | None = None  # the first metric sample above target since the last decision
     forced_at: Stamp | None = None  # minReplicas raised since the last decision
-    rules: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> endpoint IP -> first seen
-    node_ips: dict[str, frozenset[str]] = field(default_factory=dict)
+    rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
     answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
+    rounds: dict[str, Rounds] = field(default_factory=dict)  # node -> its request rounds
 
     def hpa(self, kind: str, obj: Obj, at: float) -> None:
         spec, status = obj.get("spec", {}), obj.get("status", {})
@@ -205,17 +212,40 @@ class HpaTracker:
             if (ep.get("conditions") or {}).get("ready"):
                 times.endpoint = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
 
-    def seen(self, seen: RulesSeen | AnswerSeen) -> None:
+    def seen(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):
-            first = self.rules.setdefault(seen.node, {})
-            for ip in seen.ips - self.node_ips.get(seen.node, frozenset()):
-                first.setdefault(ip, seen.at)
-            self.node_ips[seen.node] = seen.ips
+            bisect.insort(self.rules.setdefault(seen.node, []), seen, key=lambda o: o.at)
+        elif isinstance(seen, AnswerSeen):
+            at = self.answers.get((seen.pod, seen.node))
+            self.answers[(seen.pod, seen.node)] = seen.at if at is None else min(at, seen.at)  # lines may cross
         else:
-            self.answers.setdefault((seen.pod, seen.node), seen.at)
+            self.rounds.setdefault(seen.node, Rounds()).add(seen.at)
 
-    def samples(self, nodes: list[str]) -> list[Sample]:
-        out: list[Sample] = []
+    def _rules_end(self, times: PodTimes, node: str, ready: Stamp) -> tuple[Stamp, str] | None:
+        """When the node's rules first showed the pod's IP (after the pod existed), and why that end was moved to
+        `ready` if it was seen earlier."""
+        obs = self.rules.get(node, [])
+        start = bisect.bisect_right(obs, times.created.at, key=lambda o: o.at)
+        held = start > 0 and times.ip in obs[start - 1].ips  # in the rules already when the pod was created
+        for o in obs[start:]:
+            if times.ip not in o.ips:
+                held = False
+            elif not held:  # the IP appears: this pod's endpoint programmed
+                if o.at >= ready.at:
+                    return Stamp(o.at, o.precision), ""
+                return Stamp(ready.at, o.precision), (f"the node's rules showed its IP {ready.at - o.at:.3f}s before"
+                                                      " our watch saw its endpoint ready")  # fmt: skip
+            if held and o.at >= ready.at:
+                break
+        if held:
+            shown = obs[start - 1]
+            return Stamp(ready.at, shown.precision), (f"IP {times.ip} reused: the node's rules held it for an"
+                                                      " earlier pod since before this one was created")  # fmt: skip
+        return None
+
+    def _timed(self, nodes: list[str]) -> list[tuple[Sample, Clamp | None]]:
+        """Every sample, each with why it was clamped to 0 (None when it was not)."""
+        out: list[tuple[Sample, Clamp | None]] = []
         for up in self.scale_ups:
             if up.trigger is not None:
                 out.append(self._sample("hpa_decision", RUN_SUBJECT, up.trigger, up.decided, up.run))
@@ -240,21 +270,38 @@ class HpaTracker:
             if previous is None or not times.ip:
                 continue
             for node in nodes:
-                programmed = self.rules.get(node, {}).get(times.ip)
+                programmed = self._rules_end(times, node, previous)
                 if programmed is None:
                     continue
-                rules = Stamp(max(programmed, previous.at), PROBE_PRECISION)
-                out.append(self._sample("rules_programmed", f"{times.name}@{node}", previous, rules, times.run))
+                rules, why = programmed
+                out.append(self._sample("rules_programmed", f"{times.name}@{node}", previous, rules, times.run, why))
                 answered = self.answers.get((times.name, node))
-                if answered is not None:
-                    first = Stamp(max(answered, rules.at), PROBE_PRECISION)
-                    out.append(self._sample("first_request", f"{times.name}@{node}", rules, first, times.run))
+                if answered is None:
+                    continue
+                # the request round before the first answer (none from this pod) brackets it
+                first = Stamp(answered, self.rounds.get(node, Rounds()).precision(answered, rules.at))
+                why = ""
+                if answered < rules.at:
+                    first = Stamp(rules.at, first.precision)
+                    why = f"it answered {rules.at - answered:.3f}s before the rules read that first showed its IP"
+                out.append(self._sample("first_request", f"{times.name}@{node}", rules, first, times.run, why))
         return out
 
+    def samples(self, nodes: list[str]) -> list[Sample]:
+        return [s for s, _ in self._timed(nodes)]
+
+    def clamped(self, nodes: list[str]) -> list[str]:
+        """The stages reported as 0 because their end was seen before their start, and why."""
+        return clamp_notes(c for _, c in self._timed(nodes) if c is not None)
+
     @staticmethod
-    def _sample(stage: str, subject: str, start: Stamp, end: Stamp, run: int) -> Sample:
-        return Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at,
-                      max(start.precision, end.precision), run)  # fmt: skip
+    def _sample(stage: str, subject: str, start: Stamp, end: Stamp, run: int,
+                why: str = "") -> tuple[Sample, Clamp | None]:  # fmt: skip
+        sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at,
+                        max(start.precision, end.precision), run)  # fmt: skip
+        if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
+            why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"
+        return sample, Clamp(sample, why) if why else None
 
     def in_flight(self, nodes: list[str]) -> int:
         """Pods of a scale-up, still alive, that not every node has answered from yet."""
@@ -335,7 +382,7 @@ class HpaScaleUp(Measurement):
 
         return call
 
-    def _locked_seen(self, seen: RulesSeen | AnswerSeen) -> None:
+    def _locked_seen(self, seen: Seen) -> None:
         with self.lock:
             self.tracker.seen(seen)
 
@@ -380,6 +427,7 @@ class HpaScaleUp(Measurement):
             ups = self.tracker.scale_ups
             res.notes += [f"scale-up {u.run}: {u.from_replicas} → {u.to_replicas} replicas" for u in ups]
             res.notes += self.tracker.incomplete()
+            res.notes += self.tracker.clamped(self.nodes)
         res.gaps = [g for w in self.watchers for g in w.gaps] + self.metrics_gaps
         if not self.tracker.scale_ups:
             res.notes.append("the HPA did not scale up while measuring: no samples")

@@ -5,26 +5,43 @@ inside the node read the rules (iptables-save or nft, whichever mode kube-proxy 
 print only what changed, stamped with the node's clock (the host's: a kind node shares its kernel). The rules and
 the requests run in two loops, so a request hanging on a gone endpoint (up to curl's 1 s) does not delay the next
 rules read.
+
+Each loop pauses INTERVAL between rounds, but a round also takes its own time (the rules read tens of ms, a request
+round up to curl's 1 s), so the loops report what bounds each observation: a rules line carries the start of the
+previous read (which saw the old rules) and the end of its own, and every request round reports its start. A stage
+end seen by the probe is as precise as the spacing of the two rounds that bracket it, never the nominal INTERVAL.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chaoskit.cluster.nodeexec import NodeExec, Stream
 
-INTERVAL = 0.1  # the resolution the rule-sync measurement promises
+INTERVAL = 0.1  # the pause between two rounds of each loop (a round itself takes longer: see `precision`)
 REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k
+FINEST = 0.001  # our clocks' resolution: no bracket is reported finer than this
 
 
 @dataclass(frozen=True)
 class RulesSeen:
+    """The node's rules differ from the previous read's: they changed between `since` and `until`."""
+
     node: str
-    at: float
+    at: float  # this read started
     ips: frozenset[str]  # endpoint IPs of the Service present in the node's rules
+    since: float | None  # the previous read started (it saw the old rules); None on the probe's first read
+    until: float  # this read ended
+
+    @property
+    def precision(self) -> float:
+        """How long the change may have happened over: from the read that saw the old rules to the end of this one
+        (the probe's first read has no old rules: only its own duration)."""
+        return max(FINEST, self.until - (self.at if self.since is None else self.since))
 
 
 @dataclass(frozen=True)
@@ -34,12 +51,48 @@ class AnswerSeen:
     pod: str  # the pod that answered a request through the Service (the workload answers with its hostname)
 
 
+@dataclass(frozen=True)
+class RoundSeen:
+    """A request round started: the rounds are what brackets an answer."""
+
+    node: str
+    at: float
+
+
+Seen = RulesSeen | AnswerSeen | RoundSeen
 FAILED = ""  # AnswerSeen.pod of a request that got no answer (refused or timed out): `at` is when it was sent
 
 
+@dataclass
+class Rounds:
+    """One node's request rounds, by start: the round an answer belongs to and the one before it."""
+
+    starts: list[float] = field(default_factory=list)
+
+    def add(self, at: float) -> None:
+        bisect.insort(self.starts, at)
+
+    def index(self, at: float) -> int:
+        """The round `at` fell in (sent or answered): the last one started at or before it; -1 before the first."""
+        return bisect.bisect_right(self.starts, at) - 1
+
+    def next_start(self, at: float) -> float | None:
+        """When the round after the one `at` fell in started."""
+        i = self.index(at) + 1
+        return self.starts[i] if i < len(self.starts) else None
+
+    def precision(self, at: float, floor: float, last_old: float | None = None) -> float:
+        """How precise a stage end seen at `at` is: from the start of the round that last saw the old state (the
+        one `last_old` fell in, else the round before `at`'s) to `at`; with no such round, from `floor` (the stage's
+        start: nothing was looked at in between)."""
+        i = self.index(at) - 1 if last_old is None else self.index(last_old)
+        return max(FINEST, at - (self.starts[i] if i >= 0 else floor))
+
+
 def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False) -> str:
-    """The loops run inside a node: `R <t> <ip>...` when the rules change, `A <t> <pod>` per answer, and with
-    `failures` `F <t sent>` per request that got no answer."""
+    """The loops run inside a node: `R <read start> <read end> <previous read start or -> <ip>...` when the rules
+    change, `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures` `F <t sent>` per
+    request that got no answer."""
     ns_svc = f"{namespace}/{service}"
     # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
     # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
@@ -58,27 +111,34 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
     if failures:  # stamped when sent: a request hanging on a gone endpoint fails only at curl's timeout
         ask = f's=$(date +%s.%N); {ask} || echo "F $s"'
     rules = (
-        "last=x; while :; do t=$(date +%s.%N);"
+        "last=x; p=-; while :; do t=$(date +%s.%N);"
         f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"
-        f" else ips=$({ipt} | sort -u | tr '\\n' ' '); fi;"
-        f' if [ "$ips" != "$last" ]; then echo "R $t $ips"; last=$ips; fi; sleep {INTERVAL}; done'
+        f" else ips=$({ipt} | sort -u | tr '\\n' ' '); fi; u=$(date +%s.%N);"
+        f' if [ "$ips" != "$last" ]; then echo "R $t $u $p $ips"; last=$ips; fi; p=$t; sleep {INTERVAL}; done'
     )
     requests = (
-        "while :; do" + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND)) + f" wait; sleep {INTERVAL}; done"
+        'while :; do echo "Q $(date +%s.%N)";'
+        + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND))
+        + f" wait; sleep {INTERVAL}; done"
     )
     return f"( {rules} ) & ( {requests} ) & wait"
 
 
-def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
+def parse_line(node: str, line: str) -> Seen | None:
     parts = line.split()
-    if len(parts) < 2 or parts[0] not in ("R", "A", "F"):
+    if len(parts) < 2 or parts[0] not in ("R", "A", "F", "Q"):
         return None
     try:
         at = float(parts[1])
+        if parts[0] == "R":
+            if len(parts) < 4:
+                return None
+            since = None if parts[3] == "-" else float(parts[3])
+            return RulesSeen(node, at, frozenset(parts[4:]), since, float(parts[2]))
     except ValueError:
         return None
-    if parts[0] == "R":
-        return RulesSeen(node, at, frozenset(parts[2:]))
+    if parts[0] == "Q":
+        return RoundSeen(node, at)
     if parts[0] == "F":
         return AnswerSeen(node, at, FAILED)
     return AnswerSeen(node, at, parts[2]) if len(parts) > 2 else None
@@ -87,9 +147,7 @@ def parse_line(node: str, line: str) -> RulesSeen | AnswerSeen | None:
 class NodeProbe:
     """Runs the probe loop in one node and hands every parsed line to `on_seen` until stopped."""
 
-    def __init__(
-        self, nodes: NodeExec, node: str, script: str, on_seen: Callable[[RulesSeen | AnswerSeen], None]
-    ) -> None:
+    def __init__(self, nodes: NodeExec, node: str, script: str, on_seen: Callable[[Seen], None]) -> None:
         self.nodes, self.node, self.on_seen = nodes, node, on_seen
         self.marker = f"chaoskit-probe-{uuid.uuid4().hex[:10]}"  # what stop() finds the loop by inside the node
         self.script = f": {self.marker}; {script}"

@@ -17,9 +17,13 @@ Where each timestamp comes from, and so its precision:
 - the endpoint change: our watch receiving the EndpointSlice (our clock, ~1 ms; kube-proxy's own watch may get it a
   few ms before or after us). A change seen only in a re-list after a watch gap is kept but not timed;
 - the rules and the answers: the in-node probe (probe.py), stamped with the node's clock, which is the host's (a kind
-  node shares its kernel). Samples carry its nominal PROBE_PRECISION (100 ms between reads). The rules are read every
-  100 ms plus the read itself (tens of ms); request rounds take longer, ~150 ms median on a 2-CPU host and up to
-  1.1 s when a request hangs on a gone endpoint, so the result notes their real spacing per node;
+  node shares its kernel). Each loop pauses 100 ms between rounds, but a rules round also takes its read (tens of
+  ms) and a request round its requests (up to 1.1 s when one hangs on a gone endpoint), so each sample carries the
+  precision measured for it: for rules_programmed, from the start of the read that saw the old rules to the end of
+  the one that saw the new; for traffic_follows, from the start of the round that last saw the old traffic (the
+  round before the first answer from an added pod, or the last round that still reached a removed one) to the answer
+  that ended the stage. The result notes each loop's real spacing per node. A stage whose end was seen before our
+  watch saw the change (kube-proxy's watch ahead of ours) reads 0 and is named in the notes;
 - the slice's `endpoints.kubernetes.io/last-change-trigger-time` annotation: the pod's Ready transition, 1 s. It is
   where kube-proxy's SLI starts; a terminating endpoint's update carries none, so kube-proxy times no removal;
 - kube-proxy's SLI: its histogram scraped in each node (127.0.0.1:10249) at start, at every `mark()` and at stop;
@@ -37,7 +41,7 @@ from pydantic import Field
 
 from chaoskit.faults.base import params_of
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
-from chaoskit.measurements.probe import INTERVAL, AnswerSeen, NodeProbe, RulesSeen, probe_script
+from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
 from chaoskit.measurements.watch import Obj, Watcher
@@ -80,7 +84,7 @@ class RuleSync(Measurement):
             probe.start()
         self.watcher.start()
 
-    def _seen(self, seen: RulesSeen | AnswerSeen) -> None:
+    def _seen(self, seen: Seen) -> None:
         with self.lock:
             self.tracker.seen(seen)
 
@@ -117,15 +121,23 @@ class RuleSync(Measurement):
         with self.lock:
             res.samples = self.tracker.samples(self.nodes)
             res.notes += self.tracker.incomplete(self.nodes)
+            res.notes += self.tracker.clamped(self.nodes)
             res.extra["changes"] = [c.to_dict() for c in self.tracker.changes]
             res.extra["nodes"] = self.nodes
-            res.extra["probe_rounds"] = rounds = self.tracker.rounds()
+            res.extra["probe_rounds"] = rounds = self.tracker.probe_rounds()
             if len(self.snapshots) >= 2:
                 res.extra["kube_proxy"] = compare_sli(self.tracker, self.nodes, self.snapshots)
-        res.notes += [f"request rounds on {node}: median {r['median']:.2f}s, max {r['max']:.2f}s apart"
-                      f" (nominal {INTERVAL:g}s)" for node, r in rounds.items()]  # fmt: skip
+        res.notes += [rounds_note(node, loops) for node, loops in rounds.items()]
         res.gaps = list(self.watcher.gaps)
         res.errors += self.watcher.errors
         if not self.tracker.changes:
             res.notes.append("the Service's ready endpoints did not change while measuring: no samples")
         return res
+
+
+def rounds_note(node: str, loops: dict[str, dict[str, float]]) -> str:
+    """How far apart the probe's rounds really were on one node: what its samples' precision is made of."""
+    parts = {"requests": ("request rounds", "apart"), "rules": ("rules reads bracketing a change", "wide")}
+    said = [f"{parts[loop][0]} median {r['median']:.2f}s, max {r['max']:.2f}s {parts[loop][1]}"
+            for loop, r in loops.items()]  # fmt: skip
+    return f"probe on {node}: {'; '.join(said)} (nominal {INTERVAL:g}s)"

@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.measurements.probe import FAILED, INTERVAL, AnswerSeen, RulesSeen
+from chaoskit.measurements.probe import FAILED, AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
-from chaoskit.model.timeline import PROBE_PRECISION, STAGE_COMPONENTS, Sample, api_time
+from chaoskit.model.timeline import STAGE_COMPONENTS, WATCH_PRECISION, Clamp, Sample, api_time, clamp_notes
 
 TYPE = "rule_sync"
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
-ROUND_GAP = INTERVAL / 2  # a round's 4 requests return within ms of each other; rounds are >= 100 ms apart
 
 
 @dataclass(frozen=True)
@@ -93,6 +92,15 @@ class NodeAnswers:
         bisect.insort(self.by_pod.setdefault(pod, []), at)
 
 
+@dataclass(frozen=True)
+class End:
+    """Where a stage ended on one node, how precisely that is known, and why it was moved to the stage's start."""
+
+    at: float
+    precision: float  # seconds: the spacing of the probe rounds that bracket it
+    clamped: str = ""  # why the end seen lies before the stage start (the sample then reads 0)
+
+
 def _first_at_or_after(times: Sequence[float], t: float) -> float | None:
     i = bisect.bisect_left(times, t)
     return times[i] if i < len(times) else None
@@ -116,8 +124,9 @@ class RuleSyncTracker:
     watching: bool = False  # a watch event arrived: a listing from now on is a re-list after a gap
     changes: list[EndpointChange] = field(default_factory=list)
     annotated: list[tuple[float, float]] = field(default_factory=list)  # (received, trigger): one SLI observation each
-    rules: dict[str, list[tuple[float, frozenset[str]]]] = field(default_factory=dict)  # node -> (seen at, IPs)
+    rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
     answers: dict[str, NodeAnswers] = field(default_factory=dict)
+    rounds: dict[str, Rounds] = field(default_factory=dict)  # node -> its request rounds
 
     def endpoint_slice(self, kind: str, obj: Obj, at: float) -> None:
         listed = kind == "LISTED"
@@ -146,30 +155,32 @@ class RuleSyncTracker:
             view.trigger if view is not None and not listed else None, late=listed,
         ))  # fmt: skip
 
-    def seen(self, seen: RulesSeen | AnswerSeen) -> None:
+    def seen(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):
-            obs = self.rules.setdefault(seen.node, [])
-            bisect.insort(obs, (seen.at, seen.ips), key=lambda o: o[0])
-        else:
+            bisect.insort(self.rules.setdefault(seen.node, []), seen, key=lambda o: o.at)
+        elif isinstance(seen, AnswerSeen):
             self.answers.setdefault(seen.node, NodeAnswers()).add(seen.at, seen.pod)
+        else:
+            self.rounds.setdefault(seen.node, Rounds()).add(seen.at)
 
-    def _state_at(self, node: str, t: float) -> frozenset[str] | None:
+    def _state_at(self, node: str, t: float) -> RulesSeen | None:
         obs = self.rules.get(node, [])
-        i = bisect.bisect_right(obs, t, key=lambda o: o[0])
-        return obs[i - 1][1] if i else None
+        i = bisect.bisect_right(obs, t, key=lambda o: o.at)
+        return obs[i - 1] if i else None
 
-    def _first_rules(self, node: str, at: float, ok: Callable[[frozenset[str]], bool]) -> float | None:
-        """When the node's rules first satisfied `ok` at or after `at` (`at` itself if they already did)."""
+    def _first_rules(self, node: str, at: float, ok: Callable[[frozenset[str]], bool]) -> End | None:
+        """When the node's rules first satisfied `ok` at or after `at` (`at` itself, clamped, if they already did)."""
         state = self._state_at(node, at)
-        if state is not None and ok(state):
-            return at
+        if state is not None and ok(state.ips):
+            held = "since the probe's first read" if state.since is None else f"for {at - state.at:.3f}s"
+            return End(at, state.precision, f"the node's rules already held it {held} when our watch saw the change")
         obs = self.rules.get(node, [])
-        for t, ips in obs[bisect.bisect_right(obs, at, key=lambda o: o[0]) :]:
-            if ok(ips):
-                return t
+        for o in obs[bisect.bisect_right(obs, at, key=lambda o: o.at) :]:
+            if ok(o.ips):
+                return End(o.at, o.precision)
         return None
 
-    def rules_programmed(self, change: EndpointChange, node: str) -> float | None:
+    def rules_end(self, change: EndpointChange, node: str) -> End | None:
         later = {c.ips for c in self.changes[change.number - 1 :]}
 
         def holds(ips: frozenset[str]) -> bool:
@@ -177,28 +188,43 @@ class RuleSyncTracker:
 
         return self._first_rules(node, change.at, holds)
 
-    def traffic_follows(self, change: EndpointChange, node: str) -> float | None:
-        answers = self.answers.get(node, NodeAnswers())
+    def rules_programmed(self, change: EndpointChange, node: str) -> float | None:
+        end = self.rules_end(change, node)
+        return None if end is None else end.at
+
+    def traffic_end(self, change: EndpointChange, node: str) -> End | None:
+        answers, rounds = self.answers.get(node, NodeAnswers()), self.rounds.get(node, Rounds())
         since = self.changes[change.number - 2].at if change.number > 1 else self.started_at
-        ends = [change.at]
+        ends: list[End] = []
         if change.added and len(change.added_pods) < len(change.added):
             return None  # an endpoint without a pod name: its answers cannot be told apart
-        for pod in change.added_pods:
+        for pod in sorted(change.added_pods):
             first = _first_at_or_after(answers.by_pod.get(pod, []), since)
             if first is None:
                 return None
-            ends.append(first)
+            ends.append(End(first, rounds.precision(first, since)))
         if change.removed:
             gone = self._first_rules(node, change.at, lambda ips: not change.removed & ips)
             reached = [_last_in(answers.by_pod.get(p, []), change.at, self._readded(change, p))
                        for p in change.removed_pods]  # fmt: skip
-            reached.append(_last_in(answers.failed, change.at, gone))  # sent while the rules still held a removed pod
+            held_until = None if gone is None else gone.at
+            reached.append(_last_in(answers.failed, change.at, held_until))  # sent while the rules still held one
             last = max((t for t in reached if t is not None), default=None)
-            after = _first_at_or_after(answers.all, change.at if last is None else last + ROUND_GAP)
+            # the first answer in a round after the last one that still reached a removed pod
+            begin = change.at if last is None else rounds.next_start(last)
+            after = None if begin is None else _first_at_or_after(answers.all, begin)
             if after is None or gone is None:
                 return None  # while the rules still hold a removed endpoint, traffic may still reach it
-            ends.append(after)
-        return max(ends)
+            ends.append(End(after, rounds.precision(after, change.at, last)))
+        end = max(ends, key=lambda e: e.at)
+        if end.at >= change.at:
+            return end
+        return End(change.at, end.precision, f"an added pod answered {change.at - end.at:.3f}s before our watch saw"
+                   " the change")  # fmt: skip
+
+    def traffic_follows(self, change: EndpointChange, node: str) -> float | None:
+        end = self.traffic_end(change, node)
+        return None if end is None else end.at
 
     def _readded(self, change: EndpointChange, pod: str) -> float | None:
         """When a later change brought a removed pod back (its answers from then on are legitimate)."""
@@ -213,28 +239,38 @@ class RuleSyncTracker:
             for n in nodes
         )
 
-    def samples(self, nodes: Iterable[str]) -> list[Sample]:
-        out: list[Sample] = []
+    def timed(self, nodes: Iterable[str]) -> list[tuple[Sample, Clamp | None]]:
+        """Every sample, each with why it was clamped to 0 (None when it was not)."""
+        out: list[tuple[Sample, Clamp | None]] = []
         for c in self.changes:
             if c.late:
                 continue
             for node in nodes:
-                for stage, end in (("rules_programmed", self.rules_programmed(c, node)),
-                                   ("traffic_follows", self.traffic_follows(c, node))):  # fmt: skip
-                    if end is not None:
-                        out.append(Sample(TYPE, stage, STAGE_COMPONENTS[stage], f"{c.number}@{node}", c.at, end,
-                                          PROBE_PRECISION, c.number))  # fmt: skip
+                for stage, end in (("rules_programmed", self.rules_end(c, node)),
+                                   ("traffic_follows", self.traffic_end(c, node))):  # fmt: skip
+                    if end is None:
+                        continue
+                    sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], f"{c.number}@{node}", c.at, end.at,
+                                    max(WATCH_PRECISION, end.precision), c.number)  # fmt: skip
+                    out.append((sample, Clamp(sample, end.clamped) if end.clamped else None))
         return out
 
-    def rounds(self) -> dict[str, dict[str, float]]:
-        """Per node, how far apart the probe's request rounds really were (nominally INTERVAL): traffic_follows' true
-        resolution."""
-        out: dict[str, dict[str, float]] = {}
-        for node, answers in sorted(self.answers.items()):
-            starts = [t for i, t in enumerate(answers.all) if i == 0 or t - answers.all[i - 1] > ROUND_GAP]
-            gaps = sorted(b - a for a, b in zip(starts, starts[1:], strict=False))
-            if gaps:
-                out[node] = {"rounds": len(starts), "median": gaps[len(gaps) // 2], "max": gaps[-1]}
+    def samples(self, nodes: Iterable[str]) -> list[Sample]:
+        return [s for s, _ in self.timed(nodes)]
+
+    def clamped(self, nodes: Iterable[str]) -> list[str]:
+        """The stages reported as 0 because their end was seen before their start, and why."""
+        return clamp_notes(c for _, c in self.timed(nodes) if c is not None)
+
+    def probe_rounds(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Per node and loop, how far apart the probe's rounds really were (nominally INTERVAL): for requests every
+        round; for the rules, the brackets of the changes seen (the loop reports only those)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for node in sorted({*self.rounds, *self.rules}):
+            starts = self.rounds.get(node, Rounds()).starts
+            loops = {"requests": [b - a for a, b in zip(starts, starts[1:], strict=False)],
+                     "rules": [o.precision for o in self.rules.get(node, []) if o.since is not None]}  # fmt: skip
+            out[node] = {loop: _spread(xs) for loop, xs in loops.items() if xs}
         return out
 
     def incomplete(self, nodes: Iterable[str]) -> list[str]:
@@ -250,3 +286,8 @@ class RuleSyncTracker:
                 elif self.traffic_follows(c, node) is None:
                     out.append(f"change {c.number} on {node}: requests did not follow the change while measured")
         return out[:40]
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"count": len(ordered), "median": ordered[len(ordered) // 2], "max": ordered[-1]}

@@ -1,7 +1,8 @@
 """Pure timeline math shared by the measurements, the exporter and the reports: stages, samples, percentiles.
 
 A sample is one stage of one subject (a pod, a node) with the clocks it was read from; its precision is that of
-the coarser end: a watch event seen by us has ~1 ms, an API timestamp (creationTimestamp, conditions) 1 s.
+the coarser end: a watch event seen by us has ~1 ms, an API timestamp (creationTimestamp, conditions) 1 s, and an
+end seen by the in-node probe the spacing of the two probe rounds that bracket it (measured per sample).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 
 WATCH_PRECISION = 0.001  # our clock when a watch event or a probe arrives
 API_PRECISION = 1.0  # metav1.Time is serialised with whole seconds
-PROBE_PRECISION = 0.1  # the rule-sync probes poll every 100 ms
 
 
 def api_time(value: object) -> float | None:
@@ -70,7 +70,7 @@ class Sample:
     subject: str  # pod name, "node/<name>", or "<pod>@<node>"
     start: float
     end: float
-    precision: float  # seconds: WATCH_PRECISION, PROBE_PRECISION or API_PRECISION
+    precision: float  # seconds: WATCH_PRECISION, API_PRECISION, or the probe rounds' spacing measured for it
     run: int = 0  # which scale-up or endpoint change this belongs to
 
     @property
@@ -97,6 +97,7 @@ class Summary:
     mean: float | None
     precision: float  # the coarsest precision among the samples
     notes: tuple[str, ...] = ()
+    precision_median: float = 0.0  # the typical sample's: probe brackets vary from sample to sample
 
     def get(self, statistic: str) -> float | None:
         if statistic == "count":
@@ -131,7 +132,29 @@ def summarize(samples: Iterable[Sample]) -> Summary:
         mean=sum(values) / len(values) if values else None,
         precision=max((s.precision for s in items), default=0.0),
         notes=tuple(notes),
+        precision_median=percentile([s.precision for s in items], 0.5) if items else 0.0,
     )
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """A sample reported as 0 because its end was seen before its start, and why (out of order, an IP reused)."""
+
+    sample: Sample
+    why: str
+
+
+MAX_CLAMP_NOTES = 20  # beyond this a run is broken in one way; the count says how much more
+
+
+def clamp_notes(clamps: Iterable[Clamp]) -> list[str]:
+    """One note per clamped sample (a 0 that is not a measured 0), then how many more."""
+    items = list(clamps)
+    out = [f"{c.sample.stage} of {c.sample.subject} (run {c.sample.run}) reported as 0: {c.why}"
+           for c in items[:MAX_CLAMP_NOTES]]  # fmt: skip
+    if len(items) > MAX_CLAMP_NOTES:
+        out.append(f"... and {len(items) - MAX_CLAMP_NOTES} more stages reported as 0 for the same kinds of reasons")
+    return out
 
 
 @dataclass

@@ -20,11 +20,15 @@ from chaoskit.engine import FaultResult, run_fault
 from chaoskit.faults.base import Env, NoParams, process_state
 from chaoskit.faults.kube_proxy import KubeProxyFrozen
 from chaoskit.journal import Journal
+from chaoskit.measurements.probe import INTERVAL
 from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_changes, start_measurement, wait_converged
 from chaoskit.model.timeline import MeasurementResult, Sample
 
 pytestmark = pytest.mark.e2e
 FROZEN_FOR = 10.0  # seconds kube-proxy stays frozen after the endpoint change
+# what each probe loop's bracket can be: more than the pause between rounds; the rules' two reads (tens of ms each on a
+# busy host), a request round's hung request (curl's 1 s) and the next round
+BOUNDS = {"rules_programmed": (INTERVAL, 1.0), "traffic_follows": (INTERVAL, 2.5)}
 
 
 @pytest.fixture
@@ -56,6 +60,22 @@ def report(mode: str, result: MeasurementResult) -> str:
     return "\n".join(lines)
 
 
+def assert_measured_precision(result: MeasurementResult) -> None:
+    """Each sample's precision is the bracket measured for it (not one constant) and each 0 is explained."""
+    for stage, (low, high) in BOUNDS.items():
+        found = [s.precision for s in result.samples if s.stage == stage]
+        assert found and all(low < p < high for p in found), (stage, sorted(round(p, 3) for p in found))
+    assert len({s.precision for s in result.samples}) > 1, "one precision for every sample: a constant, not measured"
+    for s in result.samples:
+        assert s.end > s.start or any(n.startswith(f"{s.stage} of {s.subject} ") for n in result.notes), s
+    assert all(result.extra["probe_rounds"][n]["requests"]["median"] > INTERVAL for n in result.extra["nodes"])
+
+
+def precision_report(result: MeasurementResult) -> str:
+    return "\n".join(f"  precision {stage} {node}: {sorted(round(s.precision, 3) for s in xs)}"
+                     for stage in BOUNDS for node, xs in sorted(by_node(result, stage).items()))  # fmt: skip
+
+
 def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
     actions: list[dict[str, Any]] = result.extra["actions"]
     assert actions and all(a["converged"] for a in actions), result.notes
@@ -75,13 +95,14 @@ def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
         clean = [s["difference"] for s in row["stretches"] if s["unmatched"] == 0 and s["difference"] is not None]
         diffs = clean or [s["difference"] for s in row["stretches"] if s["difference"] is not None]
         assert statistics.median(abs(d) for d in diffs) <= 1.0, (node, diffs)
+    assert_measured_precision(result)
 
 
 def test_every_node_follows_each_endpoint_change_within_seconds_and_agrees_with_kube_proxys_sli(
     env: Env, ns: str
 ) -> None:
     result = run_changes(env, ns, CHANGES, repeat=2)
-    print("\n" + report("iptables", result))
+    print("\n" + report("iptables", result) + "\n" + precision_report(result) + "\n" + "\n".join(result.notes))
     assert_baseline(result, sorted(n for n in result.extra["nodes"]))
 
 
@@ -92,7 +113,7 @@ def test_in_nftables_mode_too(env: Env, ns: str) -> None:
     finally:  # kind's iptables back, even through an API server another run restarts meanwhile
         env.kube.wait("kube-proxy back in iptables mode", lambda: set_mode(env.kube, env.nodes, "iptables") or True,
                       600, 5)  # fmt: skip
-    print("\n" + report("nftables", result))
+    print("\n" + report("nftables", result) + "\n" + precision_report(result) + "\n" + "\n".join(result.notes))
     assert_baseline(result, sorted(result.extra["nodes"]))
 
 
@@ -129,8 +150,9 @@ def test_a_node_whose_kube_proxy_is_frozen_after_a_change_is_late_by_the_freeze_
     late = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "rules_programmed", first.number).items()}
     follows = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "traffic_follows", first.number).items()}
     print(f"\nfrozen {node} for {FROZEN_FOR:.0f}s after {change} (change {first.number}): rules_programmed {late}, "
-          f"traffic_follows {follows}\n{report('iptables', result)}")  # fmt: skip
+          f"traffic_follows {follows}\n{report('iptables', result)}\n{precision_report(result)}")  # fmt: skip
     assert 9.0 <= late.pop(node) <= 14.0
     assert all(v < 3.0 for v in late.values()), late
     assert 9.0 <= follows.pop(node) <= 15.0  # new pod not reached / the deleted one still DNATed to, and refusing
     assert all(v < 4.0 for v in follows.values()), follows
+    assert_measured_precision(result)

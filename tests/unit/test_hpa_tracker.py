@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from chaoskit.cli.measure import print_stages
 from chaoskit.measurements.hpa_scale_up import HpaTracker, cpu_cores
-from chaoskit.measurements.probe import AnswerSeen, RulesSeen, parse_line, probe_script
-from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT
+from chaoskit.measurements.probe import AnswerSeen, RoundSeen, RulesSeen, parse_line, probe_script
+from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT, MeasurementResult, Sample
 
 T0 = 1_000_000_000.0  # 2001-09-09T01:46:40Z
 NODES = ["cp", "w1"]
@@ -59,12 +62,19 @@ def scaled_once(t: HpaTracker, at: float = T0) -> None:
     t.pod("MODIFIED", pod("p1", node="w1", running=True, ip="10.0.0.9"), at + 5)
     t.pod("MODIFIED", pod("p1", node="w1", running=True, ready=True, ip="10.0.0.9"), at + 6)
     t.endpoint_slice("MODIFIED", slice_with("p1", True), at + 7)
-    t.seen(RulesSeen("cp", at - 50, frozenset({"10.0.0.1"})))
-    t.seen(RulesSeen("cp", at + 8, frozenset({"10.0.0.1", "10.0.0.9"})))
-    t.seen(RulesSeen("w1", at + 8.5, frozenset({"10.0.0.9"})))
+    t.seen(RulesSeen("cp", at - 50, frozenset({"10.0.0.1"}), None, at - 49.98))
+    t.seen(RulesSeen("cp", at + 8, frozenset({"10.0.0.1", "10.0.0.9"}), at + 7.88, at + 8.03))  # bracket 0.15 s
+    t.seen(RulesSeen("w1", at + 8.5, frozenset({"10.0.0.9"}), at + 8.3, at + 8.52))  # bracket 0.22 s
+    for node in NODES:
+        for start in (at + 8.6, at + 8.75, at + 8.9, at + 9.45):  # w1's round at 8.9 hung on a gone endpoint
+            t.seen(RoundSeen(node, start))
     t.seen(AnswerSeen("cp", at + 9, "p1"))
     t.seen(AnswerSeen("w1", at + 9.5, "p1"))
     t.seen(AnswerSeen("w1", at + 20, "p1"))  # only the first answer counts
+
+
+def by_stage(t: HpaTracker) -> dict[tuple[str, str], Sample]:
+    return {(s.stage, s.subject): s for s in t.samples(NODES)}
 
 
 def test_every_stage_of_a_scale_up_is_timed_from_the_end_of_the_previous_one() -> None:
@@ -81,8 +91,68 @@ def test_every_stage_of_a_scale_up_is_timed_from_the_end_of_the_previous_one() -
     assert samples[("first_request", "p1@w1")].seconds == pytest.approx(1.0)
     assert samples[("hpa_decision", RUN_SUBJECT)].precision == 1.0  # the metric sample's own timestamp
     assert samples[("scheduled", "p1")].precision == 0.001
-    assert samples[("rules_programmed", "p1@cp")].precision == 0.1
-    assert t.in_flight(NODES) == 0 and t.incomplete() == []
+    assert samples[("rules_programmed", "p1@cp")].precision == pytest.approx(0.15)
+    assert t.in_flight(NODES) == 0 and t.incomplete() == [] and t.clamped(NODES) == []
+
+
+def test_dataplane_stages_carry_the_spacing_of_the_probe_rounds_that_bracket_their_end() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    scaled_once(t)
+    samples = by_stage(t)
+    # the rules: from the read without the IP to the end of the read with it
+    assert samples[("rules_programmed", "p1@w1")].precision == pytest.approx(0.22)
+    # the first answer: from the start of the round before its own; no finer than the rules end it starts from
+    assert samples[("first_request", "p1@cp")].precision == pytest.approx(9 - 8.75)
+    assert samples[("first_request", "p1@w1")].precision == pytest.approx(9.5 - 8.9)
+    # the pod's end-to-end figure is as coarse as its coarsest stage (a metric sample's own 1 s timestamp here)
+    result = MeasurementResult("hpa", "hpa_scale_up", T0, samples=t.samples(NODES))
+    assert [s.precision for s in result.totals()] == [1.0]
+    first = result.summaries()["first_request"]
+    assert (first.precision_median, first.precision) == (pytest.approx(0.25), pytest.approx(0.6))
+
+
+def test_an_ip_reused_from_an_earlier_pod_still_in_the_rules_reads_0_and_says_so() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    scaled_once(t)
+    t.deployment("MODIFIED", deployment(3), T0 + 30)
+    t.pod("ADDED", pod("p2"), T0 + 31)
+    t.pod("MODIFIED", pod("p2", node="w1", running=True, ready=True, ip="10.0.0.1"), T0 + 33)
+    t.endpoint_slice("MODIFIED", slice_with("p2", True), T0 + 34)
+    samples = by_stage(t)
+    assert samples[("rules_programmed", "p2@cp")].seconds == 0.0  # 10.0.0.1 is in cp's rules since T0 - 50
+    assert ("rules_programmed", "p2@w1") not in samples  # w1 never showed 10.0.0.1: not programmed there yet
+    (note,) = t.clamped(NODES)
+    assert note.startswith("rules_programmed of p2@cp (run 2) reported as 0: IP 10.0.0.1 reused: the node's rules")
+
+
+def test_an_ip_that_left_the_rules_and_came_back_for_a_new_pod_is_timed_from_its_return() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    scaled_once(t)
+    t.seen(RulesSeen("cp", T0 + 25, frozenset({"10.0.0.9"}), T0 + 24.9, T0 + 25.02))  # 10.0.0.1 dropped
+    t.deployment("MODIFIED", deployment(3), T0 + 30)
+    t.pod("ADDED", pod("p2"), T0 + 31)
+    t.pod("MODIFIED", pod("p2", node="w1", running=True, ready=True, ip="10.0.0.1"), T0 + 33)
+    t.endpoint_slice("MODIFIED", slice_with("p2", True), T0 + 34)
+    t.seen(RulesSeen("cp", T0 + 34.6, frozenset({"10.0.0.1", "10.0.0.9"}), T0 + 34.45, T0 + 34.63))
+    assert by_stage(t)[("rules_programmed", "p2@cp")].seconds == pytest.approx(0.6)
+    assert t.clamped(NODES) == []
+
+
+def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    scaled_once(t)
+    t.deployment("MODIFIED", deployment(3), T0 + 30)
+    t.pod("ADDED", pod("p3"), T0 + 31)
+    t.pod("MODIFIED", pod("p3", node="w1", running=True, ready=True, ip="10.0.0.3"), T0 + 33)
+    t.endpoint_slice("MODIFIED", slice_with("p3", True), T0 + 34)
+    t.seen(RoundSeen("w1", T0 + 34.5))
+    t.seen(AnswerSeen("w1", T0 + 34.52, "p3"))  # the rules changed after the read at 34.4 started
+    t.seen(RulesSeen("w1", T0 + 34.55, frozenset({"10.0.0.3", "10.0.0.9"}), T0 + 34.4, T0 + 34.57))
+    samples = by_stage(t)
+    assert samples[("rules_programmed", "p3@w1")].seconds == pytest.approx(0.55)
+    assert samples[("first_request", "p3@w1")].seconds == 0.0
+    assert t.clamped(NODES) == ["first_request of p3@w1 (run 2) reported as 0: it answered 0.030s before the rules "
+                                "read that first showed its IP"]  # fmt: skip
 
 
 def test_a_raised_min_replicas_triggers_the_decision_even_when_the_metric_is_below_target() -> None:
@@ -104,7 +174,11 @@ def test_a_replicaset_event_overtaking_the_deployments_is_kept() -> None:
     t.deployment("MODIFIED", deployment(2), T0 + 0.012)
     assert t.scale_ups[0].rs_scaled is not None
     [rs_stage] = [s for s in t.samples(NODES) if s.stage == "replicaset_scaled"]
-    assert rs_stage.seconds == 0.0  # never negative
+    assert rs_stage.seconds == 0.0  # never negative...
+    assert t.clamped(NODES) == [  # ...and never silently 0
+        f"replicaset_scaled of {RUN_SUBJECT} (run 1) reported as 0: its end was seen 0.002s before its start "
+        "(observations out of order)"
+    ]
 
 
 def test_pods_there_before_the_measurement_and_pods_not_from_a_scale_up_are_left_out() -> None:
@@ -147,10 +221,13 @@ def test_cpu_quantities() -> None:
 
 
 def test_probe_lines_are_parsed_and_garbage_is_ignored() -> None:
-    assert parse_line("w1", "R 12.5 10.0.0.1 10.0.0.2\n") == RulesSeen("w1", 12.5, frozenset({"10.0.0.1", "10.0.0.2"}))
-    assert parse_line("w1", "R 12.5 \n") == RulesSeen("w1", 12.5, frozenset())
+    assert parse_line("w1", "R 12.5 12.53 12.35 10.0.0.1 10.0.0.2\n") == RulesSeen(
+        "w1", 12.5, frozenset({"10.0.0.1", "10.0.0.2"}), since=12.35, until=12.53
+    )
+    assert parse_line("w1", "R 12.5 12.51 - \n") == RulesSeen("w1", 12.5, frozenset(), since=None, until=12.51)
     assert parse_line("w1", "A 13.0 web-abc\n") == AnswerSeen("w1", 13.0, "web-abc")
-    for junk in ("", "A 13.0", "X 1 y", "R notatime 1.2.3.4"):
+    assert parse_line("w1", "Q 13.2\n") == RoundSeen("w1", 13.2)
+    for junk in ("", "A 13.0", "X 1 y", "R notatime 1.2.3.4", "R 12.5 10.0.0.1", "R 12.5 12.6 10.0.0.1 10.0.0.2"):
         assert parse_line("w1", junk) is None
 
 
@@ -158,3 +235,22 @@ def test_the_probe_reads_both_modes_and_asks_the_service() -> None:
     script = probe_script("ns", "web", "10.96.0.7", 80)
     assert "iptables-save -t nat" in script and "nft list table ip kube-proxy" in script
     assert "http://10.96.0.7:80/" in script and "ns/web" in script
+
+
+def test_the_probe_brackets_each_rules_change_and_stamps_each_request_round() -> None:
+    script = probe_script("ns", "web", "10.96.0.7", 80)
+    rules_loop, requests_loop = script.split("done ) & (", 1)
+    # the read is stamped before and after; the previous read's start rides along with a change
+    assert rules_loop.index("t=$(date +%s.%N)") < rules_loop.index("iptables-save") < rules_loop.index("u=$(date")
+    assert 'echo "R $t $u $p $ips"' in rules_loop and "p=$t; sleep 0.1" in rules_loop
+    assert requests_loop.startswith(' while :; do echo "Q $(date +%s.%N)";')
+
+
+def test_the_hpa_table_states_each_stage_s_precision_one_clock_or_typical_and_worst() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    scaled_once(t)
+    out = io.StringIO()
+    print_stages(MeasurementResult("hpa", "hpa_scale_up", T0, samples=t.samples(NODES)), Console(file=out, width=200))
+    rows = {line.split()[1]: line for line in out.getvalue().splitlines() if line.startswith("│ ")}
+    assert "±0.001s" in rows["scheduled"] and "±1s" in rows["hpa_decision"]
+    assert "±0.25s (max 0.60s)" in rows["first_request"]

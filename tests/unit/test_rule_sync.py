@@ -18,8 +18,17 @@ from chaoskit.cluster.scrape import parse
 from chaoskit.cluster.shell import FakeRunner
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Env
-from chaoskit.measurements.probe import FAILED, AnswerSeen, RulesSeen, parse_line, probe_script
-from chaoskit.measurements.rule_sync import MissingPiece, RuleSync, RuleSyncParams
+from chaoskit.measurements.probe import (
+    FAILED,
+    INTERVAL,
+    AnswerSeen,
+    Rounds,
+    RoundSeen,
+    RulesSeen,
+    parse_line,
+    probe_script,
+)
+from chaoskit.measurements.rule_sync import MissingPiece, RuleSync, RuleSyncParams, rounds_note
 from chaoskit.measurements.rule_sync_driver import initial_replicas, parse_changes
 from chaoskit.measurements.rule_sync_sli import (
     SliSnapshot,
@@ -34,7 +43,7 @@ from chaoskit.measurements.rule_sync_tracker import (
     programmed_set,
     slice_view,
 )
-from chaoskit.model.timeline import PROBE_PRECISION, MeasurementResult
+from chaoskit.model.timeline import MAX_CLAMP_NOTES, Clamp, MeasurementResult, Sample, clamp_notes
 from chaoskit.registry import MEASUREMENTS, load_catalog
 
 DATA = Path(__file__).parent / "data"
@@ -61,26 +70,39 @@ AB = frozenset({"10.0.0.1", "10.0.0.2"})
 ABC = AB | {"10.0.0.3"}
 
 
+READ = 0.02  # how long a hand-made rules read takes
+SINCE = 0.12  # how long before a hand-made rules read the previous one started
+
+
 def tracker_with_rules(nodes: list[str] = NODES, at: float = 1.0, ips: frozenset[str] = AB) -> RuleSyncTracker:
     t = RuleSyncTracker(started_at=0.0)
     t.endpoint_slice("LISTED", eps(A, B), 0.5)
     for n in nodes:
-        t.seen(RulesSeen(n, at, ips))
+        t.seen(RulesSeen(n, at, ips, None, at + READ))  # the probe's first read
     return t
 
 
-def rules(t: RuleSyncTracker, node: str, at: float, ips: frozenset[str]) -> None:
-    t.seen(RulesSeen(node, at, ips))
+def rules(t: RuleSyncTracker, node: str, at: float, ips: frozenset[str], since: float | None = None) -> None:
+    t.seen(RulesSeen(node, at, ips, at - SINCE if since is None else since, at + READ))
 
 
 def answer(t: RuleSyncTracker, node: str, at: float, pod: str = FAILED) -> None:
     t.seen(AnswerSeen(node, at, pod))
 
 
-def stage(t: RuleSyncTracker, name: str, subject: str) -> float:
-    found = [s.seconds for s in t.samples(NODES) if s.stage == name and s.subject == subject]
+def rounds(t: RuleSyncTracker, node: str, *starts: float) -> None:
+    for at in starts:
+        t.seen(RoundSeen(node, at))
+
+
+def sample(t: RuleSyncTracker, name: str, subject: str) -> Sample:
+    found = [s for s in t.samples(NODES) if s.stage == name and s.subject == subject]
     assert len(found) == 1, (name, subject, found)
     return found[0]
+
+
+def stage(t: RuleSyncTracker, name: str, subject: str) -> float:
+    return sample(t, name, subject).seconds
 
 
 # --- what kube-proxy programs --------------------------------------------------------------------------------------
@@ -185,16 +207,20 @@ def test_traffic_follows_an_added_endpoint_at_the_first_answer_from_its_pod() ->
     t = tracker_with_rules()
     t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
     rules(t, "w1", 10.4, ABC)
+    rounds(t, "w1", 10.3, 10.49, 10.64, 10.79)
     answer(t, "w1", 10.5, "a")
     answer(t, "w1", 10.65, "c")
     answer(t, "w1", 10.8, "c")
     assert stage(t, "traffic_follows", "1@w1") == pytest.approx(0.65)
+    # from the start of the round before (which got no answer from c) to c's first answer
+    assert sample(t, "traffic_follows", "1@w1").precision == pytest.approx(10.65 - 10.49)
 
 
 def test_traffic_follows_a_removal_one_round_after_the_last_request_that_reached_the_removed_pod() -> None:
     t = tracker_with_rules(ips=ABC)
     t.endpoint_slice("LISTED", eps(A, B, C), 0.5)
     t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False, terminating=True)), 10.0)
+    rounds(t, "w1", 10.05, 10.25, 10.4)
     answer(t, "w1", 10.1, "c")  # still DNATed to c, which still answers
     answer(t, "w1", 10.3, "c")
     answer(t, "w1", 10.31, "a")  # same round as c's last answer
@@ -202,12 +228,15 @@ def test_traffic_follows_a_removal_one_round_after_the_last_request_that_reached
     answer(t, "w1", 10.45, "b")
     assert stage(t, "rules_programmed", "1@w1") == pytest.approx(0.35)
     assert stage(t, "traffic_follows", "1@w1") == pytest.approx(0.45)
+    # from the start of the last round that reached c to the first answer of the round after it
+    assert sample(t, "traffic_follows", "1@w1").precision == pytest.approx(10.45 - 10.25)
 
 
 def test_refused_requests_while_the_rules_still_hold_the_removed_pod_count_as_traffic_to_it() -> None:
     t = tracker_with_rules(ips=ABC)
     t.endpoint_slice("LISTED", eps(A, B, C), 0.5)
     t.endpoint_slice("MODIFIED", eps(A, B, ep("10.0.0.3", "c", ready=False, terminating=True)), 10.0)
+    rounds(t, "w1", 10.49, 11.89, 12.04)  # a request to c hangs until curl's timeout: rounds 1.4 s apart
     answer(t, "w1", 10.5)  # c stopped listening at SIGTERM: refused
     answer(t, "w1", 11.9)
     answer(t, "w1", 11.91, "a")
@@ -215,6 +244,7 @@ def test_refused_requests_while_the_rules_still_hold_the_removed_pod_count_as_tr
     answer(t, "w1", 12.05)  # fails for another reason after the rules dropped c: not c's traffic
     answer(t, "w1", 12.1, "b")
     assert stage(t, "traffic_follows", "1@w1") == pytest.approx(2.1)
+    assert sample(t, "traffic_follows", "1@w1").precision == pytest.approx(12.1 - 11.89)
 
 
 def test_a_removal_is_not_followed_while_the_rules_still_hold_the_removed_pod() -> None:
@@ -228,6 +258,7 @@ def test_a_removal_is_not_followed_while_the_rules_still_hold_the_removed_pod() 
 
 def test_answers_from_a_pod_before_the_previous_change_do_not_count_for_its_return() -> None:
     t = tracker_with_rules()
+    rounds(t, "w1", 1.9, 10.25)
     answer(t, "w1", 2.0, "a")
     t.endpoint_slice("MODIFIED", eps(B), 10.0)
     rules(t, "w1", 10.2, frozenset({"10.0.0.2"}))
@@ -239,19 +270,64 @@ def test_answers_from_a_pod_before_the_previous_change_do_not_count_for_its_retu
     assert t.traffic_follows(t.changes[1], "w1") == 20.4
 
 
-def test_samples_are_per_change_and_node_with_the_probe_precision() -> None:
+def test_samples_are_per_change_and_node_each_with_the_precision_measured_for_it() -> None:
     t = tracker_with_rules()
     t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
-    for n in NODES:
-        rules(t, n, 10.4, ABC)
+    for i, n in enumerate(NODES):
+        rules(t, n, 10.4, ABC, since=10.4 - 0.1 * (i + 1))  # the previous read: 0.1, 0.2, 0.3 s before
+        rounds(t, n, 10.3 - i, 10.45)  # the round before c's answer: 0.2, 1.2, 2.2 s before it
         answer(t, n, 10.5, "c")
     samples = t.samples(NODES)
     assert {(s.stage, s.subject, s.run) for s in samples} == {
         (st, f"1@{n}", 1) for st in ("rules_programmed", "traffic_follows") for n in NODES
     }
-    assert {s.precision for s in samples} == {PROBE_PRECISION}
+    precision = {(s.stage, s.subject): round(s.precision, 3) for s in samples}
+    assert [precision[("rules_programmed", f"1@{n}")] for n in NODES] == [0.12, 0.22, 0.32]  # + the read itself
+    assert [precision[("traffic_follows", f"1@{n}")] for n in NODES] == [0.2, 1.2, 2.2]
     assert {s.component for s in samples} == {"kube-proxy"}
-    assert t.converged(NODES)
+    assert t.converged(NODES) and t.clamped(NODES) == []
+
+
+def test_a_rules_read_brackets_a_change_from_the_read_before_it_to_its_own_end() -> None:
+    seen = RulesSeen("w1", 10.0, ABC, since=9.85, until=10.04)
+    assert seen.precision == pytest.approx(0.19)
+    assert RulesSeen("w1", 10.0, ABC, since=None, until=10.04).precision == pytest.approx(0.04)  # first read: itself
+
+
+def test_rules_already_holding_the_change_before_our_watch_saw_it_read_0_and_say_so() -> None:
+    t = tracker_with_rules()
+    rules(t, "w1", 9.98, ABC)  # kube-proxy's watch was a few ms ahead of ours
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    for n in ("cp", "w2"):
+        rules(t, n, 10.3, ABC)
+    assert stage(t, "rules_programmed", "1@w1") == 0.0
+    assert sample(t, "rules_programmed", "1@w1").precision == pytest.approx(SINCE + READ)
+    (note,) = t.clamped(NODES)
+    assert note == ("rules_programmed of 1@w1 (run 1) reported as 0: the node's rules already held it for 0.020s when "
+                    "our watch saw the change")  # fmt: skip
+
+
+def test_an_added_pod_answering_before_our_watch_saw_the_change_reads_0_and_says_so() -> None:
+    t = tracker_with_rules(["w1"])
+    rounds(t, "w1", 9.8, 9.95)
+    answer(t, "w1", 9.96, "c")
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    rules(t, "w1", 9.97, ABC)
+    assert t.traffic_follows(t.changes[0], "w1") == 10.0
+    assert any("traffic_follows of 1@w1 (run 1) reported as 0: an added pod answered 0.040s before" in n
+               for n in t.clamped(["w1"]))  # fmt: skip
+
+
+def test_probe_rounds_are_the_spacing_of_every_request_round_and_of_the_rules_reads_around_each_change() -> None:
+    t = tracker_with_rules(["w1"])
+    rounds(t, "w1", 1.0, 1.15, 1.3, 2.4)  # the third round hung on a gone endpoint
+    rules(t, "w1", 2.0, ABC, since=1.85)
+    assert t.probe_rounds() == {"w1": {
+        "requests": {"count": 3, "median": pytest.approx(0.15), "max": pytest.approx(1.1)},
+        "rules": {"count": 1, "median": pytest.approx(0.17), "max": pytest.approx(0.17)}}}  # fmt: skip
+    note = rounds_note("w1", t.probe_rounds()["w1"])
+    assert note == ("probe on w1: request rounds median 0.15s, max 1.10s apart; rules reads bracketing a change "
+                    "median 0.17s, max 0.17s wide (nominal 0.1s)")  # fmt: skip
 
 
 # --- recorded on the real cluster ------------------------------------------------------------------------------------
@@ -276,24 +352,43 @@ RECORDED_NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2
 
 def test_recorded_scale_up_scale_down_and_pod_deletion_converge_on_every_node() -> None:
     t = replay(RECORDED)
-    added = [sorted(c.added_pods) for c in t.changes]
-    removed = [sorted(c.removed_pods) for c in t.changes]
-    assert added == [["web-6869ff86c7-mglp6"], [], [], ["web-6869ff86c7-lt5kz"]]
-    assert removed == [[], ["web-6869ff86c7-mglp6"], ["web-6869ff86c7-2p7d2"], []]
+    scaled_up, scaled_down, deleted, replaced = t.changes
+    assert len(scaled_up.added_pods) == 1 and not scaled_up.removed
+    assert scaled_down.removed_pods == scaled_up.added_pods and not scaled_down.added  # the newest pod goes first
+    assert len(deleted.removed_pods) == 1 and not deleted.added
+    assert len(replaced.added_pods) == 1 and not replaced.removed
     assert [c.trigger is not None for c in t.changes] == [True, False, False, True]  # a removal carries none
-    assert t.converged(RECORDED_NODES)
+    assert t.converged(RECORDED_NODES) and t.clamped(RECORDED_NODES) == []
     samples = t.samples(RECORDED_NODES)
     assert len(samples) == 4 * 3 * 2
-    assert all(0 <= s.seconds < 1.5 for s in samples)
+    assert all(0 < s.seconds < 2.0 for s in samples)
     # the scale-up's ready endpoint waited for kube-proxy's minSyncPeriod (1 s) after the not-ready one's sync
     scale_up = [s.seconds for s in samples if s.stage == "rules_programmed" and s.run == 1]
-    assert all(0.8 < x < 1.1 for x in scale_up)
+    assert all(0.8 < x < 1.5 for x in scale_up)
+
+
+def test_recorded_samples_carry_the_brackets_the_probe_measured_not_its_nominal_interval() -> None:
+    t = replay(RECORDED)
+    samples = t.samples(RECORDED_NODES)
+    for s in samples:
+        node = s.subject.split("@", 1)[1]
+        if s.stage == "rules_programmed":  # the read that first showed the change, from the one before it
+            (read,) = [o for o in t.rules[node] if o.at == s.end]
+            assert read.since is not None and s.precision == read.until - read.since
+            assert INTERVAL < s.precision < 0.5
+        else:  # from the round that last saw the old traffic: one round (~0.2 s), more when a request hung (1 s)
+            assert INTERVAL < s.precision < 1.5
+    traffic = sorted(round(s.precision, 2) for s in samples if s.stage == "traffic_follows")
+    assert traffic[0] < 0.3 and traffic[-1] > 1.0, traffic  # a removed pod's hung request widened the bracket
+    assert len({s.precision for s in samples}) == len(samples)  # measured one by one
 
 
 def test_recorded_probe_rounds_are_reported_as_they_really_were() -> None:
-    rounds = replay(RECORDED).rounds()
+    rounds = replay(RECORDED).probe_rounds()
     assert set(rounds) == set(RECORDED_NODES)
-    assert all(0.1 <= r["median"] < 0.3 for r in rounds.values())
+    assert all(INTERVAL < r["requests"]["median"] < 0.3 for r in rounds.values())
+    assert max(r["requests"]["max"] for r in rounds.values()) > 1.0  # a round that waited out curl's 1 s timeout
+    assert all(r["rules"]["count"] == 4 and INTERVAL < r["rules"]["median"] < 0.4 for r in rounds.values())
 
 
 # --- kube-proxy's SLI ------------------------------------------------------------------------------------------------
@@ -424,7 +519,45 @@ def test_recorded_frozen_worker_is_late_by_the_freeze_and_its_requests_still_rea
         assert programmed is not None and follows is not None
         if node == "chaoskit-worker":
             assert 10.0 < programmed - removal.at < 10.5
-            assert 10.0 < follows - removal.at < 10.6  # refused or hung requests until its rules dropped the pod
+            # refused or hung requests until its rules dropped the pod, then traffic within the bracket measured
+            (end,) = [s for s in t.samples([node]) if s.stage == "traffic_follows" and s.run == removal.number]
+            assert programmed <= follows < programmed + end.precision
+            assert 1.0 < end.precision < 1.5  # the last round to reach the deleted pod hung for curl's 1 s
             assert t.answers[node].failed, "the frozen node's requests to the deleted pod got no answer"
         else:
             assert programmed - removal.at < 1.0 and follows - removal.at < 1.0
+
+
+def test_the_table_states_the_precision_measured_typical_and_worst_per_stage_and_node() -> None:
+    t = tracker_with_rules(["w1"])
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
+    rules(t, "w1", 10.4, ABC)
+    t.endpoint_slice("MODIFIED", eps(A, B, C, D), 20.0)
+    rules(t, "w1", 21.0, ABC | {"10.0.0.4"}, since=20.0)  # a read that took a second
+    res = MeasurementResult("rs", "rule_sync", 1.0, 2.0, t.samples(["w1"]), extra={"nodes": ["w1"]})
+    out = io.StringIO()
+    print_result(res, Console(file=out, width=200))
+    row = next(line for line in out.getvalue().splitlines() if "rules_programmed" in line)
+    assert "±0.14s (max 1.02s)" in row
+    assert "precision: per sample, the spacing measured between the probe rounds that bracket its end" in out.getvalue()
+    back = MeasurementResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert [round(s.precision, 2) for s in back.samples] == [0.14, 1.02]
+    assert res.to_dict()["summaries"]["rules_programmed"]["precision_median"] == pytest.approx(0.14)
+
+
+def test_clamped_stages_are_named_one_by_one_up_to_a_cap() -> None:
+    clamps = [Clamp(Sample("rule_sync", "rules_programmed", "kube-proxy", f"{i}@w1", 1.0, 1.0, 0.1, i), "why")
+              for i in range(1, MAX_CLAMP_NOTES + 3)]  # fmt: skip
+    notes = clamp_notes(clamps)
+    assert notes[0] == "rules_programmed of 1@w1 (run 1) reported as 0: why"
+    assert len(notes) == MAX_CLAMP_NOTES + 1 and notes[-1].startswith("... and 2 more")
+
+
+def test_request_rounds_bracket_an_answer_from_the_round_before_or_from_the_stage_start_when_none() -> None:
+    r = Rounds()
+    for at in (10.2, 10.0, 11.4):  # lines can arrive out of order
+        r.add(at)
+    assert r.precision(10.25, 9.5) == pytest.approx(0.25)  # from the round before its own
+    assert r.precision(10.05, 9.5) == pytest.approx(0.55)  # the first round: nothing looked before the stage start
+    assert r.precision(11.45, 9.5, last_old=10.01) == pytest.approx(1.45)  # from the round that last saw the old
+    assert (r.next_start(10.05), r.next_start(11.5)) == (10.2, None)
