@@ -169,6 +169,22 @@ def slow_sync_sed(min_sync_period: float) -> str:
     return "sed " + " ".join(edits)
 
 
+PROXY_RESTART_WAIT_S = 90  # the DaemonSet recreates each pod after the old one let go of its ports
+
+
+def _every_proxy_left(period: str) -> str:
+    """A shell test, run on the control-plane node: within PROXY_RESTART_WAIT_S every node's kube-proxy answers
+    /configz (metrics are bound to all addresses) with a minSyncPeriod other than `period`."""
+    ips = kubectl("get", "nodes", "-o", 'jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}')
+    slow = shlex.quote(f'"MinSyncPeriod":"{period}"')
+    return (
+        f"ips=$({ips}) && end=$(( $(date +%s) + {PROXY_RESTART_WAIT_S} )) && while :; do left=0;"
+        f' for ip in $ips; do c=$(curl -s --max-time 2 "http://$ip:10249/configz") &&'
+        f""" ! printf '%s' "$c" | grep -q {slow} || left=1; done;"""
+        ' [ $left -eq 0 ] && break; [ "$(date +%s)" -ge "$end" ] && break; sleep 1; done; [ $left -eq 0 ]'
+    )
+
+
 def running_min_sync_period(env: Env, node: str) -> float | None:
     """The minSyncPeriod the kube-proxy on `node` runs with, from its /configz (asked on the node itself)."""
     done = node_sh(env, node, "curl -s --max-time 3 http://127.0.0.1:10249/configz")
@@ -233,7 +249,11 @@ class KubeProxySlowSync(Fault):
             revert=(
                 # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile
                 f"if [ -f {backup} ]; then sed '/^  resourceVersion: /d' {backup} | {kubectl('replace', '-f', '-')}"
-                f" && {restart} && rm -f {backup}; fi",
+                f" && {restart}; fi",
+                # the backup goes only once every kube-proxy runs another period: a pod restarted while its kubelet's
+                # ConfigMap cache was stale (an API server that just came back) starts slow again, and a failed
+                # line makes the switch retry the whole revert
+                f"if [ -f {backup} ]; then {_every_proxy_left(period)} && rm -f {backup}; fi",
                 kubectl("-n", PROBE_NAMESPACE, "delete", "service,endpointslice", PROBE_SERVICE, "--ignore-not-found"),
             ),
             summary=f"set kube-proxy's minSyncPeriod to {period} in kube-system/kube-proxy and restart kube-proxy",
