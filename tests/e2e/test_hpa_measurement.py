@@ -80,9 +80,9 @@ def test_a_scale_up_shows_every_stage_with_its_owner_and_precision(env: Env, web
     assert nodes == {f"{env.cluster}-control-plane", f"{env.cluster}-worker", f"{env.cluster}-worker2"}
     assert all(s.precision == 0.001 for s in _stage(result, "scheduled"))
     # the dataplane stages carry the brackets measured by the probe's two loops, each wider than their pause between
-    # rounds; the rules' two reads stay well under a second, a request round up to curl's 1 s and the next round
+    # rounds; the rules' two reads stay under 1.5 s on a busy host, a request round up to curl's 1 s and the next round
     rules, first = _stage(result, "rules_programmed"), _stage(result, "first_request")
-    assert all(INTERVAL < s.precision < 1.0 for s in rules), [round(s.precision, 3) for s in rules]
+    assert all(INTERVAL < s.precision < 1.5 for s in rules), [round(s.precision, 3) for s in rules]
     assert all(INTERVAL < s.precision < 2.5 for s in first), [round(s.precision, 3) for s in first]
     assert len({s.precision for s in rules + first}) > 1, "one precision for every sample: a constant, not measured"
     for s in result.samples:  # a 0 is either measured or named in the notes

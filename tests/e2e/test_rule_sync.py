@@ -26,9 +26,9 @@ from chaoskit.model.timeline import MeasurementResult, Sample
 
 pytestmark = pytest.mark.e2e
 FROZEN_FOR = 10.0  # seconds kube-proxy stays frozen after the endpoint change
-# what each probe loop's bracket can be: more than the pause between rounds; the rules' two reads (tens of ms each on a
-# busy host), a request round's hung request (curl's 1 s) and the next round
-BOUNDS = {"rules_programmed": (INTERVAL, 1.0), "traffic_follows": (INTERVAL, 2.5)}
+# what each probe loop's bracket can be: more than the pause between rounds, and less than the rules' two reads (tens to
+# hundreds of ms each on a busy 2-CPU host) or a request round's hung request (curl's 1 s) and the next round
+BOUNDS = {"rules_programmed": (INTERVAL, 1.5), "traffic_follows": (INTERVAL, 2.5)}
 
 
 @pytest.fixture
