@@ -6,13 +6,13 @@ node's rules with the rule-sync measurement's in-node probe (measurements/probe.
 from the API accepting it to the first rules read on that node that holds it (our clock and the node's are one: a kind
 node shares the host's kernel).
 
-In v1.34 kube-proxy's sync runner (pkg/proxy/runner) leaves at least minSyncPeriod between the end of one sync and
-the start of the next, with no burst: a change that arrives meanwhile waits for that, one that arrives when the node
-is idle is synced at once. So only a change that lands right after a node synced shows the node's period whole. The
-probe makes a first change, then the next one as soon as a node that has shown nothing yet has programmed every
-change so far: that change lands in the cool-down of the sync that just programmed the last one. A node shows a slow
-sync when such a change (or the first one, if kube-proxy's own metrics say it had synced before it) waited at least
-the threshold; it shows a fast one when such a change was programmed sooner.
+In v1.34 kube-proxy's sync runner (its BoundedFrequencyRunner) leaves at least minSyncPeriod between the end of one
+sync and the start of the next, with no burst: a change that arrives meanwhile waits for that, one that arrives when
+the node is idle is synced at once. So only a change that lands right after a node synced shows the node's period
+whole. The probe makes a first change, then the next one as soon as a node that has shown nothing yet has programmed
+every change so far: that change lands in the cool-down of the sync that just programmed the last one. A node shows a
+slow sync when such a change (or the first one, if kube-proxy's own metrics say it had synced before it) waited at
+least the threshold; it shows a fast one when such a change was programmed sooner.
 """
 
 from __future__ import annotations
