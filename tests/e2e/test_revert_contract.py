@@ -86,6 +86,10 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
           f"{healed - inj.deadline_at:+.1f}s from the deadline")  # fmt: skip
 
 
+def _exists(node: str, path: str) -> bool:
+    return NODES.run(node, ["test", "-e", path], check=False).returncode == 0
+
+
 def _scheduler_running(cp: str) -> bool:
     return NODES.run(cp, ["pgrep", "-x", "kube-scheduler"], check=False).returncode == 0
 
@@ -173,8 +177,7 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
                     run="/tmp/e2e-gave-up.jsonl", retry_for_s=0)  # fmt: skip
     arm(NODES, switch)
     try:
-        _wait("the switch to give up", lambda: NODES.run(node, ["test", "-e", switch.failed_path], check=False).returncode == 0,
-              30)  # fmt: skip
+        _wait("the switch to give up", lambda: _exists(node, switch.failed_path), 30)
         done = chaoskit("diagnose", "reverts", "-o", "json", "--cluster", cluster)
         assert done.returncode == 1, done.stderr
         report = json.loads(done.stdout)["diagnosis"]
@@ -183,3 +186,17 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
                    for t in titles), titles  # fmt: skip
     finally:
         NODES.run(node, switch.disarm_argv(), check=False)
+
+
+def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, tmp_path: Path) -> None:
+    cp, journal = f"{cluster}-control-plane", tmp_path / "inject.jsonl"
+    NODES.run(cp, ["sh", "-c", READ_ONLY])  # the manifest cannot be parked: scheduler.down's apply fails
+    try:
+        done = chaoskit("inject", "scheduler.down", "--cluster", cluster, "--duration", "5", "--journal", str(journal))
+    finally:
+        NODES.run(cp, ["umount", MANIFESTS], check=False)
+    assert done.returncode == 4, f"a failed inject is exit 4, not a deviation\n{done.stdout}\n{done.stderr[-2000:]}"
+    assert "Read-only file system" in done.stdout
+    assert _scheduler_running(cp)
+    (injected,) = [e.data["id"] for e in Journal(journal).entries() if e.kind == "injection"]
+    assert Journal(journal).pending() == [] and injected not in armed(NODES, cp)
