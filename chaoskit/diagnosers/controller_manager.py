@@ -65,7 +65,7 @@ class ControllerManagerParams(FaultParams):
     converge_after: float = Field(default=120, description="Seconds a Deployment or HPA may take to converge.")
     window: float = Field(default=3.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
     lag_after: float = Field(default=10, description="Seconds a ReplicaSet or Service may wait for its controller.")
-    hpa_lag_after: float = Field(default=35, description="Seconds an HPA may wait for its first sync (every 15 s).")
+    hpa_lag_after: float = Field(default=25, description="Seconds an HPA may wait for its first sync (after 15 s).")
     refusals_within: float = Field(default=600, description="Seconds a quota's refusal (FailedCreate) stays news.")
 
 

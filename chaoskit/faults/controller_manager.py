@@ -67,7 +67,7 @@ class StuckController:
     queue: str  # its work queue's name label in /metrics
     kind: str  # what it reconciles
     flag: str  # the flag chaoskit adds; "" means `--controllers=...,-<alias>`
-    lag_after: float  # seconds a probe may go unreconciled before it counts: several times a healthy reaction
+    lag_after: float  # seconds a probe may go unreconciled before it counts: well past a healthy reaction
 
     def edit(self, src: str, dst: str) -> str:
         """A shell line writing `src` with this controller's work switched off to `dst`."""
@@ -84,9 +84,10 @@ STUCK: dict[StuckName, StuckController] = {
     # 1.34 accepts 0 here: the controller starts, fills its queue from its informers, and runs no worker.
     "replicaset": StuckController("replicaset", "replicaset-controller", "replicaset", "ReplicaSet",
                                   "--concurrent-replicaset-syncs=0", 10.0),
-    # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out.
+    # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out. A
+    # working one syncs a new HPA 15 s after it appears (its queue's fixed interval).
     "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontal-pod-autoscaler-controller",
-                                                "horizontalpodautoscaler", "HorizontalPodAutoscaler", "", 35.0),
+                                                "horizontalpodautoscaler", "HorizontalPodAutoscaler", "", 25.0),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
     "endpointslice": StuckController("endpointslice", "endpointslice-controller", "endpoint_slice", "EndpointSlice",
                                      "", 10.0),
@@ -184,10 +185,11 @@ class ControllerStuck(Fault):
     work queue; HPAs keep their last status, and Services get no EndpointSlice (scaled-out pods are Ready but never
     in the Service). Once the new process leads, a probe the controller would reconcile at once is created in
     namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
-    selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods; no HPA conditions; no
-    EndpointSlice) while kube-controller-manager's /healthz is ok and its lease is fresh. The revert puts the
-    original manifest back (no API needed), then deletes the probe and its namespace. Runs kubectl on the
-    control-plane node.
+    selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods, or no EndpointSlice,
+    10 s on; no HPA conditions, 25 s on) while kube-controller-manager's /healthz is ok and its
+    lease is fresh. The restart and the new process's takeover of the lease take 20-35 s, so give it a deadline of
+    at least 90 s (the default is the hold + 60 s). The revert puts the original manifest back (no API needed),
+    then deletes the probe and its namespace. Runs kubectl on the control-plane node.
     """
 
     name = "controller-manager.controller-stuck"

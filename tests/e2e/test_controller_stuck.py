@@ -114,6 +114,7 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
     seen: dict[str, Any] = {}
 
     def while_stuck() -> None:
+        seen["inject_to_effect"] = time.monotonic() - t0  # the restart and the new leader, then the effect
         holder, renewed = _lease(env)
         depth0, done0 = _queue(env, "replicaset")
         # the workload step this controller owns
@@ -136,9 +137,12 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
         seen["in_service"] = _ready_in_service(kube, ns)
 
     fault = ControllerStuck()
+    t0 = time.monotonic()
     result = run_fault(env, fault, f"{env.cluster}-control-plane", ControllerStuckParams(controller=controller),
-                       duration=5, journal=Journal(tmp_path / "j.jsonl"), on_effect=while_stuck)  # fmt: skip
-    print(f"\ncontroller-stuck {controller}: effect {result.effect_s}s, held {result.held_s:.0f}s, "
+                       duration=5, deadline=180, journal=Journal(tmp_path / "j.jsonl"),
+                       on_effect=while_stuck)  # fmt: skip
+    print(f"\ncontroller-stuck {controller}: effect {result.effect_s}s after the apply lines, "
+          f"{seen.get('inject_to_effect')}s after the first; held {result.held_s:.0f}s, "
           f"recovered {result.recovery_s}s after revert; named by the diagnosis after {seen.get('named_after')}s "
           f"(one diagnosis {seen.get('diagnosis_s', 0):.1f}s); top {seen.get('top')}; lease {seen.get('lease')}; "
           f"queue replicaset (depth, done) before/after {seen.get('queue')}; web {seen.get('deployment')}, "
