@@ -312,14 +312,21 @@ class HpaTracker:
         )
 
     def incomplete(self) -> list[str]:
-        """Pods of a scale-up that did not reach the end of the path while we watched."""
-        return [
+        """Pods of a scale-up that did not reach the end of the path while we watched, and pods never created."""
+        uncreated = [  # the path stopped before pod_created: creations refused (quota, admission) or never made
+            f"scale-up {u.run}: {n} of {u.to_replicas - u.from_replicas} new pod(s) never created (see the "
+            "ReplicaSet's FailedCreate events, e.g. exceeded quota)"
+            for u in self.scale_ups
+            if (n := u.to_replicas - u.from_replicas - sum(t.run == u.run for t in self.pods.values())) > 0
+        ]
+        unfinished = [
             f"{t.name} (scale-up {t.run}) never reached {stage}"
             for t in self.pods.values()
             if t.run
             for stage, end in (("Ready", t.ready), ("the EndpointSlice", t.endpoint))
             if end is None
-        ][:20]
+        ]
+        return (uncreated + unfinished)[:20]
 
 
 @register

@@ -1,0 +1,28 @@
+"""HPA-to-Ready says where a scale-up stopped when its pods are never created (a quota refusing them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaoskit.measurements.hpa_scale_up import HpaTracker
+
+T0 = 1_000_000_000.0
+
+
+def _obj(name: str, replicas: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "creationTimestamp": "2001-09-09T01:46:40Z"}, "spec": {"replicas": replicas}}
+
+
+def test_pods_a_scale_up_asked_for_and_never_got_are_named_in_the_notes() -> None:
+    t = HpaTracker(T0)
+    t.deployment("LISTED", _obj("web", 1), T0)
+    t.replicaset("LISTED", _obj("web-1", 1), T0)
+    t.deployment("MODIFIED", _obj("web", 4), T0 + 1)
+    t.replicaset("MODIFIED", _obj("web-1", 4), T0 + 2)
+    t.pod("ADDED", {"metadata": {"name": "p1", "creationTimestamp": "2001-09-09T01:46:43Z"}}, T0 + 3)
+    assert t.incomplete()[0] == (
+        "scale-up 1: 2 of 3 new pod(s) never created (see the ReplicaSet's FailedCreate events, e.g. exceeded quota)"
+    )
+    for name in ("p2", "p3"):
+        t.pod("ADDED", {"metadata": {"name": name}}, T0 + 60)
+    assert not any("never created" in note for note in t.incomplete())
