@@ -21,7 +21,8 @@ def test_pods_a_scale_up_asked_for_and_never_got_are_named_in_the_notes() -> Non
     t.replicaset("MODIFIED", _obj("web-1", 4), T0 + 2)
     t.pod("ADDED", {"metadata": {"name": "p1", "creationTimestamp": "2001-09-09T01:46:43Z"}}, T0 + 3)
     assert t.incomplete()[0] == (
-        "scale-up 1: 2 of 3 new pod(s) never created (see the ReplicaSet's FailedCreate events, e.g. exceeded quota)"
+        "2 of the 3 pod(s) the scale-ups asked for never created (see the ReplicaSet's FailedCreate events, e.g. "
+        "exceeded quota)"
     )
     for name in ("p2", "p3"):
         t.pod("ADDED", {"metadata": {"name": name}}, T0 + 60)
