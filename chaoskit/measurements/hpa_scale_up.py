@@ -301,6 +301,10 @@ class HpaTracker:
                         max(start.precision, end.precision), run)  # fmt: skip
         if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
             why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"
+        elif not why and end.at == start.at:  # the split between the two is not observable, not measured as 0
+            why = "its start and end carry one timestamp (" + (
+                "both in one API second)" if sample.precision >= API_PRECISION else "one watch event showed both)"
+            )
         return sample, Clamp(sample, why) if why else None
 
     def in_flight(self, nodes: list[str]) -> int:

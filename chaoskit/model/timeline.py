@@ -138,7 +138,8 @@ def summarize(samples: Iterable[Sample]) -> Summary:
 
 @dataclass(frozen=True)
 class Clamp:
-    """A sample reported as 0 because its end was seen before its start, and why (out of order, an IP reused)."""
+    """A sample that reads 0 without a 0 having been measured, and why: its end was seen before its start (out of
+    order, an IP reused) and clamped, or one observation showed both."""
 
     sample: Sample
     why: str

@@ -73,6 +73,14 @@ def scaled_once(t: HpaTracker, at: float = T0) -> None:
     t.seen(AnswerSeen("w1", at + 20, "p1"))  # only the first answer counts
 
 
+def started(t: HpaTracker, name: str, ip: str, at: float) -> None:
+    """Pod `name` created at `at`, scheduled, running and Ready a second apart each."""
+    t.pod("ADDED", pod(name), at)
+    t.pod("MODIFIED", pod(name, node="w1"), at + 1)
+    t.pod("MODIFIED", pod(name, node="w1", running=True, ip=ip), at + 2)
+    t.pod("MODIFIED", pod(name, node="w1", running=True, ready=True, ip=ip), at + 3)
+
+
 def by_stage(t: HpaTracker) -> dict[tuple[str, str], Sample]:
     return {(s.stage, s.subject): s for s in t.samples(NODES)}
 
@@ -114,9 +122,8 @@ def test_dataplane_stages_carry_the_spacing_of_the_probe_rounds_that_bracket_the
 def test_an_ip_reused_from_an_earlier_pod_still_in_the_rules_reads_0_and_says_so() -> None:
     t = HpaTracker(started_at=T0 - 10)
     scaled_once(t)
-    t.deployment("MODIFIED", deployment(3), T0 + 30)
-    t.pod("ADDED", pod("p2"), T0 + 31)
-    t.pod("MODIFIED", pod("p2", node="w1", running=True, ready=True, ip="10.0.0.1"), T0 + 33)
+    t.deployment("MODIFIED", deployment(3), T0 + 29.5)
+    started(t, "p2", "10.0.0.1", T0 + 30)
     t.endpoint_slice("MODIFIED", slice_with("p2", True), T0 + 34)
     samples = by_stage(t)
     assert samples[("rules_programmed", "p2@cp")].seconds == 0.0  # 10.0.0.1 is in cp's rules since T0 - 50
@@ -129,9 +136,8 @@ def test_an_ip_that_left_the_rules_and_came_back_for_a_new_pod_is_timed_from_its
     t = HpaTracker(started_at=T0 - 10)
     scaled_once(t)
     t.seen(RulesSeen("cp", T0 + 25, frozenset({"10.0.0.9"}), T0 + 24.9, T0 + 25.02))  # 10.0.0.1 dropped
-    t.deployment("MODIFIED", deployment(3), T0 + 30)
-    t.pod("ADDED", pod("p2"), T0 + 31)
-    t.pod("MODIFIED", pod("p2", node="w1", running=True, ready=True, ip="10.0.0.1"), T0 + 33)
+    t.deployment("MODIFIED", deployment(3), T0 + 29.5)
+    started(t, "p2", "10.0.0.1", T0 + 30)
     t.endpoint_slice("MODIFIED", slice_with("p2", True), T0 + 34)
     t.seen(RulesSeen("cp", T0 + 34.6, frozenset({"10.0.0.1", "10.0.0.9"}), T0 + 34.45, T0 + 34.63))
     assert by_stage(t)[("rules_programmed", "p2@cp")].seconds == pytest.approx(0.6)
@@ -141,9 +147,8 @@ def test_an_ip_that_left_the_rules_and_came_back_for_a_new_pod_is_timed_from_its
 def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so() -> None:
     t = HpaTracker(started_at=T0 - 10)
     scaled_once(t)
-    t.deployment("MODIFIED", deployment(3), T0 + 30)
-    t.pod("ADDED", pod("p3"), T0 + 31)
-    t.pod("MODIFIED", pod("p3", node="w1", running=True, ready=True, ip="10.0.0.3"), T0 + 33)
+    t.deployment("MODIFIED", deployment(3), T0 + 29.5)
+    started(t, "p3", "10.0.0.3", T0 + 30)
     t.endpoint_slice("MODIFIED", slice_with("p3", True), T0 + 34)
     t.seen(RoundSeen("w1", T0 + 34.5))
     t.seen(AnswerSeen("w1", T0 + 34.52, "p3"))  # the rules changed after the read at 34.4 started
@@ -254,3 +259,15 @@ def test_the_hpa_table_states_each_stage_s_precision_one_clock_or_typical_and_wo
     rows = {line.split()[1]: line for line in out.getvalue().splitlines() if line.startswith("│ ")}
     assert "±0.001s" in rows["scheduled"] and "±1s" in rows["hpa_decision"]
     assert "±0.25s (max 0.60s)" in rows["first_request"]
+
+
+def test_a_stage_whose_start_and_end_one_watch_event_showed_reads_0_and_says_so() -> None:
+    t = HpaTracker(started_at=T0 - 10)
+    t.deployment("LISTED", deployment(1), T0 - 100)
+    t.deployment("MODIFIED", deployment(2), T0)
+    t.pod("ADDED", pod("p1"), T0 + 1)
+    t.pod("MODIFIED", pod("p1", node="w1"), T0 + 2)
+    t.pod("MODIFIED", pod("p1", node="w1", running=True, ready=True, ip="10.0.0.9"), T0 + 3)  # one status update
+    assert by_stage(t)[("ready", "p1")].seconds == 0.0
+    assert t.clamped(NODES) == ["ready of p1 (run 1) reported as 0: its start and end carry one timestamp (one watch "
+                                "event showed both)"]  # fmt: skip
