@@ -185,9 +185,9 @@ def stuck_replicaset(**changes: Any) -> ControllerManagerEvidence:
 def test_a_replicaset_controller_with_no_worker_is_named_not_the_process() -> None:
     findings = ControllerManagerDiagnoser().analyze(stuck_replicaset())
     assert titles(findings) == [
-        "critical: ReplicaSet controller (replicaset-controller) does no work: its queue holds 1 item(s), 1 added and "
-        "none taken in 3s; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: generation 1 "
-        "not observed (observed none), 0/1 pods)"
+        "critical: ReplicaSet controller (replicaset-controller) does no work: its queue holds 1 item(s) and none "
+        "was taken in 3s (1 more added); 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
+        "generation 1 not observed (observed none), 0/1 pods)"
     ]
     (f,) = findings
     assert "--concurrent-replicaset-syncs=0" in f.probable_cause and "leading" in f.probable_cause
@@ -202,6 +202,13 @@ def test_a_queue_that_was_worked_on_or_is_being_worked_on_is_not_stuck() -> None
     assert analyze(drained) == []
     one_scrape = controller_manager(metrics=queues(1, 0, 1), replicasets=Fetched({"items": []}))
     assert analyze(one_scrape) == []
+
+
+def test_a_new_leader_s_queues_are_not_stuck_while_its_caches_sync() -> None:
+    ev = stuck_replicaset()
+    lease = copy.deepcopy(obj("controller-manager/lease.json"))
+    lease["spec"]["acquireTime"] = iso_at(ev.collected_at - 5)
+    assert analyze(stuck_replicaset(lease=Fetched(lease), replicasets=Fetched({"items": []}))) == []
 
 
 def test_without_the_zero_flag_the_cause_stays_open() -> None:
