@@ -64,7 +64,7 @@ class ControllerManagerParams(FaultParams):
     max_unfinished_work: float = Field(default=300, description="Seconds of work in progress in one queue: stuck.")
     converge_after: float = Field(default=120, description="Seconds a Deployment or HPA may take to converge.")
     window: float = Field(default=3.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
-    startup_grace: float = Field(default=20, description="Seconds after taking the lease a queue may wait unworked.")
+    startup_grace: float = Field(default=20, description="Seconds after taking the lease a queue alone is not stuck.")
     lag_after: float = Field(default=10, description="Seconds a ReplicaSet or Service may wait for its controller.")
     hpa_lag_after: float = Field(default=25, description="Seconds an HPA may wait for its first sync (after 15 s).")
     refusals_within: float = Field(default=600, description="Seconds a quota's refusal (FailedCreate) stays news.")
@@ -162,12 +162,6 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         if not healthy or not ev.process.running or (lease is not None and lease.stale(self.p.lease_grace)):
             # the whole process is down, frozen or not leading: the checks above say so, no controller is singled out
             return Assessed(Evidence("controllers", source, {"judged": False}))
-        spec = (ev.lease.data or {}).get("spec", {}) if ev.lease.ok else {}
-        acquired = age(spec.get("acquireTime"), ev.collected_at)
-        # a new leader's controllers fill their queues while they wait for their caches: not stuck yet
-        syncing = acquired is not None and acquired < self.p.startup_grace
-        queues = [] if syncing else stuck_queues(ev.metrics, ev.metrics_after)
-        missing = missing_controllers(ev.healthz.body)
         now = ev.collected_at
         lagging = {
             "replicaset-controller": lagging_replicasets(items(ev.replicasets), now, self.p.lag_after),
@@ -175,6 +169,14 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             "endpointslice-controller": services_without_slices(items(ev.services), items(ev.slices), now,
                                                                 self.p.lag_after),
         }  # fmt: skip
+        spec = (ev.lease.data or {}).get("spec", {}) if ev.lease.ok else {}
+        acquired = age(spec.get("acquireTime"), now)
+        # a new leader's controllers fill their queues while they wait for their caches: early on, a queue counts as
+        # stuck only when its objects already lag too
+        syncing = acquired is not None and acquired < self.p.startup_grace
+        queues = [q for q in stuck_queues(ev.metrics, ev.metrics_after)
+                  if not syncing or (q.controller is not None and lagging.get(q.controller.check))]  # fmt: skip
+        missing = missing_controllers(ev.healthz.body)
         flags = flags_of(ev.cmdline)
         e = controllers_evidence(source, queues, missing, lagging, flags, ev.metrics_after)
         renewed = "lease renewed" + ("" if lease is None or lease.age is None else f" {lease.age:.0f}s ago")

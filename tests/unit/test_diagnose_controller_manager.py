@@ -204,11 +204,13 @@ def test_a_queue_that_was_worked_on_or_is_being_worked_on_is_not_stuck() -> None
     assert analyze(one_scrape) == []
 
 
-def test_a_new_leader_s_queues_are_not_stuck_while_its_caches_sync() -> None:
+def test_a_new_leader_s_queue_alone_is_not_stuck_while_its_caches_sync() -> None:
     ev = stuck_replicaset()
     lease = copy.deepcopy(obj("controller-manager/lease.json"))
     lease["spec"]["acquireTime"] = iso_at(ev.collected_at - 5)
     assert analyze(stuck_replicaset(lease=Fetched(lease), replicasets=Fetched({"items": []}))) == []
+    (title,) = analyze(stuck_replicaset(lease=Fetched(lease)))  # with a ReplicaSet behind its spec it is
+    assert "does no work" in title
 
 
 def test_without_the_zero_flag_the_cause_stays_open() -> None:
@@ -314,3 +316,62 @@ def test_old_refusals_or_another_quota_are_not_news() -> None:
 
 def test_quantities_compare_as_numbers() -> None:
     assert [quantity(q) for q in ("3", "500m", "1Gi", "2k", "x", "1.5")] == [3, 0.5, 2**30, 2000, None, 1.5]
+
+
+# --- recorded on the cluster while each fault held (see controller-manager/README.md) ------------------------------
+
+
+def recorded(scenario: str) -> ControllerManagerEvidence:
+    d = f"controller-manager/{scenario}"
+    return controller_manager(
+        collected_at=float(text(f"{d}/collected-at.txt")),
+        healthz=http(text(f"{d}/healthz.txt")),
+        metrics=Metrics.parse(text(f"{d}/metrics-1.prom")),
+        metrics_after=Metrics.parse(text(f"{d}/metrics-2.prom")),
+        window_s=3.0,
+        cmdline=text(f"{d}/cmdline.txt"),
+        **{name: Fetched(obj(f"{d}/{file}.json")) for name, file in (
+            ("lease", "lease"), ("hpas", "hpas"), ("replicasets", "replicasets"),
+            ("services", "services"), ("slices", "endpointslices"), ("quotas", "resourcequotas"),
+            ("failed_creates", "events"))},
+    )  # fmt: skip
+
+
+def test_recorded_replicaset_controller_with_no_worker() -> None:
+    findings = ControllerManagerDiagnoser().analyze(recorded("replicaset"))
+    assert titles(findings) == [
+        "critical: ReplicaSet controller (replicaset-controller) does no work: its queue holds 4 item(s) and none "
+        "was taken in 3s; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: generation 1 "
+        "not observed (observed none), 0/1 pods)"
+    ]
+    assert "--concurrent-replicaset-syncs=0" in findings[0].probable_cause
+
+
+def test_recorded_hpa_controller_left_out() -> None:
+    findings = ControllerManagerDiagnoser().analyze(recorded("horizontalpodautoscaling"))
+    assert titles(findings) == [
+        "critical: HPA controller (horizontal-pod-autoscaler-controller) was not started: absent from "
+        "kube-controller-manager's /healthz; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
+        "never synced (no status))"
+    ]
+    assert "--controllers=*,bootstrapsigner,tokencleaner,-horizontalpodautoscaling leaves it out" in (
+        findings[0].probable_cause
+    )
+
+
+def test_recorded_endpointslice_controller_left_out() -> None:
+    (title,) = analyze(recorded("endpointslice"))
+    assert title == (
+        "critical: EndpointSlice controller (endpointslice-controller) was not started: absent from "
+        "kube-controller-manager's /healthz; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
+        "no EndpointSlice)"
+    )
+
+
+def test_recorded_quota_refusing_the_probe_s_second_pod() -> None:
+    findings = ControllerManagerDiagnoser().analyze(recorded("quota"))
+    assert titles(findings) == [
+        "warning: ResourceQuota chaoskit-quota in namespace chaoskit-quota refuses pods (pods used 1/hard 1): 9 pod "
+        "creation(s) refused, exceeded quota, for ReplicaSet/chaoskit-quota-probe"
+    ]
+    assert ControllerManagerDiagnoser().report(recorded("quota"), "cp").status == "degraded"
