@@ -173,8 +173,9 @@ def stuck_findings(
                else "its workers are not running or are blocked before taking work")  # fmt: skip
         findings.append(Finding(
             "critical", "controller-manager",
-            f"{who} does no work: its queue holds {q.depth:g} item(s), {q.added:g} added and none taken in "
-            f"{window:g}s" + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
+            f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
+            + (f" ({q.added:g} more added)" if q.added else "")
+            + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
             f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "
             f"takes nothing from its work queue: {why}; what it reconciles never converges",
             (evidence,),
