@@ -78,6 +78,7 @@ while :; do
   echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) attempt $attempt exit $status" >>"$log"
   if [ $status -eq 0 ]; then
     rm -f "$0" {self.failed_path}
+    find {HEAL_DIR} -name '*.log' -mtime +7 -delete 2>/dev/null  # logs of switches that healed unattended
     systemctl stop {self.unit}.timer 2>/dev/null
     exit 0
   fi

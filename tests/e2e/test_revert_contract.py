@@ -190,11 +190,13 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
 
 def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, tmp_path: Path) -> None:
     cp, journal = f"{cluster}-control-plane", tmp_path / "inject.jsonl"
-    NODES.run(cp, ["sh", "-c", READ_ONLY])  # the manifest cannot be parked: scheduler.down's apply fails
-    try:
+    parked = "/etc/kubernetes/chaoskit-parked"
+    NODES.run(cp, ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && "
+                               f"mount -o remount,bind,ro {parked}"])  # fmt: skip
+    try:  # scheduler.down cannot park the manifest: its apply fails, the manifest stays where it was
         done = chaoskit("inject", "scheduler.down", "--cluster", cluster, "--duration", "5", "--journal", str(journal))
     finally:
-        NODES.run(cp, ["umount", MANIFESTS], check=False)
+        NODES.run(cp, ["umount", parked], check=False)
     assert done.returncode == 4, f"a failed inject is exit 4, not a deviation\n{done.stdout}\n{done.stderr[-2000:]}"
     assert "Read-only file system" in done.stdout
     assert _scheduler_running(cp)
