@@ -117,7 +117,7 @@ def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]
         out.append({
             "step": step.name, "fault": step.fault, "node": node, "summary": plan.summary,
             "after_s": step.after, "hold_s": step.duration, "deadline_s": step.deadline,
-            "apply": list(plan.apply), "revert": list(plan.revert),
+            **plan.steps(),
         })  # fmt: skip
     return out
 

@@ -104,8 +104,8 @@ def inject(
     target = _resolve_node(cluster, node, cls.target_role)
     plan = cls().plan(target, p)
     if dry_run:
-        shown = {"fault": fault, "node": target, "summary": plan.summary, "apply": list(plan.apply),
-                 "revert": list(plan.revert), "deadline_s": deadline or duration + 60}  # fmt: skip
+        shown = {"fault": fault, "node": target, "summary": plan.summary, **plan.steps(),
+                 "deadline_s": deadline or duration + 60}  # fmt: skip
         emit(shown, "yaml" if output == "table" else output)
         return
     progress = Progress()

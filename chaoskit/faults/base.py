@@ -66,6 +66,11 @@ class FaultPlan:
     params: BaseModel = field(default_factory=NoParams)  # what the checks need to know about this injection
     handoffs: tuple[Handoff, ...] = ()  # made elsewhere and written to `node` after arming, before `apply`
 
+    def steps(self) -> dict[str, list[str]]:
+        """What --dry-run shows: every line in the order it runs, and the reverse."""
+        made = [f"on the first {h.source} node: {h.make} > {self.node}:{h.path}" for h in self.handoffs]
+        return {**({"handoffs": made} if made else {}), "apply": list(self.apply), "revert": list(self.revert)}
+
     def params_as(self, model: type[ParamsT]) -> ParamsT:
         """The plan's params as the fault's own model (the checks get only the plan)."""
         if not isinstance(self.params, model):

@@ -149,3 +149,15 @@ def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: None
     rec = _run("2s", tmp_path)
     assert rec.verdict == "deviated" and rec.exit_code == 1
     assert rec.thresholds[0]["observed"] == 3 and "above 2s" in rec.thresholds[0]["reason"]
+
+
+def test_dry_run_shows_a_handoff_before_the_apply_lines() -> None:
+    pb = parse_playbook(
+        "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: cert}\nspec:\n"
+        "  steps:\n    - fault: kubelet.cert-expired\n      target: {node: worker}\n      duration: 10s\n",
+        file="cert.yaml",
+    )
+    (step,) = plan_steps(pb, NODES)
+    assert step["node"] == "chaoskit-worker"
+    assert list(step)[-3:] == ["handoffs", "apply", "revert"]
+    assert step["handoffs"][0].startswith("on the first control-plane node: ")
