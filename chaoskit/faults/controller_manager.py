@@ -63,9 +63,7 @@ class StuckController:
     """How kube-controller-manager v1.34 is made to run without one controller's work, and how that shows."""
 
     alias: StuckName  # its --controllers name
-    check: str  # its /healthz?verbose check, present while the controller runs
     queue: str  # its work queue's name label in /metrics
-    kind: str  # what it reconciles
     flag: str  # the flag chaoskit adds; "" means `--controllers=...,-<alias>`
     lag_after: float  # seconds a probe may go unreconciled before it counts: well past a healthy reaction
 
@@ -82,15 +80,12 @@ class StuckController:
 
 STUCK: dict[StuckName, StuckController] = {
     # 1.34 accepts 0 here: the controller starts, fills its queue from its informers, and runs no worker.
-    "replicaset": StuckController("replicaset", "replicaset-controller", "replicaset", "ReplicaSet",
-                                  "--concurrent-replicaset-syncs=0", 10.0),
+    "replicaset": StuckController("replicaset", "replicaset", "--concurrent-replicaset-syncs=0", 10.0),
     # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out. A
     # working one syncs a new HPA 15 s after it appears (its queue's fixed interval).
-    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontal-pod-autoscaler-controller",
-                                                "horizontalpodautoscaler", "HorizontalPodAutoscaler", "", 25.0),
+    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontalpodautoscaler", "", 25.0),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
-    "endpointslice": StuckController("endpointslice", "endpointslice-controller", "endpoint_slice", "EndpointSlice",
-                                     "", 10.0),
+    "endpointslice": StuckController("endpointslice", "endpoint_slice", "", 10.0),
 }  # fmt: skip
 
 
