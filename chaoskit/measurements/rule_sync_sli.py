@@ -80,7 +80,8 @@ def compare_sli(
 ) -> dict[str, Any]:
     """Per node, our rule-sync figures next to kube-proxy's SLI over each stretch between two snapshots and over the
     whole run. `ours_from_trigger` starts where the SLI does (the trigger-time annotation), so the two differ only by
-    when the sync is seen (our probe: <= 100 ms late) and by the observations one side has and the other lacks."""
+    when the sync is seen (our probe: late by up to each sample's measured precision) and by the observations one
+    side has and the other lacks."""
     out: dict[str, Any] = {}
     stretches = list(zip(snapshots, snapshots[1:], strict=False))
     for i, node in enumerate(nodes):
