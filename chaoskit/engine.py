@@ -49,6 +49,12 @@ class FaultResult:
         return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
 
 
+def default_deadline(fault: Fault, duration: float) -> float:
+    """When the switch fires unless told: past the hold and past the longest wait for the effect (chaoskit may
+    still be waiting for it when the hold is short), by a margin."""
+    return max(duration, fault.effect_timeout) + DEFAULT_DEADLINE_MARGIN
+
+
 def new_injection_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -100,7 +106,7 @@ def run_fault(
     inject or revert (a failed revert is left to the switch, which keeps retrying on the node).
     """
     plan: FaultPlan = fault.plan(node, params)
-    deadline = deadline if deadline is not None else duration + DEFAULT_DEADLINE_MARGIN
+    deadline = deadline if deadline is not None else default_deadline(fault, duration)
     inj_id = new_injection_id()
     result = FaultResult(fault.name, node, inj_id, plan.summary)
     switch = Switch(inj_id, node, plan.revert, deadline, fault=fault.name, run=str(journal.path))

@@ -21,7 +21,7 @@ from chaoskit.checks.base import Check
 from chaoskit.cluster.kind import NodeContainer
 from chaoskit.cluster.proxymode import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.diagnosers.run import diagnose
-from chaoskit.engine import FaultResult, poll, run_fault
+from chaoskit.engine import FaultResult, default_deadline, poll, run_fault
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
 from chaoskit.faults.base import Env, Fault
 from chaoskit.journal import Journal
@@ -106,6 +106,11 @@ def fault_for(step: FaultStep) -> Fault:
     return fault
 
 
+def step_deadline(step: FaultStep) -> float:
+    """The step's own deadline, or the fault's default (which knows how long its effect may take to show)."""
+    return step.deadline if "deadline" in step.model_fields_set else default_deadline(fault_for(step), step.duration)
+
+
 def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]:
     """What --dry-run prints: per step the exact node, the commands, their reverse and the deadline."""
     out = []
@@ -116,7 +121,7 @@ def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]
         plan = fault.plan(node, params)
         out.append({
             "step": step.name, "fault": step.fault, "node": node, "summary": plan.summary,
-            "after_s": step.after, "hold_s": step.duration, "deadline_s": step.deadline,
+            "after_s": step.after, "hold_s": step.duration, "deadline_s": step_deadline(step),
             **plan.steps(),
         })  # fmt: skip
     return out
@@ -248,7 +253,7 @@ class Runner:
 
     def _group(self, group: list[FaultStep], rec: RunRecord) -> list[StepRecord]:
         """Steps that run together; each component they break is locked once for the whole group."""
-        seconds = max(s.after + s.deadline for s in group)
+        seconds = max(s.after + step_deadline(s) for s in group)
         locks = []
         try:
             for component in sorted({fault_for(s).component for s in group}):
@@ -280,7 +285,7 @@ class Runner:
             return rec
         params = FAULTS.params_model(step.fault).model_validate(step.params)
         result: FaultResult = run_fault(
-            self.env, fault, node, params, duration=step.duration, deadline=step.deadline,
+            self.env, fault, node, params, duration=step.duration, deadline=step_deadline(step),
             journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=on_effect,
         )  # fmt: skip
         rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s

@@ -40,8 +40,9 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, runtime, reverts
-    (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server is down: the API server's report then fails on node-local evidence, and the
-    others say which API-side evidence was unavailable.
+    (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server
+    is down: the API server's report then fails on node-local evidence, and the others say which API-side
+    evidence was unavailable.
 
     Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
     too); 2 usage; 4 the diagnosis could not run.

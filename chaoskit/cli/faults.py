@@ -16,7 +16,7 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, emit, output_option
 from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
+from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
@@ -80,7 +80,11 @@ def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
 @click.option("--cluster", default="chaoskit", show_default=True)
 @click.option("--node", help="Node name or role (control-plane|worker); default: the fault's usual target.")
 @click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
-@click.option("--deadline", type=float, help="Seconds until the node heals itself (default: duration + 60).")
+@click.option(
+    "--deadline",
+    type=float,
+    help="Seconds until the node heals itself (default: the longer of the hold and the fault's effect timeout, + 60).",
+)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fault parameter (repeatable).")
 @click.option(
     "--journal",
@@ -105,7 +109,7 @@ def inject(
     plan = cls().plan(target, p)
     if dry_run:
         shown = {"fault": fault, "node": target, "summary": plan.summary, **plan.steps(),
-                 "deadline_s": deadline or duration + 60}  # fmt: skip
+                 "deadline_s": deadline or default_deadline(cls(), duration)}  # fmt: skip
         emit(shown, "yaml" if output == "table" else output)
         return
     progress = Progress()

@@ -112,7 +112,7 @@ class FaultStep(_Model):
     deadline: Duration = Field(
         default=0.0,
         description="Dead-man switch, counted from injection: the node heals itself by then even if chaoskit dies. "
-        "Must exceed duration; default duration + 60s.",
+        "Must exceed duration; default: the longer of duration and the fault's effect timeout, + 60s.",
         json_schema_extra=_drop_default,
     )
     after: Duration = Field(default=0.0, description="Wait this long before injecting.")

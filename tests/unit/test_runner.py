@@ -65,7 +65,8 @@ def test_dry_run_plan_has_exact_nodes_commands_reverse_and_deadlines() -> None:
         ("2.1-kube-proxy.freeze", "chaoskit-worker2"),
         ("2.2-kubelet.stop", "chaoskit-worker"),
     ]
-    assert steps[0]["deadline_s"] == 70.0 and steps[1]["deadline_s"] == 30.0
+    # unset: past the longer of the 10 s hold and scheduler.down's 60 s effect timeout, by 60 s; set: as given
+    assert steps[0]["deadline_s"] == 120.0 and steps[1]["deadline_s"] == 30.0
     assert steps[2]["apply"] == ["systemctl stop kubelet"] and steps[2]["revert"] == ["systemctl start kubelet"]
 
 
