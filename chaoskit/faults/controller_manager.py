@@ -182,9 +182,10 @@ class ControllerStuck(Fault):
     namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
     selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods, or no EndpointSlice,
     10 s on; no HPA conditions, 25 s on) while kube-controller-manager's /healthz is ok and its
-    lease is fresh. The restart and the new process's takeover of the lease take 20-35 s, so give it a deadline of
-    at least 90 s (the default is the hold + 60 s). The revert puts the original manifest back (no API needed),
-    then deletes the probe and its namespace. Runs kubectl on the control-plane node.
+    lease is fresh. The restart and the new process's takeover of the lease take 20-35 s, so a deadline must be at
+    least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout, is). The revert puts the
+    original manifest back (no API needed), then deletes the probe and its namespace. Runs kubectl on the
+    control-plane node.
     """
 
     name = "controller-manager.controller-stuck"
