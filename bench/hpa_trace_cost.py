@@ -19,9 +19,7 @@ import uuid
 
 from chaoskit import workloads
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_driver import READY_TIMEOUT, one_run
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp
@@ -35,11 +33,11 @@ def main() -> None:
     ap.add_argument("--cluster", default="chaoskit")
     args = ap.parse_args()
     kube = Kube.connect(None, f"kind-{args.cluster}")
-    env = Env(kube, DockerNodeExec(SubprocessRunner()), args.cluster)
+    env = Env.for_kind(kube, args.cluster)
     ns = f"chaoskit-bench-{uuid.uuid4().hex[:6]}"
     top = args.pods_per_run + 1
-    # requests small enough for 50 pods on two 2-CPU workers, large enough that idle pods (probes every 1 s) sit
-    # far below the 50 % target, so the HPA scales back down between runs; it is driven through minReplicas
+    # requests small enough for 50 pods on two 2-CPU workers; idle pods (probes every 1 s) then sit at ~28 % of the
+    # 50 % target, which can hold the HPA above one pod, so each run's scale-back is driven (hpa_driver.scale_back)
     for obj in (workloads.namespace(ns), workloads.web_deployment(ns, cpu_request="25m"), workloads.service(ns),
                 workloads.hpa(ns, max_replicas=top)):  # fmt: skip
         kube.apply(obj)

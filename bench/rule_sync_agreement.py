@@ -19,10 +19,8 @@ from itertools import cycle, islice
 from typing import Any
 
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.proxymode import node_names, running_mode
-from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.faults.base import Env
+from chaoskit.components.kube_proxy import node_names, running_mode
+from chaoskit.env import Env
 from chaoskit.measurements.rule_sync_driver import CHANGES, run_changes
 from chaoskit.model.timeline import MeasurementResult, summarize
 from chaoskit.progress import Progress
@@ -65,7 +63,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     kube = Kube.connect(context=f"kind-{args.name}")
-    env = Env(kube, DockerNodeExec(SubprocessRunner()), args.name)
+    env = Env.for_kind(kube, args.name)
     modes = sorted({running_mode(env.nodes, n) for n in node_names(kube)})
     sequence = list(islice(cycle(CHANGES), args.changes))
     result = run_changes(env, f"chaoskit-bench-rule-sync-{uuid.uuid4().hex[:5]}", sequence, say=Progress().info)

@@ -17,15 +17,17 @@ from types import FrameType
 
 from pydantic import BaseModel
 
-from chaoskit.cluster.kube import KubeError
+from chaoskit.cluster.poll import poll
+from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
+from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
-from chaoskit.faults.base import Env, Fault, FaultPlan, HandoffError, hand_over
-from chaoskit.faults.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
-from chaoskit.journal import Injection, Journal, component_of
+from chaoskit.faults.base import Fault, FaultPlan, HandoffError, hand_over
+from chaoskit.journal import Injection, Journal
 from chaoskit.safety import release_run_locks
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
 DEFAULT_DEADLINE_MARGIN = 60.0
+CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
 
 
 class InjectError(ToolError):
@@ -59,18 +61,10 @@ def new_injection_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def poll(check: Callable[[], bool], timeout: float, interval: float = 0.5) -> float | None:
-    """Seconds until check() is true, or None at timeout; API errors count as 'not yet'."""
-    start = time.monotonic()
-    while True:
-        try:
-            if check():
-                return time.monotonic() - start
-        except (KubeError, ToolError):
-            pass
-        if time.monotonic() - start >= timeout:
-            return None
-        time.sleep(interval)
+def seconds_until(check: Callable[[], bool], timeout: float) -> float | None:
+    """Seconds until a fault's check passes, or None at timeout; API and tool errors count as 'not yet'."""
+    polled = poll(check, timeout, CHECK_INTERVAL)
+    return polled.seconds if polled.done else None
 
 
 @contextmanager
@@ -111,8 +105,9 @@ def run_fault(
     result = FaultResult(fault.name, node, inj_id, plan.summary)
     switch = Switch(inj_id, node, plan.revert, deadline, fault=fault.name, run=str(journal.path))
     journal.injection(
-        Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params.model_dump(mode="json"))
-    )
+        Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params.model_dump(mode="json"),
+                  lock=fault.lock_name(node, params))
+    )  # fmt: skip
     kill_point("journaled")
     try:
         arm(env.nodes, switch)  # before the first apply line: from here on the node heals itself
@@ -131,8 +126,9 @@ def run_fault(
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
             kill_point(f"applied-{i}")
+        injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held time
         say(f"injected {fault.name} on {node}: {plan.summary}")
-        result.effect_s = poll(lambda: fault.took_effect(env, plan), fault.effect_timeout)
+        result.effect_s = seconds_until(lambda: fault.took_effect(env, plan), fault.effect_timeout)
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
         else:
@@ -163,7 +159,7 @@ def run_fault(
             )
     if not reverted:
         return result  # nothing to wait for: the component stays broken until the switch or a user heals it
-    result.recovery_s = poll(lambda: fault.recovered(env, plan), fault.recovery_timeout)
+    result.recovery_s = seconds_until(lambda: fault.recovered(env, plan), fault.recovery_timeout)
     if result.recovery_s is None:
         result.errors.append(f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert")
     else:
@@ -197,8 +193,8 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
         out.reverted.append(inj)
     run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
-    still_broken = {component_of(i.fault) for i, _ in out.left}
-    freed = sorted({component_of(i.fault) for i in out.reverted} - still_broken)
+    still_broken = {i.lock_name for i, _ in out.left}
+    freed = sorted({i.lock_name for i in out.reverted} - still_broken)
     if run_ids and freed:
         release_run_locks(env.kube, run_ids[-1], freed)
     return out

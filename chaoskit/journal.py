@@ -34,12 +34,17 @@ class Injection:
     revert: tuple[str, ...]  # shell lines the dead-man switch runs on `node`
     deadline_at: float  # wall clock when the node heals itself
     params: dict[str, Any] = field(default_factory=dict)
+    lock: str = ""  # the component lease its run held (a journal from before leases per node: the component)
+
+    @property
+    def lock_name(self) -> str:
+        return self.lock or component_of(self.fault)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Injection:
         return cls(
             id=data["id"], fault=data["fault"], node=data["node"], revert=tuple(data["revert"]),
-            deadline_at=float(data["deadline_at"]), params=dict(data.get("params") or {}),
+            deadline_at=float(data["deadline_at"]), params=dict(data.get("params") or {}), lock=data.get("lock", ""),
         )  # fmt: skip
 
 

@@ -8,6 +8,7 @@ interrupted. Every injected fault is reverted on every path.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -16,20 +17,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.cluster.kind import NodeContainer
-from chaoskit.cluster.proxymode import ProxyModeUnsupported, configured_mode, set_mode
+from chaoskit.cluster.poll import poll
+from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
+from chaoskit.diagnosers.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
-from chaoskit.engine import FaultResult, default_deadline, poll, run_fault
+from chaoskit.engine import FaultResult, default_deadline, run_fault
+from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
-from chaoskit.faults.base import Env, Fault
+from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement
-from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook
+from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
 from chaoskit.model.thresholds import evaluate
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS
-from chaoskit.safety import acquire, holder_id, release
+from chaoskit.safety import acquire, check_free, holder_id, release
 
 Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
 EXIT_CODES: dict[Verdict, int] = {
@@ -55,6 +61,8 @@ class StepRecord:
     effect_s: float | None = None
     held_s: float = 0.0
     recovery_s: float | None = None
+    named_s: float | None = None  # effect -> the diagnosis names the fault's component and cause (when diagnosing)
+    scaled_up_at: float | None = None  # when the step's scaleUp raised the HPA's minReplicas (wall clock)
     errors: list[str] = field(default_factory=list)  # the system deviated
     failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
 
@@ -101,6 +109,79 @@ def resolve_node(nodes: list[NodeContainer], wanted: str | None, default_role: s
     raise UsageError(f"no node {wanted!r} (role {role}) in this cluster; nodes: {', '.join(names)}")
 
 
+# How long the diagnosis during a fault keeps looking for it: some evidence takes a while to show (a node's
+# heartbeat goes stale after 40 s), and a diagnosis that never names the fault must not hold it for ever.
+DIAGNOSIS_WITHIN_S = 60.0
+
+
+class Peers:
+    """The runs of one suite in progress: the nodes each one's faults reach and the faults held at this moment.
+
+    A run's steady state does not judge the nodes another run is breaking, and its diagnosis during a fault looks for
+    its own fault past the findings of the others' (both are recorded). Thread-safe: each run has its thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, frozenset[str]] = {}
+        self._held: dict[str, tuple[Fault, str]] = {}  # step key -> (fault, node)
+
+    def join(self, run_id: str, nodes: frozenset[str]) -> None:
+        with self._lock:
+            self._nodes[run_id] = nodes
+
+    def leave(self, run_id: str) -> None:
+        with self._lock:
+            self._nodes.pop(run_id, None)
+
+    def excused(self, run_id: str) -> set[str]:
+        """Nodes the other runs in progress may be breaking."""
+        with self._lock:
+            return {n for run, nodes in self._nodes.items() if run != run_id for n in nodes}
+
+    def hold(self, key: str, fault: Fault, node: str) -> None:
+        with self._lock:
+            self._held[key] = (fault, node)
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._held.pop(key, None)
+
+    def held_besides(self, key: str) -> list[tuple[Fault, str]]:
+        """The faults held now by other steps (of this run or another), with their nodes."""
+        with self._lock:
+            return [held for k, held in self._held.items() if k != key]
+
+
+def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[Fault, str]]) -> bool:
+    """Whether the diagnosis names `fault` among its most likely causes: once the findings other faults held now explain
+    are set aside (reports about their node when node-scoped, their component when wider), a finding of the fault's
+    component matching its cause is at the highest severity left. Equally severe findings that nothing held explains
+    (a slow etcd on a loaded host) may rank above it, but not a more severe one."""
+
+    def theirs(report: ComponentReport) -> bool:
+        return any(report.subject == n if f.scope == "node" else report.component == f.named.component
+                   for f, n in besides if (f.named.component, n) != (fault.named.component, node))  # fmt: skip
+
+    kept = Diagnosis(found.cluster, tuple(r for r in found.reports if not theirs(r)), found.collected_at, 0.0)
+    top = kept.top_findings()
+    return any(f.severity == top[0].severity and f.component == fault.named.component
+               and re.search(fault.named.cause, f"{f.title} {f.probable_cause}") for f in top)  # fmt: skip
+
+
+def diagnose_cluster(env: Env, nodes: list[NodeContainer], when: str, say: Callable[[str], None]) -> Diagnosis | None:
+    """A diagnosis of every component, said in one line; None when it broke (it must not cost the experiment)."""
+    control_plane = next((n.name for n in nodes if n.role == "control-plane"), nodes[0].name)
+    try:
+        found = diagnose(env, control_plane, [n.name for n in nodes])
+    except Exception as exc:  # a broken diagnoser reports, it does not stop a run
+        say(f"diagnosis {when} failed: {type(exc).__name__}: {exc}")
+        return None
+    failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
+    say(f"diagnosis {when}: {', '.join(failing) or 'every component ok'} ({found.duration_s:.1f}s)")
+    return found
+
+
 def fault_for(step: FaultStep) -> Fault:
     fault: Fault = FAULTS.get(step.fault)()  # type: ignore[assignment]
     return fault
@@ -123,31 +204,44 @@ def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]
             "step": step.name, "fault": step.fault, "node": node, "summary": plan.summary,
             "after_s": step.after, "hold_s": step.duration, "deadline_s": step_deadline(step),
             **plan.steps(),
+            **({"scale_up": f"at {step.scale_up.at}: raise HPA {pb.spec.namespace}/web minReplicas to "
+                            f"{step.scale_up.min_replicas} (gone with the namespace after the run)"}
+               if step.scale_up else {}),
         })  # fmt: skip
     return out
 
 
-def _check(env: Env, name: str, params: dict[str, Any], timeout: float) -> CheckRecord:
+def _check(env: Env, name: str, params: dict[str, Any], timeout: float,
+           excused: Callable[[], set[str]] = set) -> CheckRecord:  # fmt: skip
+    """A steady-state check, polled until it passes or `timeout`; nodes `excused()` names (another run of the suite
+    is breaking them) are left out of the judgement by checks that judge nodes."""
     check: Check = CHECKS.get(name)()  # type: ignore[assignment]
-    model = CHECKS.params_model(name).model_validate(params)
+    model_type = CHECKS.params_model(name)
+    judges_nodes = "except_nodes" in model_type.model_fields
     last = ["not run"]
 
     def passes() -> bool:
-        outcome = check.run(env, model)
+        given = dict(params)
+        if judges_nodes and (others := excused()):
+            given["exceptNodes"] = sorted({*given.get("exceptNodes", []), *others})
+        outcome = check.run(env, model_type.model_validate(given))
         last[0] = outcome.detail
         return outcome.ok
 
-    took = poll(passes, timeout, interval=1.0)
-    return CheckRecord(name, took is not None, last[0], took if took is not None else timeout)
+    took = poll(passes, timeout, 1.0)
+    return CheckRecord(name, took.done, last[0], took.seconds if took.done else timeout)
 
 
 class Runner:
-    def __init__(self, env: Env, nodes: list[NodeContainer], journal: Journal, say: Callable[[str], None]) -> None:
+    def __init__(self, env: Env, nodes: list[NodeContainer], journal: Journal, say: Callable[[str], None],
+                 peers: Peers | None = None) -> None:  # fmt: skip
         self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
+        self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
-        self.restore_proxy_mode: str | None = None
-        self.diagnose_enabled = False  # kube-proxy's mode before the playbook switched it
+        self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
+        self.diagnose_enabled = False
+        self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
     def run(self, pb: Playbook) -> RunRecord:
         rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
@@ -171,10 +265,13 @@ class Runner:
         return rec
 
     def _run(self, pb: Playbook, rec: RunRecord) -> None:
+        # a component another run is breaking: refused now, before anything is deployed or switched
+        check_free(self.env.kube, sorted({self._lock_of(s) for s in pb.spec.fault_steps()}), holder_id(self.run_id))
         if pb.spec.kube_proxy_mode is not None:
             self._proxy_mode(pb.spec.kube_proxy_mode)
         if pb.spec.workload is not None:
             self._deploy(pb)
+        self._go_on()
         rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
         if not all(c.ok for c in rec.before):
             rec.verdict = "aborted"
@@ -185,11 +282,11 @@ class Runner:
         running = self._start_measurements(pb)
         try:
             for step in pb.spec.steps:
+                self._go_on()  # nothing more is injected once the run is told to stop
                 group = step.concurrent if isinstance(step, ConcurrentStep) else [step]
                 done = self._group(group, rec)
                 rec.steps += done
-                if self.stop.is_set():
-                    raise KeyboardInterrupt
+                self._go_on()
                 if any(s.failures for s in done):
                     rec.verdict = "error"
                     rec.errors.append("chaoskit could not run a step (see its failures); later steps not run")
@@ -205,6 +302,11 @@ class Runner:
             self.say(f"threshold {b.measurement} {b.stat} {b.stage}: {'BREACHED' if b.breached else 'ok'} ({b.reason})")
         if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
             rec.verdict = "deviated"
+
+    def _go_on(self) -> None:
+        """Stop here when told to (Ctrl-C reaches a suite's main thread, which sets `stop` on each run)."""
+        if self.stop.is_set():
+            raise KeyboardInterrupt
 
     def _start_measurements(self, pb: Playbook) -> list[Measurement]:
         """Every measurement started before the first fault; one that cannot start aborts the run (none injected)."""
@@ -232,43 +334,72 @@ class Runner:
         self.restore_proxy_mode = None if mode == self.restore_proxy_mode else before
 
     def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
-        record = _check(self.env, name, params, timeout)
+        record = _check(self.env, name, params, timeout, lambda: self.peers.excused(self.run_id))
         self.say(f"steady state {when}: {name} {'ok' if record.ok else 'FAILED'} ({record.detail})")
         return record
 
-    def _diagnose(self, rec: RunRecord, when: str, step: str = "") -> None:
+    def _diagnose(self, rec: RunRecord, when: str) -> None:
         """A diagnosis of every component into the run record; never fails the run (it reports, it does not judge)."""
+        if not self.diagnose_enabled or not self.diagnose_around:
+            return
+        found = self._diagnosis(when)
+        if found is not None:
+            rec.diagnoses.append({"when": when, "step": "", "report": found.to_dict()})
+
+    def _diagnosis(self, when: str) -> Diagnosis | None:
+        return diagnose_cluster(self.env, self.nodes, when, self.say)
+
+    def _diagnose_during(self, rec: RunRecord, step: StepRecord, fault: Fault, key: str, until: float) -> None:
+        """While the fault holds: diagnose until the top finding names it (past what other faults held now explain),
+        or until `until` (monotonic); the last diagnosis goes into the record with how long naming took."""
         if not self.diagnose_enabled:
             return
-        control_plane = next((n.name for n in self.nodes if n.role == "control-plane"), self.nodes[0].name)
-        try:
-            found = diagnose(self.env, control_plane, [n.name for n in self.nodes])
-        except Exception as exc:  # a broken diagnoser must not cost the experiment
-            self.say(f"diagnosis {when} failed: {type(exc).__name__}: {exc}")
-            return
-        failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
-        self.say(f"diagnosis {when}{f' ({step})' if step else ''}: {', '.join(failing) or 'every component ok'}"
-                 f" ({found.duration_s:.1f}s)")  # fmt: skip
-        rec.diagnoses.append({"when": when, "step": step, "report": found.to_dict()})
+        t0 = time.monotonic()
+        while True:
+            besides = self.peers.held_besides(key)
+            found = self._diagnosis(f"during {step.step or step.fault}")
+            if found is None:
+                return
+            named = names_fault(found, fault, step.node, besides)
+            if named or self.stop.is_set() or time.monotonic() + found.duration_s > until:
+                break
+            time.sleep(2)
+        step.named_s = time.monotonic() - t0 if named else None
+        self.say(f"[{step.step}] diagnosis {'named' if named else 'did NOT name'} {fault.named.component} "
+                 f"({fault.named.cause}){f' after {step.named_s:.1f}s' if named else ''}")  # fmt: skip
+        rec.diagnoses.append({
+            "when": "during", "step": step.step, "fault": fault.name, "node": step.node, "named_s": step.named_s,
+            "held_besides": [f"{f.name}@{n}" for f, n in besides], "report": found.to_dict(),
+        })  # fmt: skip
 
     def _group(self, group: list[FaultStep], rec: RunRecord) -> list[StepRecord]:
-        """Steps that run together; each component they break is locked once for the whole group."""
+        """Steps that run together; what each one breaks is locked once for the whole group."""
         seconds = max(s.after + step_deadline(s) for s in group)
+        targets = [self._target(s) for s in group]
         locks = []
         try:
-            for component in sorted({fault_for(s).component for s in group}):
-                locks.append(acquire(self.env.kube, component, holder_id(self.run_id), seconds))
-            during = _Once(lambda: self._diagnose(rec, "during", ", ".join(s.name or s.fault for s in group)))
+            for name in sorted({fault.lock_name(node, params) for fault, node, params in targets}):
+                locks.append(acquire(self.env.kube, name, holder_id(self.run_id), seconds))
             if len(group) == 1:
-                return [self._step(group[0], during)]
-            return self._together(group, during)
+                return [self._step(group[0], targets[0], rec)]
+            return self._together(group, targets, rec)
         finally:
             for lock in locks:
                 release(self.env.kube, lock)
 
-    def _together(self, group: list[FaultStep], during: _Once) -> list[StepRecord]:
+    def _lock_of(self, step: FaultStep) -> str:
+        fault, node, params = self._target(step)
+        return fault.lock_name(node, params)
+
+    def _target(self, step: FaultStep) -> tuple[Fault, str, BaseModel]:
+        fault = fault_for(step)
+        node = resolve_node(self.nodes, step.target.node if step.target else None, fault.target_role)
+        return fault, node, FAULTS.params_model(step.fault).model_validate(step.params)
+
+    def _together(self, group: list[FaultStep], targets: list[tuple[Fault, str, BaseModel]],
+                  rec: RunRecord) -> list[StepRecord]:  # fmt: skip
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
-            futures = [pool.submit(self._step, s, during) for s in group]
+            futures = [pool.submit(self._step, s, t, rec) for s, t in zip(group, targets, strict=True)]
             try:
                 return [f.result() for f in futures]
             except KeyboardInterrupt:
@@ -277,20 +408,43 @@ class Runner:
                     f.result()
                 raise
 
-    def _step(self, step: FaultStep, on_effect: Callable[[], None]) -> StepRecord:
-        fault = fault_for(step)
-        node = resolve_node(self.nodes, step.target.node if step.target else None, fault.target_role)
-        rec = StepRecord(step.name, step.fault, node)
+    def _step(self, step: FaultStep, target: tuple[Fault, str, BaseModel], rec: RunRecord) -> StepRecord:
+        fault, node, params = target
+        srec = StepRecord(step.name, step.fault, node)
         if step.after and self.stop.wait(step.after):
-            return rec
-        params = FAULTS.params_model(step.fault).model_validate(step.params)
-        result: FaultResult = run_fault(
-            self.env, fault, node, params, duration=step.duration, deadline=step_deadline(step),
-            journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=on_effect,
-        )  # fmt: skip
-        rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
-        rec.recovery_s, rec.errors, rec.failures = result.recovery_s, result.errors, result.failures
-        return rec
+            return srec
+        key, deadline, started = f"{self.run_id}/{step.name}", step_deadline(step), time.monotonic()
+        margin = 30.0  # the revert must start well before the node's own switch fires
+
+        def during() -> None:
+            if step.scale_up is not None and step.scale_up.at == "effect":
+                self._scale_up(step.scale_up, srec, rec.namespace)
+            self._diagnose_during(rec, srec, fault, key, until=started + max(deadline - margin, step.duration))
+
+        self.peers.hold(key, fault, node)  # from before the first apply line: others may see it
+        try:
+            result: FaultResult = run_fault(
+                self.env, fault, node, params, duration=step.duration, deadline=deadline, journal=self.journal,
+                say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=during,
+            )  # fmt: skip
+        finally:
+            self.peers.drop(key)
+        srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
+        srec.recovery_s = result.recovery_s
+        srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
+        if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
+            self._scale_up(step.scale_up, srec, rec.namespace)
+        return srec
+
+    def _scale_up(self, scale_up: ScaleUp, srec: StepRecord, namespace: str) -> None:
+        """The step's scaleUp: the workload HPA asked for more pods now (a failure is chaoskit's, not the system's)."""
+        try:
+            workloads.raise_min_replicas(self.env.kube, namespace, scale_up.min_replicas)
+        except ChaoskitError as exc:
+            srec.failures.append(f"could not raise the HPA's minReplicas to {scale_up.min_replicas}: {exc}")
+            return
+        srec.scaled_up_at = time.time()
+        self.say(f"[{srec.step}] asked the HPA for {scale_up.min_replicas} pods (minReplicas raised)")
 
     def _deploy(self, pb: Playbook) -> None:
         w, ns = pb.spec.workload, pb.spec.namespace
@@ -317,17 +471,3 @@ class Runner:
             self.env.kube.delete(f"/api/v1/namespaces/{pb.spec.namespace}")
         except ChaoskitError as exc:
             self.say(f"could not delete namespace {pb.spec.namespace}: {exc}")
-
-
-class _Once:
-    """Calls `action` the first time it is called, from whichever step's thread gets there first."""
-
-    def __init__(self, action: Callable[[], None]) -> None:
-        self.action, self.lock, self.done = action, threading.Lock(), False
-
-    def __call__(self) -> None:
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
-        self.action()

@@ -12,13 +12,12 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from chaoskit import __version__
 from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.cluster.kube import Kube, KubeError, Obj
+from chaoskit.cluster.marker import MARKER
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError, UsageError
 
-MARKER = "chaoskit-cluster"
 LOCK_PREFIX = "chaoskit-lock-"
 
 
@@ -28,15 +27,6 @@ class NotOurCluster(UsageError):
 
 class Locked(ToolError):
     pass
-
-
-def marker_configmap() -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": MARKER, "namespace": "kube-system", "labels": {"chaoskit.dev/owned": "true"}},
-        "data": {"createdBy": f"chaoskit {__version__}"},
-    }
 
 
 def recognise(runner: Runner, kube: Kube, cluster: str) -> None:
@@ -94,17 +84,31 @@ def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
         time.sleep(0.2)  # released between our create and our read: try the create again
     else:
         raise Locked(f"could not take the {component} lock: it keeps appearing and vanishing")
-    spec = current.get("spec", {})
-    renewed = datetime.strptime(spec.get("renewTime", _now()), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    expires = renewed.timestamp() + float(spec.get("leaseDurationSeconds", 0))
-    if spec.get("holderIdentity") not in (None, "", holder) and expires > time.time():
-        raise Locked(
-            f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
-            f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once"
-        )
+    if taken := _taken(component, current, holder):
+        raise Locked(taken)
     body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]  # type: ignore[index]
     kube.request("PUT", lock.path, body)  # a stale lease: take it over (409 here means we lost a race)
     return lock
+
+
+def _taken(component: str, lease: Obj, holder: str) -> str:
+    """Why `holder` cannot have the component's lease: another run holds it and it has not expired; "" if it can."""
+    spec = lease.get("spec", {})
+    renewed = datetime.strptime(spec.get("renewTime", _now()), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    expires = renewed.timestamp() + float(spec.get("leaseDurationSeconds", 0))
+    if spec.get("holderIdentity") in (None, "", holder) or expires <= time.time():
+        return ""
+    return (f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
+            f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once")  # fmt: skip
+
+
+def check_free(kube: Kube, components: list[str], holder: str) -> None:
+    """Locked now if another run holds any of these components: a run checks before it deploys anything, and still
+    takes each lease when its step comes."""
+    for component in components:
+        lease = kube.find(Lock(component, holder).path)
+        if lease is not None and (taken := _taken(component, lease, holder)):
+            raise Locked(taken)
 
 
 def release(kube: Kube, lock: Lock) -> None:

@@ -8,7 +8,8 @@ from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from chaoskit.faults.base import Env, NoParams
+from chaoskit.env import Env
+from chaoskit.model.params import NoParams
 from chaoskit.registry import CHECKS
 
 

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.cluster.kube import KubeError, condition
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 
 
-def _all_ready(objs: list[dict[str, Any]], what: str) -> Outcome:
+class NodeChecks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    except_nodes: list[str] = Field(
+        default_factory=list,
+        alias="exceptNodes",
+        description="Nodes not judged (nor their pods): in a suite, chaoskit adds the nodes another run is breaking.",
+    )
+
+
+def _all_ready(objs: list[dict[str, Any]], what: str, skipped: list[str] | None = None) -> Outcome:
     bad = [o["metadata"]["name"] for o in objs if not condition(o, "Ready")]
-    return Outcome(not bad and bool(objs), f"not Ready: {', '.join(bad)}" if bad else f"{len(objs)} {what} Ready")
+    left_out = f" (not judged: {', '.join(skipped)})" if skipped else ""
+    if bad:
+        return Outcome(False, f"not Ready: {', '.join(bad)}{left_out}")
+    return Outcome(bool(objs), f"{len(objs)} {what} Ready{left_out}")
+
+
+def _except(params: BaseModel) -> list[str]:
+    return list(getattr(params, "except_nodes", []))
 
 
 @register
@@ -21,9 +37,12 @@ class NodesReady(Check):
     """Every node reports Ready."""
 
     name = "nodes-ready"
+    Params = NodeChecks
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
-        return _all_ready(env.kube.get("/api/v1/nodes")["items"], "nodes")
+        skip = _except(params)
+        nodes = [n for n in env.kube.get("/api/v1/nodes")["items"] if n["metadata"]["name"] not in skip]
+        return _all_ready(nodes, "nodes", skip)
 
 
 @register
@@ -45,9 +64,12 @@ class KubeSystemReady(Check):
     """Every pod in kube-system is Ready (control plane, kube-proxy, CoreDNS, metrics-server, pod network)."""
 
     name = "kube-system-ready"
+    Params = NodeChecks
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
-        return _all_ready(env.kube.get("/api/v1/namespaces/kube-system/pods")["items"], "kube-system pods")
+        skip = _except(params)
+        pods = env.kube.get("/api/v1/namespaces/kube-system/pods")["items"]
+        return _all_ready([p for p in pods if p.get("spec", {}).get("nodeName") not in skip], "kube-system pods", skip)
 
 
 @register
@@ -55,6 +77,7 @@ class ClusterHealthy(Check):
     """All of nodes-ready, apiserver-ready and kube-system-ready."""
 
     name = "cluster-healthy"
+    Params = NodeChecks
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
         outcomes = [c().run(env, params) for c in (ApiServerReady, NodesReady, KubeSystemReady)]

@@ -9,14 +9,12 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option, emit, output_option
+from chaoskit.cli.options import cluster_env, cluster_name_option, emit, output_option
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.proxymode import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
 from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
 from chaoskit.progress import Progress
 
 
@@ -96,8 +94,8 @@ def proxy_mode(g: Globals, mode: str | None, name: str) -> None:
 
     IPVS is refused, with the reason, where the host kernel has no ip_vs module.
     """
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
-    nodes = DockerNodeExec(SubprocessRunner())
+    env = cluster_env(g, name)
+    kube, nodes = env.kube, env.nodes
     if mode is not None:
         set_mode(kube, nodes, mode, say=Progress().info)
     click.echo(f"configured: {configured_mode(kube)}")

@@ -17,6 +17,7 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env
 from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.progress import Progress
@@ -34,9 +35,12 @@ from chaoskit.reports.table import renderables
 @click.option("--record", "record_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A run record (chaoskit run -o json, or its journal) to report with: steps, measurements, "
               "the HPA timeline as SVG.")  # fmt: skip
+@click.option("--budget", type=click.FloatRange(min=3), default=BUDGET, show_default=True,
+              help="Seconds for collecting the evidence: whatever hangs longer (a frozen API server or etcd) is "
+              "reported as unanswered.")  # fmt: skip
 @click.pass_obj
 def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Path | None, cluster: str,
-             record_path: Path | None) -> None:  # fmt: skip
+             record_path: Path | None, budget: float) -> None:  # fmt: skip
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, runtime, reverts
@@ -54,7 +58,7 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     record = _record(record_path) if record_path else None
     progress = Progress()
     result = run_diagnosis(
-        cluster_env(g, cluster), control_plane, [n.name for n in nodes], components, say=progress.info
+        cluster_env(g, cluster), control_plane, [n.name for n in nodes], components, budget=budget, say=progress.info
     )
     if output_file is not None:
         output_file.write_text(render(result, fmt, record))

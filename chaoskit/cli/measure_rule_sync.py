@@ -13,11 +13,9 @@ from rich.table import Table
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_name_option, emit
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
+from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
-from chaoskit.faults.base import Env
 from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
 from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
@@ -61,7 +59,7 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()
     with sigterm_as_interrupt():
-        result = run_changes(Env(kube, DockerNodeExec(SubprocessRunner()), name), ns, changes, repeat,
+        result = run_changes(Env.for_kind(kube, name), ns, changes, repeat,
                              converge_timeout=timeout, say=progress.info)  # fmt: skip
     if output == "json":
         emit(result.to_dict(), "json")

@@ -12,9 +12,7 @@ from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,4 +46,4 @@ def emit(data: object, fmt: str) -> None:
 def cluster_env(g: Globals, cluster: str) -> Env:
     """The seams for a kind cluster, from the global --kubeconfig/--context (default context kind-<cluster>)."""
     kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
-    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+    return Env.for_kind(kube, cluster)

@@ -1,7 +1,8 @@
-"""`chaoskit run PLAYBOOK`: the whole experiment, with exit codes a CI gate can use."""
+"""`chaoskit run PLAYBOOK...`: one experiment, or several as one suite, with exit codes a CI gate can use."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -11,86 +12,186 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import emit, output_option
-from chaoskit.cluster.kind import node_containers
+from chaoskit.cluster.kind import NodeContainer, node_containers
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
-from chaoskit.errors import UsageError
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
+from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.journal import Journal, default_journal_dir
+from chaoskit.model.playbook import Playbook
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
-from chaoskit.runner import Runner, RunRecord, plan_steps
+from chaoskit.reports.run_html import render_run_html
+from chaoskit.reports.run_junit import render_run_junit
+from chaoskit.runner import Peers, Runner, RunRecord, diagnose_cluster, plan_steps
 from chaoskit.safety import recognise
+from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 
 
 @click.command()
-@click.argument("playbook_path", metavar="PLAYBOOK", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("paths", metavar="PLAYBOOK...", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))  # fmt: skip
 @click.option(
     "--journal",
     "journal_path",
     type=click.Path(path_type=Path),
-    help="Journal (JSON lines); default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl.",
+    help="Journal (JSON lines) of a single playbook; default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl "
+    "(always, for each playbook of a suite).",
 )
+@click.option("--parallel", default=3, show_default=True, type=click.IntRange(1, 16),
+              help="How many playbooks of a suite may run at once (only those whose faults cannot meet).")  # fmt: skip
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write JUnit XML: a testsuite per playbook, a testcase per steady-state check, step and threshold.",
+)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write one self-contained HTML report of every playbook.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
 @output_option
 @click.pass_obj
-def run(g: Globals, playbook_path: Path, journal_path: Path | None, dry_run: bool, allow_any_cluster: bool,
-        output: str) -> None:  # fmt: skip
-    """Run a playbook: steady state, faults (always reverted), steady state again, verdict.
+def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel: int, junit_path: Path | None,
+        html_path: Path | None, dry_run: bool, allow_any_cluster: bool, output: str) -> None:  # fmt: skip
+    """Run playbooks: steady state, faults (always reverted), steady state again, verdict.
+
+    PLAYBOOK is a file or a folder of them (*.yaml, *.yml). Several run as one suite: one summary, one record
+    (`-o json`: the runs under "runs"), one JUnit file, one HTML report, and the worst exit code. Playbooks whose
+    faults cannot meet overlap (up to --parallel): a fault on one node's kubelet, runtime or kube-proxy meets only
+    faults on that node (and a kubelet fault every kube-proxy fault), a quota only its namespace; a playbook
+    breaking the API server, etcd, the scheduler or the controller manager (every workload stands on them), or
+    kube-proxy on every node (slow-sync, a mode switch), runs alone, after the others.
 
     Exit codes: 0 passed, 1 the system deviated, 2 usage, 3 invalid playbook, 4 chaoskit could not do its job
     (aborted before injecting, arm/inject/revert failed), 130 interrupted.
     """
     load_catalog()
-    pb = load_playbook(playbook_path)  # PlaybookError (exit 3) before anything touches a cluster
-    runner = SubprocessRunner()
-    nodes = node_containers(runner, pb.spec.cluster)
+    files = _playbook_files(paths)
+    if journal_path is not None and len(files) > 1:
+        raise UsageError("--journal names the journal of one playbook; a suite writes one per playbook")
+    playbooks = _load_all(files)  # every problem of every file before anything touches a cluster (exit 3)
+    clusters = sorted({pb.spec.cluster for pb in playbooks})
+    if len(clusters) > 1:
+        raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
+    cluster, runner = clusters[0], SubprocessRunner()
+    nodes = node_containers(runner, cluster)
     if dry_run:
         if not nodes:
-            raise UsageError(f"no kind cluster named {pb.spec.cluster!r} to plan against")
-        emit({"playbook": pb.name, "cluster": pb.spec.cluster, "namespace": pb.spec.namespace,
-              "steadyState": [c.check for c in pb.spec.steady_state], "steps": plan_steps(pb, nodes)},
-             "yaml" if output == "table" else output)  # fmt: skip
+            raise UsageError(f"no kind cluster named {cluster!r} to plan against")
+        _dry_run(files, playbooks, nodes, parallel, output)
         return
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{pb.spec.cluster}")
+    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
     if not allow_any_cluster:
-        recognise(runner, kube, pb.spec.cluster)
-    progress = Progress()
-    journal = Journal(journal_path or default_journal_dir() / f"{pb.name}-{int(time.time())}.jsonl")
-    progress.info(f"running {pb.name} on {pb.spec.cluster}; journal {journal.path}")
+        recognise(runner, kube, cluster)
+    progress, env = Progress(), Env.for_kind(kube, cluster, runner)
+    suite = _suite_name(paths)
+
+    def make_runner(p: Planned, peers: Peers) -> Runner:
+        path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
+        say = progress.info if len(files) == 1 else lambda m: progress.info(f"{p.playbook.name}: {m}")
+        say(f"running {p.playbook.name} on {cluster}; journal {path}")
+        runner = Runner(env, nodes, Journal(path), say, peers)
+        runner.diagnose_around = len(files) == 1
+        return runner
+
+    def diagnosis(when: str) -> dict[str, object] | None:
+        found = diagnose_cluster(env, nodes, f"of the suite {when}", progress.info)
+        return None if found is None else {"when": when, "report": found.to_dict()}
+
+    planned = [plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)]
     with sigterm_as_interrupt():
-        record = Runner(Env(kube, DockerNodeExec(runner), pb.spec.cluster), nodes, journal, progress.info).run(pb)
+        record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=progress.info,
+                           diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
+    data = record.runs[0].record.to_dict() if len(files) == 1 and record.runs else record.to_dict()
+    for path, text in ((junit_path, render_run_junit), (html_path, render_run_html)):
+        if path is not None:
+            path.write_text(text(data))
+            progress.info(f"wrote {path}")
     if output == "table":
         _table(record)
     else:
-        emit(record.to_dict(), output)
+        emit(data, output)
     raise click.exceptions.Exit(record.exit_code)
 
 
-def _table(rec: RunRecord) -> None:
-    console = Console(highlight=False)
-    table = Table("step", "fault", "node", "effect after", "held", "healthy after revert", "result")
-    for s in rec.steps:
-        table.add_row(
-            s.step,
-            s.fault,
-            s.node,
-            _s(s.effect_s),
-            _s(s.held_s),
-            _s(s.recovery_s),
-            "ok" if s.ok else "; ".join(s.failures + s.errors),
-        )
+def _playbook_files(paths: tuple[Path, ...]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")]) if p.is_dir() else [p]
+        if not found:
+            raise UsageError(f"no playbook (*.yaml, *.yml) in {p}")
+        files += found
+    return list(dict.fromkeys(files))
+
+
+def _load_all(files: list[Path]) -> list[Playbook]:
+    playbooks, problems = [], list[Problem]()
+    for f in files:
+        try:
+            playbooks.append(load_playbook(f))
+        except PlaybookError as exc:
+            problems += exc.problems
+    if problems:
+        raise PlaybookError(problems)
+    names = [pb.name for pb in playbooks]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"two playbooks are named {', '.join(twice)}; each run of a suite needs its own name")
+    return playbooks
+
+
+def _suite_name(paths: tuple[Path, ...]) -> str:
+    return paths[0].stem if len(paths) == 1 else f"{len(paths)} paths"
+
+
+def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[NodeContainer], parallel: int,
+             output: str) -> None:  # fmt: skip
+    fmt = "yaml" if output == "table" else output
+    plans = [{"playbook": pb.name, "cluster": pb.spec.cluster, "namespace": pb.spec.namespace,
+              "steadyState": [c.check for c in pb.spec.steady_state], "steps": plan_steps(pb, nodes)}
+             for pb in playbooks]  # fmt: skip
+    if len(files) == 1:
+        emit(plans[0], fmt)
+        return
+    planned = order([plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)])
+    emit({"parallel": parallel,
+          "order": [{"playbook": p.playbook.name, "radius": p.radius_words(), "runs alone": p.alone}
+                    for p in planned],
+          "playbooks": plans}, fmt)  # fmt: skip
+
+
+def _table(suite: SuiteRecord) -> None:
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 250)  # CI logs: never cut identifiers
+    several = len(suite.runs) > 1
+    table = Table(*(["playbook"] if several else []), "step", "fault", "node", "effect after", "named after", "held",
+                  "healthy after revert", "result")  # fmt: skip
+    for e in suite.runs:
+        for s in e.record.steps:
+            table.add_row(*([e.record.playbook] if several else []), s.step, s.fault, s.node, _s(s.effect_s),
+                          _s(s.named_s), _s(s.held_s), _s(s.recovery_s),
+                          "ok" if s.ok else "; ".join(s.failures + s.errors))  # fmt: skip
     console.print(table)
+    for e in suite.runs:
+        _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")
+    if several:
+        runs = Table("playbook", "verdict", "radius", "started", "took")
+        for e in suite.runs:
+            runs.add_row(e.record.playbook, e.record.verdict, e.radius, _s(e.started_s), _s(e.finished_s - e.started_s))
+        console.print(runs)
+        console.print(f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}) in "
+                      f"{suite.finished_at - suite.started_at:.0f}s")  # fmt: skip
+
+
+def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
     for when, checks in (("before", rec.before), ("after", rec.after)):
         for c in checks:
-            console.print(f"steady state {when}: {c.check}: {'ok' if c.ok else 'FAILED'} — {c.detail}")
+            console.print(f"{prefix}steady state {when}: {c.check}: {'ok' if c.ok else 'FAILED'} — {c.detail}")
     for e in rec.errors:
-        console.print(f"[red]{e}[/red]")
-    console.print(f"verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); journal {rec.journal}")
+        console.print(f"{prefix}[red]{e}[/red]")
+    console.print(f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); journal {rec.journal}")
 
 
 def _s(v: float | None) -> str:

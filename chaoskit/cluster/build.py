@@ -1,7 +1,8 @@
-"""Everything `cluster up` builds, in order, each step cached: Go binaries, rootfs, images, node image."""
+"""Everything `cluster up` builds, each step cached: Go binaries (beside them, the rootfs), images, node image."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,19 +35,27 @@ def build_binaries(names: tuple[str, ...], cache: Cache, runner: Runner, progres
     return out
 
 
-def build_all(
-    cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool, repo: str = nodeimage.NODE_IMAGE_REPO
-) -> Artifacts:
-    names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
-    bins = build_binaries(names, cache, runner, progress)
-    workload = tuple(images.build(r, bins, {}, cache) for r in images.WORKLOAD_IMAGES)
-    if not offline_node_image:
-        return Artifacts(bins, workload, None)
+def build_rootfs(cache: Cache, runner: Runner, progress: Progress) -> dict[str, Path]:
     rootfs: dict[str, Path] = {}
     for fs in (debian.NODE, debian.PROXY_BASE):
         cached = cache.get("rootfs", fs.name, fs.key()) is not None
         with progress.step(f"debootstrap {fs.name} rootfs ({fs.suite})" + (" (cached)" if cached else "")):
             rootfs[fs.name] = debian.build(fs, cache, runner)
+    return rootfs
+
+
+def build_all(
+    cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool, repo: str = nodeimage.NODE_IMAGE_REPO
+) -> Artifacts:
+    names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # debootstrap waits on the Debian mirror and the disk, the Go builds on the CPU: side by side on a cold host
+        rootfs_built = pool.submit(build_rootfs, cache, runner, progress) if offline_node_image else None
+        bins = build_binaries(names, cache, runner, progress)
+        workload = tuple(images.build(r, bins, {}, cache) for r in images.WORKLOAD_IMAGES)
+        rootfs = rootfs_built.result() if rootfs_built is not None else {}
+    if not offline_node_image:
+        return Artifacts(bins, workload, None)
     with progress.step("writing component images"):
         tars = [images.build(r, bins, rootfs, cache) for r in images.NODE_IMAGES]
     inputs = nodeimage.NodeInputs(rootfs["node"], bins["kubernetes"], bins["crictl"], tars)

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from chaoskit.cluster import gobuild
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.shell import Runner
-from chaoskit.errors import MissingDependency
+from chaoskit.cluster.poll import poll
+from chaoskit.cluster.shell import Runner, spawn
+from chaoskit.errors import CommandError, MissingDependency
 from chaoskit.progress import Progress
 
 RUNTIME_NAME = "chaoskit-runc"
@@ -125,30 +124,22 @@ def ensure_engine(runner: Runner, cache: Cache, progress: Progress) -> None:
     with progress.step("starting containerd and dockerd"):
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         sock = Path("/run/containerd/containerd.sock")
-        if not _answers(["ctr", "--timeout", "3s", "version"]):
-            _daemon(["containerd"], LOG_DIR / "containerd.log")
-            _wait(lambda: sock.exists() and _answers(["ctr", "--timeout", "3s", "version"]), 30, "containerd")
-        _daemon(["dockerd", f"--containerd={sock}"], LOG_DIR / "dockerd.log")
+        ctr_version = ["ctr", "--timeout", "3s", "version"]
+        if not _answers(runner, ctr_version):
+            spawn(["containerd"], LOG_DIR / "containerd.log", detach=True)  # the daemons outlive chaoskit
+            _wait(lambda: sock.exists() and _answers(runner, ctr_version), 30, "containerd")
+        spawn(["dockerd", f"--containerd={sock}"], LOG_DIR / "dockerd.log", detach=True)
         _wait(lambda: engine_running(runner), 60, "dockerd")
 
 
-def _answers(argv: list[str]) -> bool:
+def _answers(runner: Runner, argv: list[str]) -> bool:
     try:
-        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
-    except (subprocess.TimeoutExpired, FileNotFoundError):
+        return runner.run(argv, timeout=10, check=False).returncode == 0
+    except CommandError:  # not installed, or timed out
         return False  # a stale socket left by a killed daemon makes clients wait rather than fail
 
 
-def _daemon(argv: list[str], log: Path) -> None:
-    """Start a long-lived daemon detached from chaoskit (it must outlive this process)."""
-    with log.open("ab") as sink:
-        subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-
-
 def _wait(ready: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.5)
+    if poll(ready, timeout, 0.5, tolerate=()).done:
+        return
     raise MissingDependency(f"{what} did not come up within {timeout:.0f}s; see {LOG_DIR / (what + '.log')}")

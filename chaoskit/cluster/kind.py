@@ -62,6 +62,16 @@ def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
     return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))
 
 
+def container_addresses(runner: Runner, cluster: str) -> dict[str, set[str]]:
+    """Each node container's addresses on its Docker networks (they may change when Docker restarts)."""
+    names = [n.name for n in node_containers(runner, cluster)]
+    if not names:
+        return {}
+    fmt = "{{.Name}}{{range .NetworkSettings.Networks}} {{.IPAddress}} {{.GlobalIPv6Address}}{{end}}"
+    out = runner.run(["docker", "inspect", "-f", fmt, *names]).stdout
+    return {name.lstrip("/"): set(ips) for name, *ips in (line.split() for line in out.splitlines() if line.strip())}
+
+
 def control_plane(runner: Runner, cluster: str) -> str:
     for node in node_containers(runner, cluster):
         if node.role == "control-plane":

@@ -5,7 +5,7 @@ Only this module imports `kubernetes`; everything else takes a `Kube`.
 
 from __future__ import annotations
 
-import time
+import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +13,11 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
+from chaoskit.cluster.poll import poll
 from chaoskit.errors import ToolError
 
 Obj = dict[str, Any]
+Timeout = tuple[float, float]  # (connect, read) seconds: the client ignores a bare float, so always a pair
 
 
 class KubeError(ToolError):
@@ -26,6 +28,13 @@ class KubeError(ToolError):
 class Kube:
     api: client.ApiClient
     requests: int = 0  # API requests made (each watch counts once): what the benchmarks report
+    timeout: Timeout | None = None  # per request; None waits as long as the server holds the connection
+
+    def bounded(self, timeout: Timeout) -> Kube:
+        """This client with every request time-boxed (a shallow copy: same connection pool, its own request count)."""
+        other = copy.copy(self)
+        other.timeout = timeout
+        return other
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
@@ -48,6 +57,7 @@ class Kube:
                 response_type="object",
                 _preload_content=True,
                 _return_http_data_only=False,
+                _request_timeout=self.timeout,
             )
         except ApiException as exc:
             raise KubeError(f"{method} {path}: HTTP {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
@@ -92,6 +102,7 @@ class Kube:
                 header_params={"Accept": "application/json", "Content-Type": "application/apply-patch+yaml"},
                 auth_settings=["BearerToken"],
                 response_type="object",
+                _request_timeout=self.timeout,
             )
         except ApiException as exc:
             raise KubeError(
@@ -134,6 +145,7 @@ class Kube:
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _return_http_data_only=True,
+                _request_timeout=self.timeout,
             )
         except ApiException as exc:
             raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {(exc.body or b'')[:300]!r}") from exc
@@ -153,18 +165,12 @@ class Kube:
             w.stop()
 
     def wait(self, what: str, check: Callable[[], Any], timeout: float, interval: float = 1.0) -> Any:
-        """Poll check() until it returns something truthy; KubeError names `what` on timeout."""
-        deadline = time.monotonic() + timeout
-        last_error = ""
-        while True:
-            try:
-                if result := check():
-                    return result
-            except KubeError as exc:
-                last_error = f" (last error: {exc})"
-            if time.monotonic() >= deadline:
-                raise KubeError(f"timed out after {timeout:.0f}s waiting for {what}{last_error}")
-            time.sleep(interval)
+        """Poll check() until it returns something truthy, and return that; KubeError names `what` on timeout."""
+        polled = poll(check, timeout, interval, tolerate=(KubeError,))
+        if not polled.done:
+            last = f" (last error: {polled.last_error})" if polled.last_error else ""
+            raise KubeError(f"timed out after {timeout:.0f}s waiting for {what}{last}")
+        return polled.value
 
 
 class _WatchFunc:
@@ -252,6 +258,8 @@ class FakeKube(Kube):
                 raise KubeError(f"POST {path}: HTTP 409 Conflict")
             return self._store(item, body)
         if method in ("PUT", "PATCH"):
+            if method == "PATCH" and path not in self.objects:
+                raise KubeError(f"PATCH {path}: HTTP 404 Not Found")  # as the API server: a patch creates nothing
             return self._store(path, body if method == "PUT" else {**self.objects.get(path, {}), **body})
         if method == "DELETE":
             if self.objects.pop(path, None) is None:

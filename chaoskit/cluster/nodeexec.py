@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from chaoskit.cluster.shell import Completed, FakeRunner, Runner
+from chaoskit.cluster.shell import Completed, FakeRunner, Runner, end
 
 
 class NodeExec(Protocol):
@@ -47,11 +47,7 @@ class PopenStream:
         return iter(self.proc.stdout)
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        end(self.proc)
 
 
 @dataclass(frozen=True)

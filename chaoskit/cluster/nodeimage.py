@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +21,7 @@ from pathlib import Path
 from chaoskit.cluster import versions as v
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import cache_key, tree_digest
-from chaoskit.cluster.shell import Runner
+from chaoskit.cluster.shell import Runner, end, spawn
 from chaoskit.errors import ToolError
 
 NODE_IMAGE_REPO = "chaoskit/node"
@@ -83,7 +81,7 @@ def build(inputs: NodeInputs, runner: Runner, work_root: Path, repo: str = NODE_
         tree = Path(tmp) / "rootfs"
         tree.mkdir()
         runner.run(["tar", "--numeric-owner", "-xpf", str(inputs.rootfs), "-C", str(tree)])
-        _lay_out(tree, inputs)
+        _lay_out(tree, inputs, runner)
         _preload(tree, inputs.image_tars, runner, Path(tmp))
         tar = Path(tmp) / "node.tar"
         runner.run(["tar", "--numeric-owner", "-C", str(tree), "-cf", str(tar), "."])
@@ -107,7 +105,7 @@ def _prune_older(runner: Runner, keep: str, repo: str) -> None:
             runner.run(["docker", "rmi", ref], check=False)
 
 
-def _lay_out(tree: Path, inputs: NodeInputs) -> None:
+def _lay_out(tree: Path, inputs: NodeInputs, runner: Runner) -> None:
     shutil.copytree(images_dir() / "node", tree, dirs_exist_ok=True, symlinks=True)
     for name in _KUBE_BINARIES:
         shutil.copy2(inputs.kube_bin / name, tree / "usr/bin" / name)
@@ -117,7 +115,7 @@ def _lay_out(tree: Path, inputs: NodeInputs) -> None:
     (tree / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
     (tree / "etc/cni/net.d").mkdir(parents=True, exist_ok=True)
     # containerd's base spec without process.rlimits: pods should not inherit RLIMIT_NOFILE=1024.
-    spec = json.loads(subprocess.run(["ctr", "oci", "spec"], check=True, capture_output=True).stdout)
+    spec = json.loads(runner.run(["ctr", "oci", "spec"]).stdout)
     spec["process"].pop("rlimits", None)
     (tree / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=2))
     opt_cni = tree / "opt/cni"
@@ -159,12 +157,8 @@ def _preload(tree: Path, image_tars: Sequence[Path], runner: Runner, tmp: Path) 
     )
     root = tree / "var/lib/containerd"
     root.mkdir(parents=True, exist_ok=True)
-    log = (tmp / "ctrd.log").open("wb")
-    proc = subprocess.Popen(
-        ["containerd", "--config", str(config), "--root", str(root), "--state", str(state), "--address", str(sock)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    argv = ["containerd", "--config", str(config), "--root", str(root), "--state", str(state), "--address", str(sock)]
+    proc = spawn(argv, tmp / "ctrd.log")
     try:
         deadline = time.monotonic() + 30
         while not sock.exists():
@@ -188,12 +182,7 @@ def _preload(tree: Path, image_tars: Sequence[Path], runner: Runner, tmp: Path) 
                 ]
             )
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        end(proc, timeout=20)
     os.sync()
 
 

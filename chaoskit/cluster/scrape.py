@@ -1,40 +1,50 @@
-"""The metrics-scrape seam: "fetch this /metrics endpoint and parse it", from the host or from inside a node.
+"""The metrics-scrape seam: "fetch this /metrics endpoint and parse it", from the host or from inside a node, and
+the one reading of what came back.
 
 Components differ in how they can be reached: kube-proxy answers plain HTTP on the node IP, the kubelet,
 scheduler and controller-manager want TLS and a credential, and some bind only 127.0.0.1 of their node. So one
 `Scraper` protocol with three implementations: `HttpScraper` (urllib from the host), `NodeScraper` (`curl` run on
-a node through the NodeExec seam) and `FakeScraper` (recorded text, for unit tests). Parsing is always
-prometheus_client's own text parser, so every scraper yields the same `Metric` families.
+a node through the NodeExec seam) and `FakeScraper` (recorded text, for unit tests); `scrape_command` is the same
+fetch as one shell line, for node scripts that read several things at once. Parsing is always prometheus_client's
+own text parser (`parse`), so every path yields the same `Metric` families, and `Metrics` answers questions about
+them: samples by labels, sums, histograms, a window between two scrapes, quantiles computed the way PromQL's
+histogram_quantile does.
 """
 
 from __future__ import annotations
 
+import math
+import shlex
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.samples import Sample
 
+from chaoskit.cluster.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY
 from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.errors import CommandError, ToolError
 
 __all__ = [
     "FakeScraper",
+    "Histogram",
     "HttpScraper",
+    "Labels",
     "Metric",
+    "Metrics",
     "NodeScraper",
+    "Sample",
     "ScrapeError",
     "Scraper",
+    "counter_delta",
     "parse",
-    "samples",
-    "total",
-    "value",
+    "scrape_command",
+    "windowed",
 ]
 
 
@@ -150,26 +160,166 @@ class FakeScraper:
         return parse(self.texts[url], url)
 
 
-def samples(families: Iterable[Metric], name: str, **labels: str) -> list[Sample]:
-    """Samples named `name` (the sample's own name: `x_total`, `x_bucket`, `x_count`) whose labels include `labels`."""
-    wanted = labels.items()
-    return [s for f in families for s in f.samples if s.name == name and wanted <= s.labels.items()]
+def scrape_command(url: str, names: Sequence[str], *, client_cert: bool = False, max_time: float = 8) -> str:
+    """A shell line printing only the wanted metric families (and their TYPE lines) of `url`; fails if curl does.
 
-
-def value(families: Sequence[Metric], name: str, **labels: str) -> float | None:
-    """The one sample named `name` with these labels; None when there is none.
-
-    More than one match is a question asked too loosely (a value would be picked at random): ScrapeError says which
-    labels tell them apart.
+    `client_cert` presents kubeadm's apiserver-kubelet-client certificate, which every component's delegated
+    authn/authz accepts.
     """
-    found = samples(families, name, **labels)
-    if len(found) > 1:
-        keys = sorted({k for s in found for k in s.labels} - labels.keys())
-        raise ScrapeError(f"{len(found)} samples of {name} match {labels or '{}'}; narrow by {', '.join(keys)}")
-    return found[0].value if found else None
+    cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} " if client_cert else ""
+    wanted = shlex.quote(f"^(# TYPE )?({'|'.join(names)})")
+    return (
+        f"m=$(curl -sSkf {cert}--max-time {max_time:g} {shlex.quote(url)}) || exit $?; "
+        f"printf '%s\\n' \"$m\" | grep -E {wanted} || true"
+    )
 
 
-def total(families: Sequence[Metric], name: str, **labels: str) -> float | None:
-    """Sum of every sample named `name` with these labels (e.g. across ip_family); None when there is none."""
-    found = samples(families, name, **labels)
-    return sum(s.value for s in found) if found else None
+Labels = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str  # the sample's own name: `x_total`, `x_bucket`, `x_count`
+    labels: Labels
+    value: float
+
+
+@dataclass(frozen=True)
+class Histogram:
+    buckets: tuple[tuple[float, float], ...]  # (upper bound, cumulative count), ascending, +Inf last
+    count: float
+    sum: float
+
+    def minus(self, earlier: Histogram) -> Histogram:
+        """The observations made between `earlier` and this scrape (a counter reset gives this one whole)."""
+        if self.count < earlier.count:
+            return self
+        before = dict(earlier.buckets)
+        return Histogram(
+            tuple((le, c - before.get(le, 0.0)) for le, c in self.buckets),
+            self.count - earlier.count,
+            self.sum - earlier.sum,
+        )
+
+    def quantile(self, q: float) -> float | None:
+        """histogram_quantile(q): linear within the bucket; the highest finite bound if it falls in +Inf."""
+        if self.count <= 0 or not self.buckets:
+            return None
+        rank = q * self.buckets[-1][1]
+        lower_bound, lower_count = 0.0, 0.0
+        for le, c in self.buckets:
+            if c >= rank:
+                if math.isinf(le):
+                    return lower_bound
+                if c == lower_count:
+                    return le
+                return lower_bound + (le - lower_bound) * (rank - lower_count) / (c - lower_count)
+            lower_bound, lower_count = le, c
+        return lower_bound
+
+    def over(self, limit: float) -> float:
+        """Observations certainly slower than `limit`: those above the highest bucket bound at or below it."""
+        within = max((c for le, c in self.buckets if le <= limit), default=0.0)
+        return self.count - within
+
+    def slow(self, limit: float, at_least: int) -> bool:
+        """p99 above `limit`, by at least `at_least` observations over it: in a short window p99 is nearly the
+        maximum, and one slow observation is a bad second, not a slow component."""
+        p99 = self.quantile(0.99)
+        return p99 is not None and p99 > limit and self.over(limit) >= at_least
+
+    @property
+    def mean(self) -> float | None:
+        return self.sum / self.count if self.count > 0 else None
+
+
+def _matches(labels: Labels, match: Mapping[str, str], where: Callable[[Labels], bool] | None) -> bool:
+    return all(labels.get(k) == v for k, v in match.items()) and (where is None or where(labels))
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The samples of one scrape; empty with an `error` when the scrape failed (a reason, not an exception)."""
+
+    samples: tuple[Sample, ...]
+    error: str = ""  # the text could not be fetched or parsed
+
+    @classmethod
+    def of(cls, families: Iterable[Metric]) -> Metrics:
+        return cls(tuple(Sample(s.name, dict(s.labels), float(s.value)) for f in families for s in f.samples))
+
+    @classmethod
+    def parse(cls, text: str, source: str = "metrics text") -> Metrics:
+        """`text` parsed; malformed text gives no samples and the parser's complaint as the error."""
+        try:
+            return cls.of(parse(text, source))
+        except ScrapeError as exc:
+            return cls((), str(exc))
+
+    @classmethod
+    def unavailable(cls, error: str) -> Metrics:
+        return cls((), error or "no metrics")
+
+    def __bool__(self) -> bool:
+        return bool(self.samples)
+
+    def select(self, name: str, where: Callable[[Labels], bool] | None = None, **match: str) -> list[Sample]:
+        """Samples named `name` whose labels include `match` (and pass `where`)."""
+        return [s for s in self.samples if s.name == name and _matches(s.labels, match, where)]
+
+    def value(self, name: str, **match: str) -> float | None:
+        """The one sample named `name` with these labels; None when there is none.
+
+        More than one match is a question asked too loosely (a value would be picked at random): ScrapeError says
+        which labels tell them apart.
+        """
+        found = self.select(name, None, **match)
+        if len(found) > 1:
+            keys = sorted({k for s in found for k in s.labels} - match.keys())
+            raise ScrapeError(f"{len(found)} samples of {name} match {match or '{}'}; narrow by {', '.join(keys)}")
+        return found[0].value if found else None
+
+    def total(self, name: str, where: Callable[[Labels], bool] | None = None, **match: str) -> float | None:
+        """Sum over the matching series (e.g. across ip_family); None when there is none (absent differs from 0)."""
+        found = self.select(name, where, **match)
+        return sum(s.value for s in found) if found else None
+
+    def histogram(self, name: str, where: Callable[[Labels], bool] | None = None, **match: str) -> Histogram | None:
+        """The matching series of a histogram summed into one (as `sum by (le)` would)."""
+        buckets: dict[float, float] = {}
+        for s in self.select(f"{name}_bucket", where, **match):
+            le = float(s.labels.get("le", "+Inf"))
+            buckets[le] = buckets.get(le, 0.0) + s.value
+        if not buckets:
+            return None
+        count = self.total(f"{name}_count", where, **match) or 0.0
+        total = self.total(f"{name}_sum", where, **match) or 0.0
+        return Histogram(tuple(sorted(buckets.items())), count, total)
+
+    def group(self, name: str, by: str, where: Callable[[Labels], bool] | None = None) -> dict[str, float]:
+        """Sum of `name` per value of label `by`."""
+        out: dict[str, float] = {}
+        for s in self.select(name, where):
+            key = s.labels.get(by, "")
+            out[key] = out.get(key, 0.0) + s.value
+        return out
+
+
+def windowed(now: Histogram | None, before: Histogram | None, min_count: float = 1) -> tuple[Histogram | None, str]:
+    """The histogram of the window between two scrapes when it saw at least `min_count` observations, else the
+    cumulative one since the process started; the second value says which ("window" | "since start" | "")."""
+    if now is None:
+        return None, ""
+    if before is not None:
+        delta = now.minus(before)
+        if delta.count >= min_count:
+            return delta, "window"
+    return now, "since start"
+
+
+def counter_delta(now: float | None, before: float | None) -> float | None:
+    if now is None:
+        return None
+    if before is None or now < before:  # no earlier scrape, or a restart reset the counter
+        return now
+    return now - before

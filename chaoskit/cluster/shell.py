@@ -1,7 +1,8 @@
-"""Running host commands: the one place chaoskit starts processes on the host.
+"""Running host commands: the one place chaoskit starts processes on the host (with nodeexec.py's streams).
 
 Every failure becomes a CommandError with a command the user can paste and the
-tail of what it printed. FakeRunner stands in for it in unit tests.
+tail of what it printed. FakeRunner stands in for it in unit tests. `spawn` starts
+the long-running ones (daemons, Prometheus) with their output in a log file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from chaoskit.errors import CommandError
 
@@ -95,6 +96,26 @@ class SubprocessRunner:
         if check and done.returncode != 0:
             raise CommandError(argv, done.returncode, done.output)
         return done
+
+
+Process = subprocess.Popen[bytes]  # a long-running host process `spawn` started
+
+
+def spawn(argv: Sequence[str], log: Path, *, cwd: Path | None = None, detach: bool = False) -> Process:
+    """Start a long-running host process, its stdout and stderr appended to `log`; `detach` lets it outlive us."""
+    with log.open("ab") as sink:
+        return subprocess.Popen([str(a) for a in argv], stdout=sink, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=detach)  # fmt: skip
+
+
+def end(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL when it has not exited within `timeout` seconds; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 Responder = Callable[[tuple[str, ...]], Completed | None]

@@ -19,12 +19,13 @@ from chaoskit.cluster import build, docker, versions
 from chaoskit.cluster import config as kind_config
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.kind import Kind, node_containers, node_kubectl
+from chaoskit.cluster.kind import Kind, container_addresses, node_containers, node_kubectl
 from chaoskit.cluster.kube import condition
+from chaoskit.cluster.marker import marker_configmap
+from chaoskit.cluster.poll import poll
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError
 from chaoskit.progress import Progress
-from chaoskit.safety import marker_configmap
 
 REGISTRY_PROBE = "https://registry-1.docker.io/v2/"
 READY_TIMEOUT = 300.0
@@ -85,14 +86,25 @@ def up(
         with progress.step(f"cluster {cfg.name!r} has stopped nodes; deleting it to recreate"):
             kind.delete(cfg.name)
         existing = []
+    if existing and (moved := moved_nodes(runner, cfg.name)):
+        # Docker gave the nodes new addresses on restart; each Node keeps its old InternalIP, so the API server
+        # would reach one node's kubelet at another's address (exec and logs say "pod does not exist")
+        with progress.step(f"cluster {cfg.name!r} nodes changed address ({', '.join(moved)}); deleting it to recreate"):
+            kind.delete(cfg.name)
+        existing = []
+    if existing and existing[0].image != node_image:
+        # the node image changed (a fix in what runs on the nodes): an old cluster would keep the old nodes
+        with progress.step(f"cluster {cfg.name!r} runs node image {existing[0].image}, not {node_image}; deleting it "
+                           "to recreate"):  # fmt: skip
+            kind.delete(cfg.name)
+        existing = []
     if existing and not _healthy_within(runner, cfg.name, REUSE_TIMEOUT):
-        # e.g. nodes restarted by Docker with new addresses: recreating beats repairing
+        # e.g. a node that never came back after its container restarted: recreating beats repairing
         with progress.step(f"cluster {cfg.name!r} exists but is not healthy; deleting it to recreate"):
             kind.delete(cfg.name)
         existing = []
     if existing:
         progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
-        node_image = existing[0].image
     else:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="kind-config-") as f:
             f.write(cfg.text)
@@ -104,7 +116,7 @@ def up(
         node_kubectl(
             runner, cfg.name, "apply", "-f", "-", input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes()
         )
-        # the marker that lets `chaoskit run` recognise a cluster it built (see chaoskit/safety.py)
+        # the marker that lets `chaoskit run` recognise a cluster it built (see chaoskit.safety)
         node_kubectl(runner, cfg.name, "apply", "-f", "-", input=json.dumps(marker_configmap()).encode())
         for archive in artifacts.workload_archives:
             kind.load_archive(cfg.name, archive)
@@ -126,18 +138,18 @@ def _offer_binaries(cache: Cache, bins: dict[str, Path]) -> None:
 
 def wait_ready(runner: Runner, cluster: str, timeout: float) -> None:
     """Until every node is Ready, every kube-system pod Ready and the metrics API serves node metrics."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
+    last = [""]
+
+    def ready() -> bool:
         try:
             problems = readiness_problems(runner, cluster)
         except ToolError as exc:
             problems = [str(exc).splitlines()[0]]
-        if not problems:
-            return
-        last = "; ".join(problems)
-        time.sleep(3)
-    raise ToolError(f"cluster {cluster!r} not ready after {timeout:.0f}s: {last}")
+        last[0] = "; ".join(problems)
+        return not problems
+
+    if not poll(ready, timeout, 3.0).done:
+        raise ToolError(f"cluster {cluster!r} not ready after {timeout:.0f}s: {last[0]}")
 
 
 def _healthy_within(runner: Runner, cluster: str, timeout: float) -> bool:
@@ -146,6 +158,22 @@ def _healthy_within(runner: Runner, cluster: str, timeout: float) -> bool:
     except ToolError:
         return False
     return True
+
+
+def moved_nodes(runner: Runner, cluster: str) -> list[str]:
+    """Nodes whose registered InternalIP is no longer an address of their container."""
+    try:
+        nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    except ToolError:
+        return []  # the API is not up yet: the health wait below decides
+    held = container_addresses(runner, cluster)
+    moved = []
+    for n in nodes:
+        name = n["metadata"]["name"]
+        internal = {a["address"] for a in n.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"}
+        if name in held and internal and not internal & held[name]:
+            moved.append(name)
+    return sorted(moved)
 
 
 def readiness_problems(runner: Runner, cluster: str) -> list[str]:

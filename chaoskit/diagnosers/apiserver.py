@@ -12,32 +12,28 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from chaoskit.cluster.certs import cert_dates_command, parse_not_after, served_cert_command
+from chaoskit.cluster.scrape import Labels, Metrics, counter_delta, scrape_command, windowed
+from chaoskit.components import apiserver
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, Severity, register
 from chaoskit.diagnosers.common import (
     HttpAnswer,
-    cert_dates_command,
     excerpt,
+    expiry_findings,
     failing_checks,
     http_command,
     iso,
     matching,
     metrics_of,
-    parse_not_after,
-    served_cert_command,
+    rounded,
 )
-from chaoskit.diagnosers.metrics import Labels, Metrics, counter_delta, rounded, scrape_command, windowed
-from chaoskit.diagnosers.sources import Sources
+from chaoskit.diagnosers.sources import Sources, window_wait
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
-from chaoskit.faults.base import FaultParams
+from chaoskit.model.params import FaultParams
 
-API = "https://127.0.0.1:6443"
-PKI = "/etc/kubernetes/pki"
-CLIENT_CERTS = {
-    "apiserver-kubelet-client": f"{PKI}/apiserver-kubelet-client.crt",
-    "apiserver-etcd-client": f"{PKI}/apiserver-etcd-client.crt",
-    "front-proxy-client": f"{PKI}/front-proxy-client.crt",
-}
-SERVING_FILE = f"{PKI}/apiserver.crt"
+API = apiserver.URL
+CLIENT_CERTS = apiserver.CLIENT_CERTS
+SERVING_FILE = apiserver.SERVING_CERT
 METRICS = (
     "apiserver_request_total",
     "apiserver_request_duration_seconds",
@@ -46,7 +42,7 @@ METRICS = (
     "process_resident_memory_bytes",
 )
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
-DAY = 86400.0
+WINDOW = ("metrics_before", "wait", "metrics_after")  # no second scrape when the first got no answer
 
 
 class ApiServerParams(FaultParams):
@@ -57,6 +53,7 @@ class ApiServerParams(FaultParams):
     mutating_p99: float = Field(default=1.0, description="Seconds; the Kubernetes SLO for mutating calls.")
     read_p99: float = Field(default=1.0, description="Seconds; the SLO for single-object reads.")
     list_p99: float = Field(default=5.0, description="Seconds; the SLO for namespace-scoped LISTs.")
+    min_slow: int = Field(default=3, description="Requests over the SLO in the window before p99 counts as slow.")
     max_watches: int = Field(default=500, description="Open WATCH requests in all: more looks like a leak.")
     max_watches_per_resource: int = Field(default=150, description="Open WATCH requests on one resource and scope.")
     cert_warning_days: float = Field(default=30, description="Certificates expiring sooner than this: warning.")
@@ -88,16 +85,16 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
     def collect(self, src: Sources, node: str) -> ApiServerEvidence:
         scrape = scrape_command(f"{API}/metrics", METRICS, client_cert=True)
         s = src.sections(node, {
-            "readyz": http_command(f"{API}/readyz?verbose", max_time=10),
-            "livez": http_command(f"{API}/livez?verbose", max_time=10),
-            "served": served_cert_command("127.0.0.1:6443", "serving"),
+            "readyz": http_command(f"{API}/readyz?verbose"),
+            "livez": http_command(f"{API}/livez?verbose"),
+            "served": served_cert_command(apiserver.ADDRESS, "serving"),
             "files": cert_dates_command({"serving-file": SERVING_FILE, **CLIENT_CERTS}),
             "metrics_before": scrape,
-            "wait": f"sleep {self.p.window:g}",
+            "wait": window_wait(self.p.window),
             "metrics_after": scrape,
-            "etcd_filter": "iptables -w 2 -S 2>/dev/null | grep -E -- '--[ds]port 2379' || true",
-            **process_commands("kube-apiserver"),
-        }, timeout=60 + self.p.window)  # fmt: skip
+            "etcd_filter": f"iptables -w 2 -S 2>/dev/null | grep -E -- '--[ds]port {apiserver.ETCD_PORT}' || true",
+            **process_commands(apiserver.PROCESS),
+        }, timeout=60 + self.p.window, chains=[WINDOW])  # fmt: skip
         return ApiServerEvidence(
             node=node,
             collected_at=src.clock(),
@@ -108,7 +105,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             metrics_before=metrics_of(s["metrics_before"]),
             metrics_after=metrics_of(s["metrics_after"]),
             window_s=self.p.window,
-            process=ProcessState.of("kube-apiserver", s),
+            process=ProcessState.of(apiserver.PROCESS, s),
             etcd_filter_rules=tuple(line for line in s["etcd_filter"].output.splitlines() if line.startswith("-A")),
             client_view=src.api.down,
         )
@@ -189,31 +186,14 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             (e,), ("crictl logs of kube-apiserver on the control-plane node",),
         ),))  # fmt: skip
 
-    def _expiry(self, component: str, check: str, label: str, not_after: float | None, now: float, e: Evidence,
-                effect: str, fix: tuple[str, ...]) -> tuple[Finding, ...]:  # fmt: skip
-        if not_after is None:
-            return ()
-        if not_after <= now:
-            return (Finding(
-                "critical", component, f"{label} certificate expired at {iso(not_after)}",
-                f"x509: certificate has expired; {effect}", (e,), fix,
-            ),)  # fmt: skip
-        if not_after - now < self.p.cert_warning_days * DAY:
-            days = (not_after - now) / DAY
-            return (Finding(
-                "warning", component, f"{label} certificate expires in {days:.1f} days ({iso(not_after)})",
-                f"when it expires: {effect}", (e,), fix,
-            ),)  # fmt: skip
-        return ()
-
     def _serving_cert(self, ev: ApiServerEvidence) -> Assessed:
         served, on_disk = ev.served_not_after, ev.file_not_after.get("serving-file")
         e = Evidence("serving-certificate",
                      f"openssl s_client -connect 127.0.0.1:6443 and openssl x509 -enddate {SERVING_FILE} on {ev.node}",
                      {"served_not_after": iso(served), "file_not_after": iso(on_disk)})  # fmt: skip
-        findings = self._expiry(
-            "apiserver", "serving-certificate", "The API server's serving",
-            served if served is not None else on_disk, ev.collected_at, e,
+        findings = expiry_findings(
+            "apiserver", "The API server's serving certificate", served if served is not None else on_disk,
+            ev.collected_at, self.p.cert_warning_days, e,
             "every client that verifies the cluster CA (kubelets, controllers, kubectl) fails to connect",
             (f"kubeadm certs renew apiserver on {ev.node} (kube-apiserver reloads it from disk)",
              f"openssl x509 -in {SERVING_FILE} -noout -dates to confirm"),
@@ -226,9 +206,10 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
                      {k: iso(v) for k, v in certs.items()})  # fmt: skip
         findings: list[Finding] = []
         for label, not_after in certs.items():
-            findings += self._expiry(
-                "apiserver", "client-certificates", f"The API server's client ({label})", not_after,
-                ev.collected_at, e, f"the API server cannot authenticate as {label} (etcd, kubelets, aggregated APIs)",
+            findings += expiry_findings(
+                "apiserver", f"The API server's client ({label}) certificate", not_after, ev.collected_at,
+                self.p.cert_warning_days, e, f"the API server cannot authenticate as {label} (etcd, kubelets, "
+                "aggregated APIs)",
                 (f"kubeadm certs renew {label} on {ev.node}, then restart kube-apiserver",),
             )  # fmt: skip
         return Assessed(e, tuple(findings))
@@ -281,7 +262,8 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             p99 = hist.quantile(0.99)
             values[f"{name}_p99_s"] = p99
             values[f"{name}_count"] = hist.count
-            if p99 is not None and p99 > limit:
+            values[f"{name}_over_slo"] = hist.over(limit)
+            if hist.slow(limit, self.p.min_slow):
                 slow.append(f"{name} p99 {p99:.2f}s > {limit:g}s")
         e = Evidence("request-latency", source, {"window_s": ev.window_s}, metrics=rounded(values.items()))
         if not slow:

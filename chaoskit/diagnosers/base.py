@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 from pydantic import BaseModel
 
 from chaoskit.diagnosers.sources import Sources
-from chaoskit.faults.base import NoParams
+from chaoskit.model.params import NoParams
 from chaoskit.registry import Registered, Registry
 
 Severity = Literal["critical", "warning", "info"]

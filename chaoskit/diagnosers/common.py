@@ -1,17 +1,18 @@
-"""Pieces several diagnosers share: HTTP answers read inside a node, certificate dates, times and ages, log
-excerpts, and the finding that says API-side evidence is unavailable."""
+"""Pieces several diagnosers share: HTTP answers read inside a node, certificate expiry findings, times and ages,
+log excerpts, metric values for evidence, and the finding that says API-side evidence is unavailable."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from chaoskit.cluster.certs import DAY, expiry
+from chaoskit.cluster.scrape import Metrics
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
-from chaoskit.diagnosers.metrics import Metrics
 from chaoskit.diagnosers.sources import Fetched, Section
 from chaoskit.model.timeline import api_time
 
@@ -69,44 +70,28 @@ def age(value: object, now: float) -> float | None:
     return None if t is None else max(0.0, now - t)
 
 
-OPENSSL_DATE = "%b %d %H:%M:%S %Y %Z"
-
-
-def cert_dates_command(paths: Mapping[str, str]) -> str:
-    """One line per certificate: `<label> notAfter=<date>` (or `<label> missing`)."""
-    lines = [
-        f'if [ -r {shlex.quote(p)} ]; then echo "{label} $(openssl x509 -in {shlex.quote(p)} -noout -enddate)"; '
-        f"else echo '{label} missing'; fi"
-        for label, p in paths.items()
-    ]
-    return "; ".join(lines)
-
-
-def served_cert_command(host_port: str, label: str) -> str:
-    """The certificate a TLS server presents, as `<label> notAfter=<date>`."""
-    fetch = f"echo | timeout 5 openssl s_client -connect {host_port} 2>/dev/null | openssl x509 -noout -enddate"
-    return f'd=$({fetch}) && echo "{label} $d" || echo "{label} unreadable"'
-
-
-def parse_not_after(text: str) -> dict[str, float | None]:
-    """label -> notAfter as epoch seconds (None: missing or unreadable)."""
-    out: dict[str, float | None] = {}
-    for line in text.splitlines():
-        label, _, rest = line.strip().partition(" ")
-        if not label:
-            continue
-        when = None
-        if rest.startswith("notAfter="):
-            try:
-                when = datetime.strptime(rest[len("notAfter=") :].strip(), OPENSSL_DATE).replace(tzinfo=UTC)
-            except ValueError:
-                when = None
-        out[label] = when.timestamp() if when else None
-    return out
-
-
 def iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def expiry_findings(component: str, subject: str, not_after: float | None, now: float, warning_days: float,
+                    evidence: Evidence, effect: str, fix: tuple[str, ...]) -> tuple[Finding, ...]:  # fmt: skip
+    """Critical for an expired certificate, a warning for one expiring within `warning_days`, else nothing.
+
+    `subject` names the certificate ("The API server's serving certificate"); `effect` is what its expiry breaks.
+    """
+    state = expiry(not_after, now, warning_days)
+    if state == "expired":
+        return (Finding(
+            "critical", component, f"{subject} expired at {iso(not_after)}",
+            f"x509: certificate has expired; {effect}", (evidence,), fix,
+        ),)  # fmt: skip
+    if state == "expiring" and not_after is not None:
+        return (Finding(
+            "warning", component, f"{subject} expires in {(not_after - now) / DAY:.1f} days ({iso(not_after)})",
+            f"when it expires: {effect}", (evidence,), fix,
+        ),)  # fmt: skip
+    return ()
 
 
 # klog's error and warning lines (E1130 03:48:56.170719 ...), and words that mark trouble in any log format
@@ -157,3 +142,8 @@ def items(fetched: Fetched) -> list[dict[str, Any]]:
     """The items of a fetched list (none when the read failed)."""
     data = fetched.data if fetched.ok else None
     return list(data.get("items") or []) if isinstance(data, dict) else []
+
+
+def rounded(values: Iterable[tuple[str, float | None]], digits: int = 4) -> dict[str, float]:
+    """Metric values for an Evidence record: absent ones left out, the rest rounded for reading."""
+    return {k: round(v, digits) for k, v in values if v is not None}

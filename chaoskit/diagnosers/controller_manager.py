@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.cluster.scrape import Metrics, scrape_command
+from chaoskit.components import controller_manager
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
     HttpAnswer,
@@ -24,6 +26,7 @@ from chaoskit.diagnosers.common import (
     failing_checks,
     items,
     metrics_of,
+    rounded,
 )
 from chaoskit.diagnosers.controllers import (
     controllers_evidence,
@@ -36,14 +39,13 @@ from chaoskit.diagnosers.controllers import (
     stuck_queues,
 )
 from chaoskit.diagnosers.leases import LeaseState, assess_leader_lease
-from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
 from chaoskit.diagnosers.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
-from chaoskit.faults.base import FaultParams
+from chaoskit.model.params import FaultParams
 
-HEALTHZ = "https://127.0.0.1:10257/healthz?verbose"
-LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+HEALTHZ = f"{controller_manager.HEALTHZ}?verbose"
+LEASE = controller_manager.LEASE
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
 REPLICASETS = "/apis/apps/v1/replicasets"
@@ -51,10 +53,9 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
-METRICS_URL = "https://127.0.0.1:10257/metrics"
+METRICS_URL = controller_manager.METRICS_URL
 METRICS = ("workqueue_depth", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
            "workqueue_adds_total", "workqueue_work_duration_seconds_count")  # fmt: skip
-CMDLINE = "pid=$(pgrep -x kube-controller | head -n1) && [ -n \"$pid\" ] && tr '\\0' ' ' < /proc/$pid/cmdline"
 EMPTY = Fetched({"items": []})  # evidence made without these reads (older recordings): nothing there to judge
 
 
@@ -98,22 +99,24 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     Params = ControllerManagerParams
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
-        healthz, metrics, process = collect_local(src, node, "kube-controller-manager", HEALTHZ, METRICS_URL, METRICS)
+        healthz, metrics, process = collect_local(src, node, controller_manager.PROCESS, HEALTHZ, METRICS_URL, METRICS)
         started = src.clock()
         reads = {name: src.api.fetch(path) for name, path in (
             ("lease", LEASE), ("deployments", DEPLOYMENTS), ("hpas", HPAS), ("replicasets", REPLICASETS),
             ("services", SERVICES), ("slices", SLICES), ("quotas", QUOTAS))}  # fmt: skip
         failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
         wait = max(0.0, self.p.window - (src.clock() - started))  # the API reads count towards the window
-        later = src.sections(node, {"wait": f"sleep {wait:.2f}", "metrics": scrape_command(METRICS_URL, METRICS,
-                             client_cert=True), "cmdline": CMDLINE})  # fmt: skip
+        # no window to measure when the first scrape got no answer: a second one would only wait out its timeout
+        scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
+        again = {"wait": f"sleep {wait:.2f}", "metrics": scrape} if metrics else {}
+        later = src.sections(node, {**again, "cmdline": controller_manager.CMDLINE}, chains=[tuple(again)])
         return ControllerManagerEvidence(
             node=node,
             collected_at=src.clock(),
             healthz=healthz,
             metrics=metrics,
             process=process,
-            metrics_after=metrics_of(later["metrics"]),
+            metrics_after=metrics_of(later["metrics"]) if metrics else Metrics.unavailable(metrics.error),
             window_s=self.p.window,
             cmdline=later["cmdline"].text,
             failed_creates=failed_creates,
@@ -285,6 +288,8 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
 
 def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
     meta, spec, status = d.get("metadata", {}), d.get("spec", {}), d.get("status", {})
+    if meta.get("deletionTimestamp"):
+        return ""  # on its way out (its namespace deleted): its pods go first, nothing is to converge
     generation, observed = int(meta.get("generation") or 0), int(status.get("observedGeneration") or 0)
     since_change = age(_newest_time(d), now)
     if observed < generation and (since_change is None or since_change > after):
@@ -294,7 +299,10 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
         return f"ProgressDeadlineExceeded: {progressing.get('message', '')}"
     wanted = int(spec.get("replicas", 1))
     have = int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0)
-    stalled = age(progressing.get("lastUpdateTime"), now)
+    # since the last progress or the last loss of availability: a pod that just went is not a stall of minutes
+    stalled = min((a for a in (age(progressing.get("lastUpdateTime"), now),
+                               age(_condition(d, "Available").get("lastTransitionTime"), now)) if a is not None),
+                  default=None)  # fmt: skip
     if min(have) < wanted and stalled is not None and stalled > after:
         return f"{have[1]}/{wanted} available, {have[0]} updated, no progress for {stalled:.0f}s"
     return ""

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from chaoskit.diagnosers.apiserver import API
+from chaoskit.cluster.scrape import Metrics, scrape_command, windowed
+from chaoskit.components import apiserver, etcd
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of
-from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command, windowed
-from chaoskit.diagnosers.sources import Sources
+from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded
+from chaoskit.diagnosers.sources import Sources, window_wait
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
-from chaoskit.faults.base import FaultParams
+from chaoskit.model.params import FaultParams
 
-ETCD_METRICS_URL = "http://127.0.0.1:2381"
+ETCD_METRICS_URL = etcd.METRICS_BASE
 ETCD_METRICS = (
     "etcd_disk_wal_fsync_duration_seconds",
     "etcd_disk_backend_commit_duration_seconds",
@@ -30,6 +30,8 @@ ETCD_METRICS = (
     "etcd_server_quota_backend_bytes",
 )
 API_METRICS = ("etcd_request_duration_seconds",)
+# each side's second scrape only when its first answered: a frozen etcd (or API server) costs one timeout, not two
+WINDOWS = (("etcd_before", "etcd_wait", "etcd_after"), ("api_before", "api_wait", "api_after"))
 
 
 class EtcdParams(FaultParams):
@@ -37,6 +39,7 @@ class EtcdParams(FaultParams):
     fsync_p99: float = Field(default=0.25, description="Seconds; WAL fsync p99 above this: warning (disk too slow).")
     commit_p99: float = Field(default=0.25, description="Seconds; backend commit p99 above this: warning.")
     request_p99: float = Field(default=1.0, description="Seconds; the API server's etcd request p99: warning.")
+    min_slow: int = Field(default=3, description="Observations over their limit in the window before a p99 counts.")
     db_quota_share: float = Field(default=0.8, description="Database size over this share of its quota: warning.")
 
 
@@ -61,16 +64,15 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
     Params = EtcdParams
 
     def collect(self, src: Sources, node: str) -> EtcdEvidence:
-        etcd = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)
-        api = scrape_command(f"{API}/metrics", API_METRICS, client_cert=True)
+        own = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)
+        api = scrape_command(f"{apiserver.URL}/metrics", API_METRICS, client_cert=True)
         s = src.sections(node, {
-            "health": http_command(f"{ETCD_METRICS_URL}/health", max_time=5),
-            "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose", max_time=5),
-            "etcd_before": etcd, "api_before": api,
-            "wait": f"sleep {self.p.window:g}",
-            "etcd_after": etcd, "api_after": api,
-            **process_commands("etcd"),
-        }, timeout=60 + self.p.window)  # fmt: skip
+            "health": http_command(f"{ETCD_METRICS_URL}/health"),
+            "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose"),
+            "etcd_before": own, "etcd_wait": window_wait(self.p.window), "etcd_after": own,
+            "api_before": api, "api_wait": window_wait(self.p.window), "api_after": api,
+            **process_commands(etcd.PROCESS),
+        }, timeout=60 + self.p.window, chains=WINDOWS)  # fmt: skip
         return EtcdEvidence(
             node=node,
             health=HttpAnswer.of(s["health"]),
@@ -80,7 +82,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             api_before=metrics_of(s["api_before"]),
             api_after=metrics_of(s["api_after"]),
             window_s=self.p.window,
-            process=ProcessState.of("etcd", s),
+            process=ProcessState.of(etcd.PROCESS, s),
         )
 
     def assess(self, ev: EtcdEvidence) -> list[Assessed]:
@@ -151,7 +153,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                 continue  # no fsync in the window: nothing to judge now
             p99 = hist.quantile(0.99)
             values[f"{name}_p99_s"], values[f"{name}_count"] = p99, hist.count
-            if p99 is not None and p99 > limit:
+            if p99 is not None and hist.slow(limit, self.p.min_slow):
                 slow.append(f"{name} p99 {p99 * 1000:.0f} ms > {limit * 1000:.0f} ms")
         e = Evidence("disk-latency", source, {"window_s": ev.window_s}, metrics=rounded(values.items(), 5))
         if not slow:
@@ -163,7 +165,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         ),))  # fmt: skip
 
     def _requests(self, ev: EtcdEvidence) -> Assessed:
-        source = f"etcd_request_duration_seconds from {API}/metrics (the API server's side), {ev.window_s:g}s"
+        source = f"etcd_request_duration_seconds from {apiserver.URL}/metrics (the API server's side), {ev.window_s:g}s"
         if not ev.api_after:
             return Assessed(Evidence("request-latency", source, {"error": ev.api_after.error}, available=False))
         hist, basis = windowed(ev.api_after.histogram("etcd_request_duration_seconds"),
@@ -173,7 +175,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         p99 = hist.quantile(0.99)
         e = Evidence("request-latency", source, {"window_s": ev.window_s, "requests": hist.count},
                      metrics=rounded([("p99_s", p99), ("mean_s", hist.mean)], 5))  # fmt: skip
-        if p99 is None or p99 <= self.p.request_p99:
+        if p99 is None or not hist.slow(self.p.request_p99, self.p.min_slow):
             return Assessed(e)
         return Assessed(e, (Finding(
             "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s",

@@ -3,13 +3,12 @@ endpoints.
 
 The document's kube-proxy fault is rule-update lag during fast HPA scaling: new pods get no traffic, old ones keep
 getting it. Its evidence is kube-proxy's own metrics (a change queued long after the last sync means it is hung or
-throttled; FAULTS.md) and the rules themselves compared with the EndpointSlices: a Service port with ready endpoints
+throttled) and the rules themselves compared with the EndpointSlices: a Service port with ready endpoints
 but no rule, an endpoint the rules do not reach, a rule that still reaches an endpoint that is gone.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -17,28 +16,20 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.cluster.scrape import Metrics, scrape_command
+from chaoskit.components import kube_proxy as kp
+from chaoskit.components.kube_proxy import Target
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import HttpAnswer, api_unavailable, http_command, items, metrics_of
-from chaoskit.diagnosers.metrics import Metrics, rounded, scrape_command
+from chaoskit.diagnosers.common import HttpAnswer, api_unavailable, http_command, items, metrics_of, rounded
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
-from chaoskit.faults.base import FaultParams
-from chaoskit.model.duration import parse_duration
+from chaoskit.model.params import FaultParams
 
-METRICS_URL = "http://127.0.0.1:10249"
-HEALTHZ = "http://127.0.0.1:10256/healthz"
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
-METRICS = (
-    "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
-    "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-    "kubeproxy_sync_proxy_rules_duration_seconds",
-    "kubeproxy_network_programming_duration_seconds",
-    "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
-    "kubeproxy_sync_proxy_rules_service_changes_pending",
-)
+METRICS = (kp.LAST_QUEUED, kp.LAST_SYNC, kp.SYNC_DURATION, kp.NETWORK_PROGRAMMING, kp.ENDPOINT_CHANGES_PENDING,
+           kp.SERVICE_CHANGES_PENDING)  # fmt: skip
 RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
-Target = tuple[str, str, int]  # (IP, protocol, port): a ClusterIP port, or an endpoint
 
 
 class KubeProxyParams(FaultParams):
@@ -81,14 +72,14 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         services = src.api.fetch(SERVICES, fresh=fresh)  # before the rules: these may only be newer
         slices = src.api.fetch(SLICES, fresh=fresh)
         s = src.sections(node, {
-            "mode": f"curl -sS --max-time 3 {METRICS_URL}/proxyMode",
-            "healthz": http_command(HEALTHZ, max_time=3),
-            "metrics": scrape_command(f"{METRICS_URL}/metrics", METRICS, max_time=5),
+            "mode": f"curl -sS --max-time 3 {kp.PROXY_MODE_URL}",
+            "healthz": http_command(kp.HEALTHZ, max_time=3),
+            "metrics": scrape_command(kp.METRICS_URL, METRICS, max_time=5),
             "now": "date +%s.%N",
-            "configz": f"curl -sS --max-time 3 {METRICS_URL}/configz",
-            "nft": "nft list table ip kube-proxy",
-            "iptables": "iptables-save -t nat | grep -E '^-A KUBE-(SERVICES|SVC-|SEP-)'",
-            **process_commands("kube-proxy", static_pod=False),
+            "configz": f"curl -sS --max-time 3 {kp.CONFIGZ_URL}",
+            "nft": kp.NFT_TABLE,
+            "iptables": kp.IPTABLES_NAT,
+            **process_commands(kp.PROCESS, static_pod=False),
         })  # fmt: skip
         mode = s["mode"].text if s["mode"].ok else ""
         now = s["now"].text
@@ -98,9 +89,9 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             mode=mode,
             healthz=HttpAnswer.of(s["healthz"]),
             metrics=metrics_of(s["metrics"]),
-            min_sync_period=_min_sync_period(s["configz"].output),
+            min_sync_period=kp.min_sync_period(s["configz"].output),
             rules=s["nft"].output if mode == "nftables" else s["iptables"].output,
-            process=ProcessState.of("kube-proxy", s),
+            process=ProcessState.of(kp.PROCESS, s),
             services=services,
             slices=slices,
         )
@@ -117,7 +108,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
 
     def _health(self, ev: KubeProxyEvidence) -> Assessed:
         h = ev.healthz
-        e = Evidence("healthz", f"curl {HEALTHZ} and {METRICS_URL}/proxyMode on {ev.node}",
+        e = Evidence("healthz", f"curl {kp.HEALTHZ} and {kp.PROXY_MODE_URL} on {ev.node}",
                      {"answer": h.describe(), "body": h.body[:300] or None, "mode": ev.mode or None,
                       "min_sync_period_s": ev.min_sync_period})  # fmt: skip
         if not h.answered or h.code != 200:
@@ -142,20 +133,20 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
 
     def _sync(self, ev: KubeProxyEvidence) -> Assessed:
         m = ev.metrics
-        source = f"kubeproxy_sync_proxy_rules_* from {METRICS_URL}/metrics on {ev.node}"
+        source = f"kubeproxy_sync_proxy_rules_* from {kp.METRICS_URL} on {ev.node}"
         if not m or ev.node_time is None:
             return Assessed(Evidence("rule-sync", source, {"error": m.error or "no clock"}, available=False))
-        queued = _newest(m, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds")
-        synced = _newest(m, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        queued = _newest(m, kp.LAST_QUEUED)
+        synced = _newest(m, kp.LAST_SYNC)
         waiting = ev.node_time - queued if queued is not None and (synced is None or queued > synced) else 0.0
-        programming = m.histogram("kubeproxy_network_programming_duration_seconds")
+        programming = m.histogram(kp.NETWORK_PROGRAMMING)
         e = Evidence("rule-sync", source, {
             "last_queued_s_ago": None if queued is None else round(ev.node_time - queued, 1),
             "last_synced_s_ago": None if synced is None else round(ev.node_time - synced, 1),
             "change_waiting_s": round(waiting, 1),
         }, metrics=rounded([
-            ("endpoint_changes_pending", m.total("kubeproxy_sync_proxy_rules_endpoint_changes_pending")),
-            ("service_changes_pending", m.total("kubeproxy_sync_proxy_rules_service_changes_pending")),
+            ("endpoint_changes_pending", m.total(kp.ENDPOINT_CHANGES_PENDING)),
+            ("service_changes_pending", m.total(kp.SERVICE_CHANGES_PENDING)),
             ("network_programming_p99_s_since_start", programming.quantile(0.99) if programming else None),
         ]))  # fmt: skip
         if waiting <= self.p.lag_warning:
@@ -171,7 +162,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
 
     def _rules(self, ev: KubeProxyEvidence) -> Assessed:
         source = (
-            f"{'nft list table ip kube-proxy' if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
+            f"{kp.NFT_TABLE if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
             f"{ev.node}; GET {SERVICES}, {SLICES}"
         )
         for fetched in (ev.services, ev.slices):
@@ -257,7 +248,7 @@ def compare(ev: KubeProxyEvidence) -> RuleDiff | None:
     if not (ev.services.ok and ev.slices.ok) or ev.mode not in ("nftables", "iptables"):
         return None
     want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
-    have_services, have_endpoints = (_nft_rules if ev.mode == "nftables" else _iptables_rules)(ev.rules)
+    have_services, have_endpoints = (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
     return RuleDiff(want_services, have_services, want_endpoints, allowed, have_endpoints)
 
 
@@ -269,13 +260,6 @@ def _at(target: Target) -> str:
 def _newest(m: Metrics, name: str) -> float | None:
     values = [s.value for s in m.select(name) if s.labels.get("ip_family", "IPv4") == "IPv4"]
     return max(values) if values else None
-
-
-def _min_sync_period(configz: str) -> float | None:
-    try:
-        return parse_duration(json.loads(configz)["kubeproxy.config.k8s.io"]["MinSyncPeriod"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def _expected(
@@ -323,28 +307,3 @@ def _expected(
                 label = port_name or port.get("port")
                 want_services[key] = f"{meta.get('namespace', '')}/{meta.get('name', '')}:{label}"
     return want_services, ready, allowed
-
-
-_NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")
-_NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?/(tcp|udp|sctp)/[^/\s]*__([\d.]+)/(\d+)\b")
-
-
-def _nft_rules(table: str) -> tuple[set[Target], set[Target]]:
-    """ClusterIP entries of the service-ips map, and the endpoints the service chains jump to."""
-    start = table.find("map service-ips {")
-    block = table[start : table.find("\n\t}", start)] if start >= 0 else ""
-    services = {(ip, proto, int(port)) for ip, proto, port in _NFT_SERVICE.findall(block)}
-    endpoints = {(ip, proto, int(port)) for proto, ip, port in _NFT_ENDPOINT.findall(table)}
-    return services, endpoints
-
-
-_IPT_SERVICE = re.compile(r"^-A KUBE-SERVICES -d ([\d.]+)/32 -p (\w+) .*--dport (\d+) .*-j KUBE-SVC-", re.M)
-_IPT_JUMP = re.compile(r"^-A KUBE-SVC-\S+ .*-j (KUBE-SEP-\S+)", re.M)
-_IPT_DNAT = re.compile(r"^-A (KUBE-SEP-\S+) -p (\w+) .*--to-destination ([\d.]+):(\d+)", re.M)
-
-
-def _iptables_rules(nat: str) -> tuple[set[Target], set[Target]]:
-    services = {(ip, proto, int(port)) for ip, proto, port in _IPT_SERVICE.findall(nat)}
-    referenced = set(_IPT_JUMP.findall(nat))
-    endpoints = {(ip, proto, int(port)) for chain, proto, ip, port in _IPT_DNAT.findall(nat) if chain in referenced}
-    return services, endpoints

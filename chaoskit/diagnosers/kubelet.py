@@ -16,29 +16,30 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.cluster.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
+from chaoskit.cluster.scrape import Metrics, scrape_command
+from chaoskit.components import kubelet
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
     HttpAnswer,
     api_unavailable,
-    cert_dates_command,
     excerpt,
+    expiry_findings,
     failing_checks,
     http_command,
     iso,
     matching,
     metrics_of,
-    parse_not_after,
+    rounded,
 )
 from chaoskit.diagnosers.leases import LeaseState
-from chaoskit.diagnosers.metrics import CLIENT_CERT, CLIENT_KEY, Metrics, rounded, scrape_command
 from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.faults.base import FaultParams
+from chaoskit.model.params import FaultParams
 
-KUBELET_DIR = "/var/lib/kubelet"
-CLIENT_PEM = f"{KUBELET_DIR}/pki/kubelet-client-current.pem"
+KUBELET_DIR = kubelet.DIR
+CLIENT_PEM = kubelet.CLIENT_PEM
 PRESSURES = ("DiskPressure", "MemoryPressure", "PIDPressure")
-DAY = 86400.0
-JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
+JOURNAL = kubelet.JOURNAL
 _JOURNAL_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) ")
 
 
@@ -78,15 +79,15 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
         s = src.sections(node, {
             "service": "systemctl is-active kubelet; systemctl show kubelet -p NRestarts --value",
-            "healthz": http_command("http://127.0.0.1:10248/healthz", max_time=3),
+            "healthz": http_command(kubelet.HEALTHZ, max_time=3),
             "cert": cert_dates_command({"client": CLIENT_PEM}),
             "disk": f"df -P {KUBELET_DIR} | tail -n 1",
             "journal": f"{JOURNAL} | tail -n 400",
         })  # fmt: skip
-        cert = f"--cert {CLIENT_CERT} --key {CLIENT_KEY} "
+        cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} "
         remote = src.sections(src.control_plane, {
-            "healthz": http_command(f"https://{node}:10250/healthz?verbose", max_time=5, extra=cert),
-            "metrics": scrape_command(f"https://{node}:10250/metrics", ("kubelet_pleg_",), client_cert=True),
+            "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
+            "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
         })  # fmt: skip
         service = s["service"].output.split()
         return KubeletEvidence(
@@ -101,7 +102,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             disk_used_percent=_used_percent(s["disk"].output),
             journal=s["journal"].output,
             node_obj=src.api.fetch(f"/api/v1/nodes/{node}"),
-            lease=src.api.fetch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"),
+            lease=src.api.fetch(kubelet.node_lease(node)),
         )
 
     def assess(self, ev: KubeletEvidence) -> list[Assessed]:
@@ -136,7 +137,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         if ev.service != "active":
             lines = self._recent(ev, "expired", "failed to run kubelet", "error", "fail")
             cert_expired = bool(matching(lines, "expired")) or (
-                ev.client_not_after is not None and ev.client_not_after <= ev.collected_at
+                expiry(ev.client_not_after, ev.collected_at, self.p.cert_warning_days) == "expired"
             )
             cause = (
                 "kubelet exits at start because its client certificate has expired and cannot be renewed; "
@@ -192,7 +193,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         ),))  # fmt: skip
 
     def _heartbeat(self, ev: KubeletEvidence) -> Assessed:
-        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{ev.node}"
+        path = kubelet.node_lease(ev.node)
         if not ev.lease.ok:
             return api_unavailable("kubelet", "heartbeat", f"GET {path}", ev.lease.error)
         lease = LeaseState.of(ev.lease.data, ev.collected_at)
@@ -238,24 +239,16 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         lines = self._recent(ev, "expired", "certificate", "x509")
         e = Evidence("client-certificate", f"openssl x509 -enddate -in {CLIENT_PEM} on {ev.node}",
                      {"not_after": iso(ev.client_not_after)}, log_lines=lines)  # fmt: skip
-        t = ev.client_not_after
         fix = (
             f"if rotation is on, kubelet renews it itself while it is still valid: check "
             f"journalctl -u kubelet | grep -i certificate on {ev.node}",
             "an expired one cannot be renewed: rejoin the node (kubeadm join) or sign a new client certificate",
         )
-        if t is not None and t <= ev.collected_at:
-            return Assessed(e, (Finding(
-                "critical", "kubelet", f"kubelet client certificate on {ev.node} expired at {iso(t)}",
-                "kubelet cannot authenticate to the API server: certificate rotation failed before expiry; "
-                "the node goes NotReady", (e,), fix,
-            ),))  # fmt: skip
-        if t is not None and t - ev.collected_at < self.p.cert_warning_days * DAY:
-            return Assessed(e, (Finding(
-                "warning", "kubelet", f"kubelet client certificate on {ev.node} expires {iso(t)}",
-                "rotation should have renewed it by now (at ~70-90% of its life)", (e,), fix,
-            ),))  # fmt: skip
-        return Assessed(e)
+        return Assessed(e, expiry_findings(
+            "kubelet", f"kubelet client certificate on {ev.node}", ev.client_not_after, ev.collected_at,
+            self.p.cert_warning_days, e, "kubelet cannot authenticate to the API server and the node goes NotReady "
+            "(rotation should have renewed it before, at ~70-90% of its life)", fix,
+        ))  # fmt: skip
 
     def _pleg(self, ev: KubeletEvidence) -> Assessed:
         last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chaoskit.deadman import HEAL_DIR
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.sources import Sources
-from chaoskit.faults.base import NoParams
-from chaoskit.faults.deadman import HEAL_DIR
+from chaoskit.model.params import NoParams
 
 # One block per file: "==> <name> <==" then its content (head's own framing).
 LIST = f'cd {HEAL_DIR} 2>/dev/null && for f in *.failed *.log; do [ -e "$f" ] && tail -n 20 "$f" /dev/null; done'

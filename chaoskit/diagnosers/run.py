@@ -1,15 +1,17 @@
-"""Running the diagnosers: every component (each node for the per-node ones) collected in parallel, judged, and
-gathered into one Diagnosis.
+"""Running the diagnosers: every component (each node for the per-node ones) collected at once, judged, and
+gathered into one Diagnosis, within a time budget.
 
-The API server is asked once before anything else, so that when it is down every diagnoser knows at once and falls
-back to node-local evidence instead of each waiting out its own timeout.
+The API server is asked once, in the background, while the node-side evidence is collected: when it does not answer,
+every API read waits for that one answer and then falls back at once instead of each waiting out its own timeout.
+Every wait (node scripts, API reads, the components themselves) ends by the budget's deadline, so a frozen API
+server or etcd costs the budget at most; what was not collected by then is reported as such.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from chaoskit.diagnosers.base import (
@@ -21,14 +23,16 @@ from chaoskit.diagnosers.base import (
     Finding,
     diagnoser_class,
 )
-from chaoskit.diagnosers.sources import API_TIMEOUT, Sources
-from chaoskit.faults.base import Env
+from chaoskit.diagnosers.budget import Budget, leashed
+from chaoskit.diagnosers.sources import API_TIMEOUT, Fetched, Sources
+from chaoskit.env import Env
 from chaoskit.registry import load_catalog
 
 # The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
 # own reverts last (their findings still rank first: see CAUSAL_RANK).
 ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
-PARALLEL = 6  # collection waits on docker exec and HTTP, not on our CPU
+BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
+GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 
 
 def components(wanted: Sequence[str] = ()) -> list[str]:
@@ -47,21 +51,29 @@ def diagnose(
     wanted: Sequence[str] = (),
     *,
     api_timeout: float = API_TIMEOUT,
+    budget: float = BUDGET,
     say: Callable[[str], None] = lambda _: None,
 ) -> Diagnosis:
     names = components(wanted)
     started, t0 = time.time(), time.monotonic()
-    src = Sources.of(env, control_plane, tuple(nodes), api_timeout)
-    probe = src.api.raw("/readyz")
-    if src.api.down:
-        say(f"API server unreachable ({src.api.down}); using node-local evidence")
-    elif not probe.ok:
-        say(f"API server answers but is not ready: {probe.error}")
+    deadline = Budget(budget)
+    src = Sources.of(env, control_plane, tuple(nodes), api_timeout, deadline)
+    src.api.probe("/readyz", then=partial(_said_probe, say))
     jobs = [(name, node) for name in names
             for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))]  # fmt: skip
-    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="chaoskit-diagnose") as pool:
-        reports = list(pool.map(lambda job: _one(src, *job, say=say), jobs))
+    # collection waits on docker exec and HTTP, not on our CPU: every job at once
+    outcomes = leashed([partial(_one, src, *job, say=say) for job in jobs], deadline.remaining() + GRACE,
+                       name="chaoskit-diagnose")  # fmt: skip
+    reports = [o.value if o.value is not None else _unfinished(*job, budget, o.error)
+               for job, o in zip(jobs, outcomes, strict=True)]  # fmt: skip
     return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)
+
+
+def _said_probe(say: Callable[[str], None], probe: Fetched, down: str) -> None:
+    if down:
+        say(f"API server unreachable ({down}); using node-local evidence")
+    elif not probe.ok:
+        say(f"API server answers but is not ready: {probe.error}")
 
 
 def _one(src: Sources, component: str, node: str, *, say: Callable[[str], None]) -> ComponentReport:
@@ -73,6 +85,11 @@ def _one(src: Sources, component: str, node: str, *, say: Callable[[str], None])
         report = collection_failed(component, node, exc)
     say(f"{component} on {node}: {report.status} ({time.monotonic() - t0:.1f}s)")
     return report
+
+
+def _unfinished(component: str, node: str, budget: float, error: BaseException | None) -> ComponentReport:
+    """The report of a component whose collection did not end within the budget (or died outside `_one`)."""
+    return collection_failed(component, node, error or TimeoutError(f"not collected within the {budget:g}s budget"))
 
 
 def collection_failed(component: str, node: str, exc: BaseException) -> ComponentReport:

@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.components import containerd
+from chaoskit.components.common import CRICTL, pid_command
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import excerpt
 from chaoskit.diagnosers.sources import Section, Sources
-from chaoskit.faults.base import FaultParams
-
-CRICTL = "timeout 8 crictl --timeout 3s"
+from chaoskit.model.params import FaultParams
 
 
 class RuntimeParams(FaultParams):
@@ -46,8 +46,8 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
     def collect(self, src: Sources, node: str) -> RuntimeEvidence:
         s = src.sections(node, {
             "info": f"{CRICTL} info",
-            "service": "systemctl is-active containerd",
-            "process": "pid=$(pgrep -x containerd | head -n1) && [ -n \"$pid\" ] && ps -o stat= -p \"$pid\"",
+            "service": f"systemctl is-active {containerd.SERVICE}",
+            "process": f'{pid_command(containerd.PROCESS)} && ps -o stat= -p "$pid"',
             "containers": f"{CRICTL} ps -a -o json",
             "journal": "journalctl -u containerd --since '-5 min' --no-pager -o short-iso | tail -n 300",
         })  # fmt: skip

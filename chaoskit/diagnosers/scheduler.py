@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.cluster.scrape import Metrics
+from chaoskit.components import scheduler
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
     HttpAnswer,
@@ -21,19 +23,19 @@ from chaoskit.diagnosers.common import (
     api_unavailable,
     failing_checks,
     items,
+    rounded,
 )
 from chaoskit.diagnosers.leases import assess_leader_lease
-from chaoskit.diagnosers.metrics import Metrics, rounded
 from chaoskit.diagnosers.placement import blocked_by_policy
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
-from chaoskit.faults.base import FaultParams
+from chaoskit.model.params import FaultParams
 from chaoskit.model.timeline import api_time
 
-HEALTHZ = "https://127.0.0.1:10259/healthz?verbose"
+HEALTHZ = f"{scheduler.HEALTHZ}?verbose"
 PENDING_PODS = "/api/v1/pods"
 FAILED_SCHEDULING = "/api/v1/events"
-LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
+LEASE = scheduler.LEASE
 
 # What a FailedScheduling message says per node, and what that means (kube-scheduler's filter plugins' wording).
 REASONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -67,6 +69,9 @@ _PER_NODE = re.compile(r"nodes are available: (.*?)(?:\.\s|\.$|$)")
 
 class SchedulerParams(FaultParams):
     pending_after: float = Field(default=30.0, description="Seconds a pod may be Pending unscheduled before it counts.")
+    failed_after: float = Field(
+        default=10.0, description="Seconds a pod the scheduler tried and could not place may wait before it counts."
+    )
     lease_grace: float = Field(default=10.0, description="Seconds past the lease duration before it counts as stale.")
 
 
@@ -92,7 +97,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
 
     def collect(self, src: Sources, node: str) -> SchedulerEvidence:
         healthz, metrics, process = collect_local(
-            src, node, "kube-scheduler", HEALTHZ, "https://127.0.0.1:10259/metrics", ("scheduler_pending_pods",)
+            src, node, scheduler.PROCESS, HEALTHZ, scheduler.METRICS_URL, ("scheduler_pending_pods",)
         )
         return SchedulerEvidence(
             node=node,
@@ -134,12 +139,14 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
         source = f"GET {PENDING_PODS}?fieldSelector=status.phase=Pending, {FAILED_SCHEDULING}?reason=FailedScheduling"
         if not ev.pending.ok:
             return api_unavailable("scheduler", "pending-pods", source, ev.pending.error)
+        latest = _latest_events(items(ev.events))
+        # a FailedScheduling event is the scheduler's own verdict: it counts sooner than a pod nothing has tried yet
         waiting = [
             p for p in items(ev.pending)
             if not p.get("spec", {}).get("nodeName") and not p.get("spec", {}).get("schedulingGates")
-            and (age(p.get("metadata", {}).get("creationTimestamp"), ev.collected_at) or 0) >= self.p.pending_after
+            and (age(p.get("metadata", {}).get("creationTimestamp"), ev.collected_at) or 0)
+            >= (self.p.failed_after if _pod_key(p) in latest else self.p.pending_after)
         ]  # fmt: skip
-        latest = _latest_events(items(ev.events))
         queues = ev.metrics.group("scheduler_pending_pods", "queue")
         by_reason: dict[str, list[str]] = {}
         details: dict[str, str] = {}

@@ -3,7 +3,8 @@
 A diagnosis must still say something when the API server is the thing that broke, so every API read is bounded in
 time and the first sign that nothing answers (a refused connection, a TLS failure, a timeout) marks the API down:
 later reads fail at once with the same reason instead of each waiting out its own timeout. Node-side reads batch
-their commands into one `sh` per node and component, because each `docker exec` costs more than the command.
+their commands into one `sh` per node and component, because each `docker exec` costs more than the command, and
+run them side by side inside it, so a command that hangs on a frozen process costs its own timeout only.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.diagnosers.budget import UNLIMITED, Budget, leashed
+from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
-from chaoskit.faults.base import Env
 
 T = TypeVar("T")
-API_TIMEOUT = 8.0  # seconds for one API read; the API server's own default request timeout is 60 s
+API_TIMEOUT = 5.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s
+CONNECT_TIMEOUT = 3.0  # seconds to connect (a frozen API server still accepts: its kernel completes the handshake)
 _ANSWERED = re.compile(r"HTTP [1-9]\d\d")  # an HTTP status: the API server is there, whatever it said
 
 
@@ -60,13 +63,39 @@ class Fetched:
 
 
 class ApiAccess:
-    """Bounded, cached reads through the Kube seam, with a breaker that opens on the first unanswered request."""
+    """Bounded, cached reads through the Kube seam, with a breaker that opens on the first unanswered request.
 
-    def __init__(self, kube: Kube, timeout: float = API_TIMEOUT) -> None:
-        self.kube, self.timeout = kube, timeout
-        self.down: str = ""  # why the API is considered unreachable; "" while it answers
+    `probe` asks the API server once in the background; reads wait for that answer first, so a server that does not
+    answer costs one timeout in all, while the node-side evidence is being collected, instead of one per read.
+    """
+
+    def __init__(self, kube: Kube, timeout: float = API_TIMEOUT, budget: Budget = UNLIMITED) -> None:
+        self.kube = kube.bounded((min(CONNECT_TIMEOUT, timeout), timeout))
+        self.timeout, self.budget = timeout, budget
+        self._down = ""  # why the API is considered unreachable; "" while it answers
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Fetched] = {}
         self._lock = threading.Lock()
+        self._probed = threading.Event()
+        self._probed.set()  # no probe in flight
+
+    @property
+    def down(self) -> str:
+        """Why the API is considered unreachable ("" while it answers), once the probe in flight has its answer."""
+        self._probed.wait(self.timeout + 1)
+        return self._down
+
+    def probe(self, path: str = "/readyz", then: Callable[[Fetched, str], None] = lambda *_: None) -> None:
+        """Read `path` in the background; `then` gets the answer and why the API is down ("" if it is not), in the
+        probe's thread and before any read goes on."""
+        self._probed.clear()
+
+        def run() -> None:
+            try:
+                then(self.raw(path), self._down)
+            finally:
+                self._probed.set()
+
+        threading.Thread(target=run, name="chaoskit-api-probe", daemon=True).start()
 
     def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
         """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
@@ -74,6 +103,7 @@ class ApiAccess:
         with self._lock:
             if key in self._cache and not fresh:
                 return self._cache[key]
+        self._probed.wait(self.budget.cap(self.timeout + 1))  # the probe is itself bounded by the timeout
         try:
             got = Fetched(self._bounded(f"GET {path}", lambda: self.kube.get(path, **query)))
         except ApiUnavailable as exc:
@@ -89,36 +119,29 @@ class ApiAccess:
             return Fetched(error=str(exc))
 
     def _bounded(self, what: str, call: Callable[[], T]) -> T:
-        if self.down:
-            raise ApiUnavailable(f"API server unreachable: {self.down}")
-        box: list[tuple[bool, Any]] = []
-
-        def run() -> None:
-            try:
-                box.append((True, call()))
-            except BaseException as exc:  # handed to the caller's thread below
-                box.append((False, exc))
-
-        # a daemon thread: a read hung on a dead etcd must not keep chaoskit from exiting
-        worker = threading.Thread(target=run, name="chaoskit-api-read", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if not box:
+        if self._down:
+            raise ApiUnavailable(f"API server unreachable: {self._down}")
+        wait = self.budget.cap(self.timeout)
+        if wait <= 0:
+            raise ApiUnavailable(f"{what}: not asked, the diagnosis's time budget is spent")
+        (outcome,) = leashed([call], wait, name="chaoskit-api-read")
+        if not outcome.finished:
+            if wait < self.timeout:  # cut short by the budget: no verdict on the API server
+                raise ApiUnavailable(f"{what}: no answer before the diagnosis's time budget ran out")
             self._trip(f"{what}: no answer within {self.timeout:g}s")
-            raise ApiUnavailable(f"API server unreachable: {self.down}")
-        ok, value = box[0]
-        if ok:
-            return value  # type: ignore[no-any-return]
-        if isinstance(value, KubeError):
-            message = short_reason(str(value))
+            raise ApiUnavailable(f"API server unreachable: {self._down}")
+        if outcome.error is None:
+            return outcome.value  # type: ignore[return-value]
+        if isinstance(outcome.error, KubeError):
+            message = short_reason(str(outcome.error))
             if not _ANSWERED.search(message):
                 self._trip(message)
-            raise ApiUnavailable(message) from value
-        raise value
+            raise ApiUnavailable(message) from outcome.error
+        raise outcome.error
 
     def _trip(self, reason: str) -> None:
         with self._lock:
-            self.down = self.down or reason
+            self._down = self._down or reason
 
 
 @dataclass(frozen=True)
@@ -140,13 +163,53 @@ class Section:
 NOT_RUN = Section("", None)
 _MARK = "@@chaoskit-section "
 _RC = "@@chaoskit-rc "
+_END = "@@chaoskit-end"
+SCRIPT_MARGIN = 1.5  # seconds a node script needs beyond its commands' limit: docker exec, the kill, the report
 
 
-def section_script(commands: Mapping[str, str]) -> str:
-    """One sh script running each command in turn, its output framed so `parse_sections` can split it back."""
+def section_script(commands: Mapping[str, str], chains: Sequence[Sequence[str]] = (), limit: float = 60) -> str:
+    """One sh script running the commands side by side, their output framed so `parse_sections` can split it back.
+
+    Commands named in a chain run one after the other (a window between two scrapes), each only if the one before
+    succeeded; every other command, and each chain as a whole, runs at once with the rest, so a command that hangs
+    costs its own timeout and not everyone's. Whatever still runs after `limit` seconds is killed and said to be cut
+    off, and what the others printed still comes back.
+    """
+    index = {name: i for i, name in enumerate(commands)}
+    chained = {name for chain in chains for name in chain}
+    jobs = [list(chain) for chain in chains if chain] + [[name] for name in commands if name not in chained]
+    lines = ["d=$(mktemp -d) || exit 1"]
+    for j, job in enumerate(jobs):
+        steps = ["chain_start=$(date +%s.%N)"]  # what `window_wait` counts from
+        for k, name in enumerate(job):
+            i = index[name]
+            steps.append(f'( {commands[name]} ) >"$d/{i}" 2>&1; r=$?; echo "$r" >"$d/{i}.rc"')
+            if later := job[k + 1 :]:
+                skip = " ".join(f"echo 'skipped: {name} failed' >\"$d/{index[n]}\"; echo - >\"$d/{index[n]}.rc\";"
+                                for n in later)  # fmt: skip
+                steps.append(f'[ "$r" -eq 0 ] || {{ {skip} exit 0; }}')
+        body = "\n".join(steps)
+        # the job as a file, not a quoted string: commands keep their own quoting; timeout kills its whole group
+        lines += [f"cat >\"$d/job{j}\" <<'{_END}'\n{body}\n{_END}", f'd="$d" timeout -k 1 {limit:g} sh "$d/job{j}" &']
+    lines.append("wait")
     # the newline before the exit code: output need not end with one (curl's bodies often do not)
-    parts = [f"echo '{_MARK}{name}'; ( {cmd} ) 2>&1; printf '\\n{_RC}%s\\n' \"$?\"" for name, cmd in commands.items()]
-    return "\n".join(parts)
+    cut = f"chaoskit: cut off after {limit:g}s"  # no exit code: the job was killed before this command ended
+    for name, i in index.items():
+        out, rc = f'"$d/{i}"', f'"$d/{i}.rc"'
+        ended = f"cat {out}; printf '\\n{_RC}%s\\n' \"$(cat {rc})\""
+        killed = f"printf '%s\\n{cut}\\n{_RC}\\n' \"$(cat {out} 2>/dev/null)\""
+        lines.append(f"echo '{_MARK}{name}'; if [ -e {rc} ]; then {ended}; else {killed}; fi")
+    lines.append('rm -rf "$d"')
+    return "\n".join(lines)
+
+
+def window_wait(seconds: float) -> str:
+    """A chain step that sleeps until `seconds` after its chain began: a window between two scrapes then runs from
+    the start of one to the start of the next, and a slow first scrape does not lengthen it."""
+    left = (
+        f'awk -v a="$chain_start" -v b="$(date +%s.%N)" \'BEGIN {{ d = a + {seconds:g} - b; print (d > 0 ? d : 0) }}\''
+    )
+    return f'sleep "$({left})"'
 
 
 def parse_sections(text: str) -> dict[str, Section]:
@@ -177,15 +240,30 @@ class Sources:
     nodes: tuple[str, ...]  # every node, the control plane included
     api: ApiAccess
     clock: Callable[[], float] = field(default=time.time)
+    budget: Budget = UNLIMITED  # every node script and API read ends by its deadline
 
     @classmethod
-    def of(cls, env: Env, control_plane: str, nodes: tuple[str, ...], api_timeout: float = API_TIMEOUT) -> Sources:
-        return cls(env, control_plane, nodes, ApiAccess(env.kube, api_timeout))
+    def of(
+        cls,
+        env: Env,
+        control_plane: str,
+        nodes: tuple[str, ...],
+        api_timeout: float = API_TIMEOUT,
+        budget: Budget = UNLIMITED,
+    ) -> Sources:
+        return cls(env, control_plane, nodes, ApiAccess(env.kube, api_timeout, budget), budget=budget)
 
-    def sections(self, node: str, commands: Mapping[str, str], timeout: float = 60) -> dict[str, Section]:
-        """Run the commands on `node` in one shell; a command that did not run maps to NOT_RUN-like sections."""
+    def sections(
+        self, node: str, commands: Mapping[str, str], timeout: float = 60, chains: Sequence[Sequence[str]] = ()
+    ) -> dict[str, Section]:
+        """Run the commands on `node` in one shell (side by side; see `section_script` for chains), within `timeout`
+        and the budget; a command that did not run maps to a section with no exit code that says why."""
+        timeout = self.budget.cap(timeout)
+        if timeout < SCRIPT_MARGIN + 0.5:  # less than half a second for the commands would only cut them off
+            return _not_run(node, commands, "the diagnosis's time budget is spent")
+        script = section_script(commands, chains, limit=round(timeout - SCRIPT_MARGIN, 1))
         try:
-            done = self.env.nodes.run(node, ["sh", "-c", section_script(commands)], check=False, timeout=timeout)
+            done = self.env.nodes.run(node, ["sh", "-c", script], check=False, timeout=timeout)
         except ChaoskitError as exc:
             return _not_run(node, commands, str(exc).splitlines()[0])
         found = parse_sections(done.stdout)

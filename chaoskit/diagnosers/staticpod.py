@@ -6,23 +6,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from chaoskit.cluster.scrape import Metrics, scrape_command
+from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of
-from chaoskit.diagnosers.metrics import Metrics, scrape_command
 from chaoskit.diagnosers.sources import Section, Sources
-from chaoskit.faults.base import comm
-
-MANIFESTS = "/etc/kubernetes/manifests"
 
 
 def process_commands(process: str, *, container: str | None = None, static_pod: bool = True) -> dict[str, str]:
     """Node-script commands for `process_state`: its state letter, manifests, containers and last log lines."""
     name = container or process
     commands = {
-        "process": f'pid=$(pgrep -x {comm(process)} | head -n1) && [ -n "$pid" ] && ps -o stat= -p "$pid"',
-        "containers": f"timeout 8 crictl --timeout 3s ps -a --name '^{name}$' -o json",
-        "logs": f"id=$(timeout 8 crictl --timeout 3s ps -a --name '^{name}$' -q | head -n1) && [ -n \"$id\" ] && "
-        f'timeout 8 crictl --timeout 3s logs --tail 300 "$id"',
+        "process": f'{pid_command(process)} && ps -o stat= -p "$pid"',
+        "containers": f"{CRICTL} ps -a --name '^{name}$' -o json",
+        "logs": f"id=$({CRICTL} ps -a --name '^{name}$' -q | head -n1) && [ -n \"$id\" ] && "
+        f'{CRICTL} logs --tail 300 "$id"',
     }
     if static_pod:  # the manifest wherever it is under /etc/kubernetes: moved away is the "down" fault's signature
         commands["manifest"] = f"find /etc/kubernetes -name '{process}.yaml*' 2>/dev/null"
@@ -70,7 +68,7 @@ class ProcessState:
     def manifest_in_place(self) -> bool | None:
         if self.manifests is None:
             return None
-        return f"{MANIFESTS}/{self.process}.yaml" in self.manifests
+        return manifest(self.process) in self.manifests
 
     def evidence(self, node: str) -> Evidence:
         observed: dict[str, str | int | bool | None] = {
@@ -123,8 +121,8 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
             ),))  # fmt: skip
         return Assessed(ev)
     if p.manifest_in_place is False:
-        elsewhere = [m for m in p.manifests or () if m != f"{MANIFESTS}/{p.process}.yaml"]
-        fix = [f"mv {elsewhere[0]} {MANIFESTS}/{p.process}.yaml on {node}"] if elsewhere else []
+        elsewhere = [m for m in p.manifests or () if m != manifest(p.process)]
+        fix = [f"mv {elsewhere[0]} {manifest(p.process)} on {node}"] if elsewhere else []
         return Assessed(ev, (Finding(
             "critical", component, f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
             f"kubelet stops a static pod whose manifest leaves {MANIFESTS}"
@@ -132,7 +130,7 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
             + f"; {down_effect}",
             (ev,),
             (*fix, f"kubelet starts {p.process} within seconds of the manifest's return",
-             f"restore {MANIFESTS}/{p.process}.yaml from backup or `kubeadm init phase control-plane` if it is lost"),
+             f"restore {manifest(p.process)} from backup or `kubeadm init phase control-plane` if it is lost"),
         ),))  # fmt: skip
     return Assessed(ev, (Finding(
         "critical", component, f"{p.process} is not running",

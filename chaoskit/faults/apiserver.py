@@ -11,23 +11,15 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from chaoskit.faults.base import (
-    Env,
-    Fault,
-    FaultParams,
-    FaultPlan,
-    kubectl,
-    local_healthz,
-    node_sh,
-    params_of,
-    register,
-    sh,
-)
-from chaoskit.faults.certs import CA_CRT, PKI, expired_copy
-from chaoskit.faults.control_plane import MANIFESTS, PARKED, StaticPodDown
+from chaoskit.cluster.certs import CA_CRT, expired_copy
+from chaoskit.components import apiserver
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, node_sh, register, sh
+from chaoskit.faults.control_plane import PARKED, StaticPodDown
+from chaoskit.model.params import FaultParams, params_of
 
-API = "https://127.0.0.1:6443"
-MANIFEST = f"{MANIFESTS}/kube-apiserver.yaml"
+API = apiserver.URL
+MANIFEST = apiserver.MANIFEST
 
 
 def api_answers(env: Env, node: str) -> bool:
@@ -48,8 +40,9 @@ class ApiServerDown(StaticPodDown):
 
     name = "apiserver.down"
     component = "apiserver"
-    process = "kube-apiserver"
-    health_port = 6443
+    named = Named("apiserver", r"not running|does not answer")
+    process = apiserver.PROCESS
+    health_port = apiserver.PORT
     effect_timeout = 90.0  # kubelet gives the pod its termination grace period
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
@@ -59,7 +52,7 @@ class ApiServerDown(StaticPodDown):
         return local_healthz(env, plan.node, self.health_port, "/readyz")
 
 
-ETCD_HOST, ETCD_PORT = "127.0.0.1", "2379"  # kubeadm's --etcd-servers=https://127.0.0.1:2379
+ETCD_HOST, ETCD_PORT = apiserver.ETCD_HOST, apiserver.ETCD_PORT
 ETCD_TAG = "chaoskit-etcd-timeout"
 # Both directions: requests to etcd and etcd's answers (and keepalives) on connections already open.
 ETCD_RULES = (
@@ -87,6 +80,7 @@ class EtcdTimeout(Fault):
 
     name = "apiserver.etcd-timeout"
     component = "apiserver"
+    named = Named("apiserver", r"etcd")
     effect_timeout = 60.0
     recovery_timeout = 180.0  # a restarted API server needs its post-start hooks
 
@@ -113,10 +107,10 @@ class EtcdTimeout(Fault):
         return "[-]etcd" in done.stdout or done.returncode == 28  # 28: the request itself timed out
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return local_healthz(env, plan.node, 6443, "/readyz")
+        return local_healthz(env, plan.node, apiserver.PORT, "/readyz")
 
 
-SERVING_CERT, SERVING_KEY = f"{PKI}/apiserver.crt", f"{PKI}/apiserver.key"
+SERVING_CERT, SERVING_KEY = apiserver.SERVING_CERT, apiserver.SERVING_KEY
 PARKED_CERT, PARKED_KEY = f"{PARKED}/apiserver.crt", f"{PARKED}/apiserver.key"
 
 
@@ -140,6 +134,7 @@ class ApiServerCertExpired(Fault):
 
     name = "apiserver.cert-expired"
     component = "apiserver"
+    named = Named("apiserver", r"expired")
     effect_timeout = 90.0  # the reload is immediate; its one-minute resync is the fallback
     recovery_timeout = 90.0
 
@@ -219,6 +214,7 @@ class WatchLeak(Fault):
 
     name = "apiserver.watch-leak"
     component = "apiserver"
+    named = Named("apiserver", r"watch")
     Params = WatchLeakParams
     effect_timeout = 60.0
     recovery_timeout = 60.0

@@ -14,36 +14,19 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel
 
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.cluster.shell import Completed
+from chaoskit.components.common import comm, pid_command
+from chaoskit.env import Env
 from chaoskit.errors import ToolError
+from chaoskit.model.params import NoParams, ParamsT
 from chaoskit.registry import FAULTS
 
 Role = Literal["control-plane", "worker"]
-
-
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FaultParams(BaseModel):
-    """Base of a fault's parameters: camelCase in playbooks (`minSyncPeriod`), snake_case in Python and --param."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, validate_by_alias=True, validate_by_name=True
-    )
-
-
-ParamsT = TypeVar("ParamsT", bound=BaseModel)
-
-
-def params_of(params: BaseModel, model: type[ParamsT]) -> ParamsT:
-    """`params` as `model`: as given, or re-validated (NoParams from a generic caller gets the defaults)."""
-    return params if isinstance(params, model) else model.model_validate(params.model_dump())
+# What stands on a fault, so a suite knows what may overlap it: the whole cluster (every workload needs the API
+# server, the scheduler and the controller manager), one node (its kubelet, runtime, kube-proxy), or one namespace.
+Scope = Literal["cluster", "node", "namespace"]
 
 
 @dataclass(frozen=True)
@@ -78,19 +61,47 @@ class FaultPlan:
         return self.params
 
 
-@dataclass(frozen=True)
-class Env:
-    """The seams a fault may touch."""
+# A kubelet that stops, or whose node goes NotReady or evicts, moves the endpoints of every Service with pods there,
+# and every node's kube-proxy reprograms them: a kube-proxy fault anywhere (rules flushed, a sync held back) would be
+# healed or blurred by that churn, so those two meet on any node.
+CHURNS_ENDPOINTS = frozenset({"kubelet"})
+PROGRAMS_ENDPOINTS = frozenset({"kube-proxy"})
 
-    kube: Kube
-    nodes: NodeExec
-    cluster: str
+
+@dataclass(frozen=True)
+class Radius:
+    """Where a planned fault's damage reaches: `scope`, and which node or namespace when it is not the cluster."""
+
+    scope: Scope
+    where: str = ""
+    component: str = ""
+
+    def meets(self, other: Radius) -> bool:
+        """Whether two faults could disturb each other: a cluster-wide one meets everything; a node one meets the same
+        node, and a kubelet fault meets a kube-proxy fault on any node; a namespace one meets only the same
+        namespace (its pods may run anywhere, but nothing stands on it)."""
+        if "cluster" in (self.scope, other.scope):
+            return True
+        pair = {self.component, other.component}
+        if pair & CHURNS_ENDPOINTS and pair & PROGRAMS_ENDPOINTS and "namespace" not in (self.scope, other.scope):
+            return True
+        return self.scope == other.scope and self.where == other.where
+
+
+@dataclass(frozen=True)
+class Named:
+    """How a diagnosis names a fault while it holds: the component's report, and its cause in the finding's words."""
+
+    component: str
+    cause: str  # a regular expression searched in the finding's title and probable cause
 
 
 class Fault(ABC):
     name: ClassVar[str]  # "<component>.<fault>", as playbooks spell it
     component: ClassVar[str]
     target_role: ClassVar[Role] = "control-plane"
+    scope: ClassVar[Scope] = "cluster"
+    named: ClassVar[Named]  # what `chaoskit diagnose` says while the fault holds; runs and the e2e tests check it
     Params: ClassVar[type[BaseModel]] = NoParams
     effect_timeout: ClassVar[float] = 60.0  # how long the effect may take to show
     recovery_timeout: ClassVar[float] = 180.0
@@ -98,6 +109,15 @@ class Fault(ABC):
     @abstractmethod
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         """Pure: the lines that break `node` and the lines that heal it."""
+
+    def radius(self, node: str, params: BaseModel) -> Radius:
+        """Where this fault on `node` reaches; a namespace-scoped fault overrides this to name its namespace."""
+        return Radius(self.scope, node if self.scope == "node" else "", self.component)
+
+    def lock_name(self, node: str, params: BaseModel) -> str:
+        """The component lease two runs must not both hold: per node or namespace when the damage stays there."""
+        where = self.radius(node, params).where
+        return f"{self.component}-{where}" if where else self.component
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         """Whether the fault visibly holds (polled until effect_timeout)."""
@@ -169,18 +189,13 @@ def node_sh(env: Env, node: str, script: str, timeout: float = 30) -> Completed:
     return env.nodes.run(node, ["sh", "-c", script], check=False, timeout=timeout)
 
 
-def comm(process: str) -> str:
-    """The kernel keeps 15 characters of a process name: pgrep/pkill -x must match that (kube-controller)."""
-    return process[:15]
-
-
 def process_running(env: Env, node: str, process: str) -> bool:
     return env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False).returncode == 0
 
 
 def process_state(env: Env, node: str, process: str) -> str:
     """The kernel state letter of a process (R, S, T for stopped...), or '' if absent."""
-    out = env.nodes.run(node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {comm(process)} | head -n1)"], check=False)
+    out = env.nodes.run(node, ["sh", "-c", f'{pid_command(process)} && ps -o stat= -p "$pid"'], check=False)
     return out.stdout.strip()[:1] if out.returncode == 0 else ""
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from chaoskit.faults.base import Env, Fault, FaultPlan, comm, local_healthz, process_running, process_state, sh
+from chaoskit.components.common import comm, manifest
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, local_healthz, process_running, process_state, sh
 
-MANIFESTS = "/etc/kubernetes/manifests"
 PARKED = "/etc/kubernetes/chaoskit-parked"
 
 
@@ -19,15 +20,18 @@ class StaticPodDown(Fault):
 
     process: str  # the binary's name, also the manifest's
     health_port: int
+    # a component that crashed in earlier outages (a scheduler or controller manager exits when it loses its lease)
+    # comes back under the kubelet's crash-loop back-off, up to 300 s
+    recovery_timeout = 300.0
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        manifest, parked = f"{MANIFESTS}/{self.process}.yaml", f"{PARKED}/{self.process}.yaml"
+        running, parked = manifest(self.process), f"{PARKED}/{self.process}.yaml"
         return FaultPlan(
             self.name,
             node,
-            apply=(sh("mkdir", "-p", PARKED), sh("mv", manifest, parked)),
-            revert=(f"if [ -f {parked} ]; then mv {parked} {manifest}; fi",),
-            summary=f"move {manifest} to {PARKED}/ so kubelet stops {self.process}",
+            apply=(sh("mkdir", "-p", PARKED), sh("mv", running, parked)),
+            revert=(f"if [ -f {parked} ]; then mv {parked} {running}; fi",),
+            summary=f"move {running} to {PARKED}/ so kubelet stops {self.process}",
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:

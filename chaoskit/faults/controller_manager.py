@@ -12,10 +12,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.diagnosers.metrics import Metrics, scrape_command
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, local_healthz, params_of, register
-from chaoskit.faults.control_plane import MANIFESTS, PARKED, ProcessFrozen, StaticPodDown
+from chaoskit.cluster.scrape import Metrics, scrape_command
+from chaoskit.components import controller_manager
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, register
+from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
+from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
 
 
@@ -25,8 +28,9 @@ class ControllerManagerDown(StaticPodDown):
 
     name = "controller-manager.down"
     component = "controller-manager"
-    process = "kube-controller-manager"
-    health_port = 10257
+    named = Named("controller-manager", r"not running")
+    process = controller_manager.PROCESS
+    health_port = controller_manager.PORT
 
 
 @register
@@ -39,7 +43,8 @@ class ControllerManagerHung(ProcessFrozen):
 
     name = "controller-manager.hung"
     component = "controller-manager"
-    process = "kube-controller-manager"
+    named = Named("controller-manager", r"stopped|frozen")
+    process = controller_manager.PROCESS
 
 
 # --- one controller stuck -------------------------------------------------------------------------------------------
@@ -48,14 +53,14 @@ StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice"]
 PROBE = "chaoskit-stuck-probe"
 PROBE_NAMESPACE = "chaoskit-stuck-probe"
 FAULT_LABEL = "chaoskit.dev/fault"
-MANIFEST = f"{MANIFESTS}/kube-controller-manager.yaml"
+MANIFEST = controller_manager.MANIFEST
 ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
 EDITED = f"{PARKED}/kube-controller-manager.edited"  # written here, then renamed into place (kubelet sees it whole)
-LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
-METRICS_URL = "https://127.0.0.1:10257/metrics"
+LEASE = controller_manager.LEASE
+METRICS_URL = controller_manager.METRICS_URL
 QUEUE_METRICS = ("workqueue_depth", "workqueue_work_duration_seconds_count")
 LEADER_WAIT_S = 120  # a new process takes the lease once the old one's 15 s lease lapses
-FRESH_LEASE_S = 15.0  # kube-controller-manager renews every 2 s; its lease lasts 15 s
+FRESH_LEASE_S = controller_manager.LEASE_S  # a lease renewed within its duration is fresh
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,7 @@ class ControllerStuck(Fault):
 
     name = "controller-manager.controller-stuck"
     component = "controller-manager"
+    named = Named("controller-manager", r"controller .* (does no work|was not started)")
     Params = ControllerStuckParams
     effect_timeout = 90.0
     recovery_timeout = 120.0
@@ -197,7 +203,7 @@ class ControllerStuck(Fault):
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
         stuck, ns = STUCK[p.controller], PROBE_NAMESPACE
-        holder = kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager",
+        holder = kubectl("get", "lease", "-n", "kube-system", controller_manager.LEASE_NAME,
                          "-o", "jsonpath={.spec.holderIdentity}")  # fmt: skip
         restart = (
             f"old=$({holder}) && {stuck.edit(ORIGINAL, EDITED)} && ! cmp -s {ORIGINAL} {EDITED} && "
@@ -233,13 +239,13 @@ class ControllerStuck(Fault):
         # stuck alone: a process that is down or frozen would leave the probe unreconciled too
         return (
             probe_lags(env, p.controller, now)
-            and local_healthz(env, plan.node, 10257)
+            and local_healthz(env, plan.node, controller_manager.PORT)
             and lease_fresh(env, time.time())
         )
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(ControllerStuckParams)
-        if not local_healthz(env, plan.node, 10257):
+        if not local_healthz(env, plan.node, controller_manager.PORT):
             return False
         done = env.nodes.run(plan.node, ["sh", "-c", scrape_command(METRICS_URL, QUEUE_METRICS, client_cert=True)],
                              check=False)  # fmt: skip

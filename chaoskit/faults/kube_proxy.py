@@ -8,22 +8,16 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.proxymode import PROXY_MODE_URL, kube_proxy_pods, proxies_ready
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, node_sh, params_of, register, sh
-from chaoskit.faults.certs import CA_CRT
+from chaoskit.cluster.certs import CA_CRT
+from chaoskit.components import kube_proxy as kp
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
 from chaoskit.faults.sync_delay import NAMESPACE as PROBE_NAMESPACE
 from chaoskit.faults.sync_delay import SERVICE as PROBE_SERVICE
 from chaoskit.faults.sync_delay import SyncDelays, fresh_ip, measure, probe_objects
-from chaoskit.model.duration import Duration, parse_duration
-
-HEALTHZ = "http://127.0.0.1:10256/healthz"  # kube-proxy's own health endpoint on the node
-
-
-def healthz_answers(env: Env, node: str) -> bool:
-    done = env.nodes.run(node, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", HEALTHZ],
-                         check=False)  # fmt: skip
-    return done.stdout.strip() == "200"
+from chaoskit.model.duration import Duration
+from chaoskit.model.params import FaultParams, params_of
 
 
 @register
@@ -36,27 +30,16 @@ class KubeProxyFrozen(ProcessFrozen):
 
     name = "kube-proxy.freeze"
     component = "kube-proxy"
+    named = Named("kube-proxy", r"stopped|unhealthy|not synced")
+    scope = "node"
     target_role = "worker"
-    process = "kube-proxy"
+    process = kp.PROCESS
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return super().took_effect(env, plan) and not healthz_answers(env, plan.node)
+        return super().took_effect(env, plan) and not kp.healthz_answers(env.nodes, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return healthz_answers(env, plan.node)
-
-
-SERVICES_CHAIN = "KUBE-SERVICES"  # iptables nat: every ClusterIP's entry point, for node and pod traffic alike
-SERVICE_IPS_MAP = "ip kube-proxy service-ips"  # nftables: the verdict map every ClusterIP is dispatched through
-CANARY = "KUBE-PROXY-CANARY"  # iptables mode: kube-proxy recreates all its rules when it finds this chain gone
-CANARY_TABLES = ("mangle", "nat", "filter")  # kube-proxy checks mangle first, then waits for the others
-
-# How many Service entries the node's dataplane holds, in whichever mode kube-proxy left its rules.
-SERVICE_RULE_COUNT = (
-    f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1;"
-    f" then nft list map {SERVICE_IPS_MAP} | grep -o ': goto' | wc -l;"
-    f" else iptables -t nat -S {SERVICES_CHAIN} | grep -c '^-A '; fi"
-)
+        return kp.healthz_answers(env.nodes, plan.node)
 
 
 def kubernetes_cluster_ip(env: Env) -> str:
@@ -74,67 +57,76 @@ def cluster_ip_serves_api(env: Env, node: str) -> bool:
     return done.stdout.strip() == "ok"
 
 
-def service_rules(env: Env, node: str) -> int | None:
-    """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements)."""
-    done = node_sh(env, node, SERVICE_RULE_COUNT)
-    try:
-        return int(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return None
+FLUSH_UNIT = "chaoskit-flush-rules"
+FLUSH_UNIT_PROPERTIES = ("--description=chaoskit kube-proxy.flush-rules", "--property=KillMode=control-group")
 
 
 @register
 class KubeProxyFlushRules(Fault):
-    """kube-proxy's Service rules flushed on one node: no ClusterIP answers from there until kube-proxy resyncs.
+    """kube-proxy's Service rules flushed on one node, and kept flushed: no ClusterIP answers from there while it holds.
 
     Neither the node's own processes nor its pods reach any Service, while the rest of the cluster is fine. Works
     in both modes, picked from kube-proxy's own /proxyMode: iptables flushes the nat KUBE-SERVICES chain, nftables
-    the `service-ips` verdict map of the `kube-proxy` table. kube-proxy does not notice either by itself: in v1.34
-    its periodic check (iptables, every syncPeriod) only looks for its KUBE-PROXY-CANARY chains, and nftables
-    partial syncs only touch the Services that changed, so the rules come back at the hourly full resync (or, in
-    iptables mode, at any Service change). The revert therefore does what an operator would: in iptables mode it
-    deletes the canary chains, as a firewall reload does, and kube-proxy re-writes everything within syncPeriod;
-    in nftables mode, where no such check exists, it restarts kube-proxy (its container comes back at once and
-    starts with a full sync). Effect: no Service entries left and the `kubernetes` Service's ClusterIP no longer
-    reaches the API server from the node; recovery: both back.
+    the `service-ips` verdict map of the `kube-proxy` table. A systemd unit on the node (`chaoskit-flush-rules`, in
+    the node's cgroup so the dead-man switch can stop it) flushes them again every half second, as a misbehaving
+    firewall manager would: kube-proxy rewrites KUBE-SERVICES on any endpoint change in the cluster, which would
+    otherwise heal a one-off flush within seconds on a busy cluster. kube-proxy does not notice the flush by itself:
+    in v1.34 its periodic check (iptables, every syncPeriod) only looks for its KUBE-PROXY-CANARY chains, and
+    nftables partial syncs only touch the Services that changed. The revert stops the unit, then does what an
+    operator would: in iptables mode it deletes the canary chains, as a firewall reload does, and kube-proxy
+    re-writes everything within syncPeriod; in nftables mode, where no such check exists, it restarts kube-proxy (its
+    container comes back at once and starts with a full sync). Effect: no Service entries left and the `kubernetes`
+    Service's ClusterIP no longer reaches the API server from the node; recovery: both back.
     """
 
     name = "kube-proxy.flush-rules"
     component = "kube-proxy"
+    named = Named("kube-proxy", r"Service rule")
+    scope = "node"  # kept flushed by the unit: endpoint changes elsewhere no longer heal it
     target_role = "worker"
     effect_timeout = 30.0
     recovery_timeout = 90.0  # syncPeriod (30 s) plus kube-proxy's 5 s wait for the other canaries
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         delete_canaries = " && ".join(
-            f"if iptables -t {t} -S {CANARY} >/dev/null 2>&1; then iptables -w 5 -t {t} -X {CANARY}; fi"
-            for t in CANARY_TABLES
+            f"if iptables -t {t} -S {kp.CANARY} >/dev/null 2>&1; then iptables -w 5 -t {t} -X {kp.CANARY}; fi"
+            for t in kp.CANARY_TABLES
         )
         restart_if_flushed = (
-            f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1 && ! nft list map {SERVICE_IPS_MAP} | grep -q ': goto';"
-            " then pkill -x kube-proxy; fi"
+            f"if nft list map {kp.SERVICE_IPS_MAP} >/dev/null 2>&1 && ! nft list map {kp.SERVICE_IPS_MAP} | "
+            f"grep -q ': goto'; then pkill -x {kp.PROCESS}; fi"
         )  # the `kubernetes` Service always has an entry: an empty map is our flush
-        flush = (
-            f'mode=$(curl -s --max-time 3 {PROXY_MODE_URL}); case "$mode" in'
-            f" iptables) {sh('iptables', '-w', '5', '-t', 'nat', '-F', SERVICES_CHAIN)};;"
-            f" nftables) nft flush map {SERVICE_IPS_MAP};;"
-            f" *) echo \"kube-proxy on {node} runs in mode '$mode': flush-rules knows iptables and nftables\" >&2;"
+        flush = {
+            "iptables": sh("iptables", "-w", "5", "-t", "nat", "-F", kp.SERVICES_CHAIN),
+            "nftables": f"nft flush map {kp.SERVICE_IPS_MAP}",
+        }
+        keep_flushed = {mode: sh("systemd-run", f"--unit={FLUSH_UNIT}", *FLUSH_UNIT_PROPERTIES, "sh", "-c",
+                                 f"while :; do {line} >/dev/null 2>&1; sleep 0.5; done")
+                        for mode, line in flush.items()}  # fmt: skip
+        apply = (
+            f'mode=$(curl -s --max-time 3 {kp.PROXY_MODE_URL}); case "$mode" in'
+            + "".join(f" {mode}) {flush[mode]} && {keep_flushed[mode]};;" for mode in flush)
+            + f" *) echo \"kube-proxy on {node} runs in mode '$mode': flush-rules knows iptables and nftables\" >&2;"
             " exit 1;; esac"
+        )
+        stop_unit = (
+            f"systemctl stop {FLUSH_UNIT}.service 2>/dev/null; systemctl reset-failed {FLUSH_UNIT}.service"
+            f" 2>/dev/null; ! systemctl is-active --quiet {FLUSH_UNIT}.service"
         )
         return FaultPlan(
             self.name,
             node,
-            apply=(flush,),
-            revert=(delete_canaries, restart_if_flushed),
+            apply=(apply,),
+            revert=(stop_unit, delete_canaries, restart_if_flushed),
             summary=f"flush kube-proxy's Service rules on {node} (iptables KUBE-SERVICES or nftables service-ips)",
             params=params,
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return service_rules(env, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
+        return kp.service_rules(env.nodes, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return bool(service_rules(env, plan.node)) and cluster_ip_serves_api(env, plan.node)
+        return bool(kp.service_rules(env.nodes, plan.node)) and cluster_ip_serves_api(env, plan.node)
 
 
 class SlowSyncParams(FaultParams):
@@ -152,7 +144,6 @@ SLOW_FRACTION = 0.5  # a change landing right after a sync must wait at least th
 
 
 PROXY_CONFIGMAP_BACKUP = f"{PARKED}/kube-proxy-configmap.yaml"
-DEFAULT_SYNC_PERIOD = 30.0  # kube-proxy's, when the ConfigMap says 0s
 
 
 def go_duration(seconds: float) -> str:
@@ -164,7 +155,7 @@ def slow_sync_sed(min_sync_period: float) -> str:
     its default (30 s) would be the shorter of the two."""
     period = go_duration(min_sync_period)
     edits = [f"-e 's/^\\( *\\)minSyncPeriod: .*$/\\1minSyncPeriod: {period}/'"]
-    if min_sync_period > DEFAULT_SYNC_PERIOD:
+    if min_sync_period > kp.DEFAULT_SYNC_PERIOD:
         edits.append(f"-e 's/^\\( *\\)syncPeriod: .*$/\\1syncPeriod: {period}/'")
     return "sed " + " ".join(edits)
 
@@ -176,22 +167,13 @@ def _every_proxy_left(period: str) -> str:
     """A shell test, run on the control-plane node: within PROXY_RESTART_WAIT_S every node's kube-proxy answers
     /configz (metrics are bound to all addresses) with a minSyncPeriod other than `period`."""
     ips = kubectl("get", "nodes", "-o", 'jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}')
-    slow = shlex.quote(f'"MinSyncPeriod":"{period}"')
+    slow = shlex.quote(f'"{kp.CONFIGZ_MIN_SYNC}":"{period}"')
     return (
         f"ips=$({ips}) && end=$(( $(date +%s) + {PROXY_RESTART_WAIT_S} )) && while :; do left=0;"
-        f' for ip in $ips; do c=$(curl -s --max-time 2 "http://$ip:10249/configz") &&'
+        f' for ip in $ips; do c=$(curl -s --max-time 2 "http://$ip:{kp.METRICS_PORT}/configz") &&'
         f""" ! printf '%s' "$c" | grep -q {slow} || left=1; done;"""
         ' [ $left -eq 0 ] && break; [ "$(date +%s)" -ge "$end" ] && break; sleep 1; done; [ $left -eq 0 ]'
     )
-
-
-def running_min_sync_period(env: Env, node: str) -> float | None:
-    """The minSyncPeriod the kube-proxy on `node` runs with, from its /configz (asked on the node itself)."""
-    done = node_sh(env, node, "curl -s --max-time 3 http://127.0.0.1:10249/configz")
-    try:
-        return parse_duration(json.loads(done.stdout)["kubeproxy.config.k8s.io"]["MinSyncPeriod"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 @register
@@ -218,6 +200,8 @@ class KubeProxySlowSync(Fault):
 
     name = "kube-proxy.slow-sync"
     component = "kube-proxy"
+    named = Named("kube-proxy", r"syncs at most")
+    scope = "cluster"  # one ConfigMap for every node's kube-proxy, and every kube-proxy pod restarted
     target_role = "control-plane"
     Params = SlowSyncParams
     effect_timeout = 300.0  # the pods' restart (each waits for the old one to let go of its ports), then 1.5 periods
@@ -230,7 +214,7 @@ class KubeProxySlowSync(Fault):
         p = params_of(params, SlowSyncParams)
         period = go_duration(p.min_sync_period)
         get_cm = kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "yaml")
-        restart = kubectl("-n", "kube-system", "delete", "pod", "-l", "k8s-app=kube-proxy", "--wait=false")
+        restart = kubectl("-n", "kube-system", "delete", "pod", "-l", kp.POD_SELECTOR, "--wait=false")
         backup = PROXY_CONFIGMAP_BACKUP
         probe = json.dumps({"apiVersion": "v1", "kind": "List", "items": probe_objects(fresh_ip([]))},
                            separators=(",", ":"))  # fmt: skip
@@ -262,19 +246,19 @@ class KubeProxySlowSync(Fault):
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         period = plan.params_as(SlowSyncParams).min_sync_period
-        if not proxies_ready(env.kube):
+        if not kp.proxies_ready(env.kube):
             return False
-        _, pods = kube_proxy_pods(env.kube)
+        _, pods = kp.kube_proxy_pods(env.kube)
         found = measure(env, [p["spec"]["nodeName"] for p in pods], SLOW_FRACTION * period, 1.5 * period + 10)
         self.measured.append(found)
         return found.slow_everywhere
 
     def _periods(self, env: Env) -> list[float | None] | None:
         """Each live kube-proxy's minSyncPeriod, or None while the DaemonSet is not fully Ready."""
-        if not proxies_ready(env.kube):
+        if not kp.proxies_ready(env.kube):
             return None
-        _, pods = kube_proxy_pods(env.kube)
-        return [running_min_sync_period(env, p["spec"]["nodeName"]) for p in pods]
+        _, pods = kp.kube_proxy_pods(env.kube)
+        return [kp.running_min_sync_period(env.nodes, p["spec"]["nodeName"]) for p in pods]
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         slow = plan.params_as(SlowSyncParams).min_sync_period

@@ -7,9 +7,12 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, Handoff, node_sh, params_of, register, sh
-from chaoskit.faults.certs import CA_KEY, expired_check, expired_client_pem
+from chaoskit.cluster.certs import CA_KEY, expired_check, expired_client_pem
+from chaoskit.components import containerd, kubelet
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Handoff, Named, node_sh, register, sh
 from chaoskit.faults.control_plane import ProcessFrozen
+from chaoskit.model.params import FaultParams, params_of
 
 
 def node_ready(env: Env, node: str) -> bool | None:
@@ -30,6 +33,8 @@ class KubeletStopped(Fault):
 
     name = "kubelet.stop"
     component = "kubelet"
+    named = Named("kubelet", r"not running|heartbeat")
+    scope = "node"
     target_role = "worker"
     effect_timeout = 120.0
 
@@ -55,19 +60,16 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
 
     name = "kubelet.runtime-unresponsive"
     component = "kubelet"
+    named = Named("runtime", r"containerd|runtime")
+    scope = "node"
     target_role = "worker"
-    process = "containerd"
+    process = containerd.PROCESS
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return not runtime_answers(env, plan.node)
+        return not containerd.cri_answers(env.nodes, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return runtime_answers(env, plan.node)
-
-
-def runtime_answers(env: Env, node: str) -> bool:
-    """The CRI answers as kubelet would ask it (crictl over containerd's socket)."""
-    return env.nodes.run(node, ["crictl", "--timeout", "3s", "info"], check=False, timeout=10).returncode == 0
+        return containerd.cri_answers(env.nodes, plan.node)
 
 
 def node_condition(env: Env, node: str, kind: str) -> str | None:
@@ -82,7 +84,7 @@ def node_tainted(env: Env, node: str, key: str) -> bool:
     return any(t.get("key") == key for t in env.kube.get(f"/api/v1/nodes/{node}")["spec"].get("taints") or [])
 
 
-KUBELET_DIR = "/var/lib/kubelet"  # a 4 GiB ext4 of its own in chaoskit's node image: kubelet's nodefs
+KUBELET_DIR = kubelet.DIR
 FILL = f"{KUBELET_DIR}/chaoskit-disk-pressure.fill"
 DISK_PRESSURE_TAINT = "node.kubernetes.io/disk-pressure"
 
@@ -112,6 +114,8 @@ class DiskPressure(Fault):
 
     name = "kubelet.disk-pressure"
     component = "kubelet"
+    named = Named("kubelet", r"DiskPressure|full")
+    scope = "node"
     target_role = "worker"
     Params = DiskPressureParams
     effect_timeout = 90.0  # kubelet's eviction manager looks every 10 s, after cadvisor's filesystem stats
@@ -145,7 +149,7 @@ class DiskPressure(Fault):
         )
 
 
-CLIENT_PEM = f"{KUBELET_DIR}/pki/kubelet-client-current.pem"  # cert and key; a symlink to the dated file
+CLIENT_PEM = kubelet.CLIENT_PEM
 PARKED_PEM = f"{CLIENT_PEM}.chaoskit-parked"  # same directory: parking and restoring are renames
 EXPIRED_PEM = f"{KUBELET_DIR}/pki/kubelet-client-chaoskit-expired.pem"  # handed over from the control-plane node
 SINCE = "/run/chaoskit/kubelet-cert-expired.since"  # when the fault restarted kubelet: where its journal is read from
@@ -184,6 +188,8 @@ class KubeletCertExpired(Fault):
 
     name = "kubelet.cert-expired"
     component = "kubelet"
+    named = Named("kubelet", r"certificate.*expired")
+    scope = "node"
     target_role = "worker"
     effect_timeout = 120.0  # the node-monitor grace period, as for kubelet.stop
     recovery_timeout = 120.0

@@ -10,8 +10,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, params_of, register
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
+from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.playbook import DNS_LABEL
 from chaoskit.model.timeline import api_time
 
@@ -89,9 +91,16 @@ class QuotaExhausted(Fault):
 
     name = "controller-manager.quota-exhausted"
     component = "controller-manager"
+    named = Named("controller-manager", r"ResourceQuota chaoskit-quota .*exceeded quota")
+    scope = "namespace"
     Params = QuotaParams
     effect_timeout = 120.0  # with probeReplicas 0 the HPA has to ask first
     recovery_timeout = 120.0  # namespace deletion
+
+    def radius(self, node: str, params: BaseModel) -> Radius:
+        return Radius(
+            "namespace", params_of(params, QuotaParams).namespace, self.component
+        )  # only that namespace's pods are capped
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, QuotaParams)

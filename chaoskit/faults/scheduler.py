@@ -10,8 +10,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit import workloads
-from chaoskit.faults.base import Env, Fault, FaultParams, FaultPlan, kubectl, params_of, register
+from chaoskit.components import scheduler
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
+from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.playbook import DNS_LABEL, DNS_SUBDOMAIN
 
 
@@ -21,8 +24,9 @@ class SchedulerDown(StaticPodDown):
 
     name = "scheduler.down"
     component = "scheduler"
-    process = "kube-scheduler"
-    health_port = 10259
+    named = Named("scheduler", r"not running")
+    process = scheduler.PROCESS
+    health_port = scheduler.PORT
 
 
 WORKER = "worker"  # UnschedulableParams.node: the first worker by name
@@ -139,6 +143,7 @@ class Unschedulable(Fault):
 
     name = "scheduler.unschedulable"
     component = "scheduler"
+    named = Named("scheduler", r"unschedulable")
     Params = UnschedulableParams
     effect_timeout = 60.0
     recovery_timeout = 120.0  # namespace deletion

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, probe_script
 from chaoskit.measurements.rule_sync_sli import scrape_sli
 

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from chaoskit import workloads
+from chaoskit.cluster.kube import KubeError
+from chaoskit.env import Env
 from chaoskit.errors import ToolError
-from chaoskit.faults.base import Env
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp
 from chaoskit.model.timeline import MeasurementResult
@@ -60,10 +61,11 @@ def one_run(env: Env, m: HpaScaleUp, ns: str, trigger: Trigger, max_replicas: in
             say: Callable[[str], None]) -> None:  # fmt: skip
     runs_before = len(m.tracker.scale_ups)
     if trigger == "load":
+        env.kube.patch(_hpa_path(ns), {"spec": {"maxReplicas": max_replicas}})  # the last run's scale-back lowered it
         url = f"http://web.{ns}.svc.cluster.local/burn?ms={burn_ms}"
         env.kube.apply(workloads.load_generator(ns, url, concurrency=4))
     else:
-        env.kube.patch(_hpa_path(ns), {"spec": {"minReplicas": max_replicas}})
+        env.kube.patch(_hpa_path(ns), {"spec": {"minReplicas": max_replicas, "maxReplicas": max_replicas}})
     say(f"run {runs_before + 1}: {trigger} applied; waiting for the scale-up to reach every node")
     env.kube.wait("a scale-up to reach its first requests", lambda: _finished(m, runs_before), RUN_TIMEOUT, 0.5)
     quiet_until = time.monotonic() + QUIET
@@ -74,10 +76,31 @@ def one_run(env: Env, m: HpaScaleUp, ns: str, trigger: Trigger, max_replicas: in
         time.sleep(0.5)
     if trigger == "load":
         env.kube.delete(f"/apis/apps/v1/namespaces/{ns}/deployments/load", propagation="Background")
-    else:
-        env.kube.patch(_hpa_path(ns), {"spec": {"minReplicas": 1}})
-    env.kube.wait("the HPA to scale back to one pod", lambda: _at_one(env, ns), SCALE_DOWN_TIMEOUT)
+    scale_back(env, ns)
     say(f"run {runs_before + 1}: done, back to one pod")
+
+
+def scale_back(env: Env, ns: str) -> None:
+    """Drive the HPA back to one pod. Idle pods need not sit below the target: with a small CPU request their probes
+    alone can keep the HPA above one (25m requests idle at ~28% against 50%, and ceil(3 × 28/50) = 2), so the
+    ceiling comes down to one too; the next run raises it again."""
+    env.kube.patch(_hpa_path(ns), {"spec": {"minReplicas": 1, "maxReplicas": 1}})
+    try:
+        env.kube.wait("the HPA to scale back to one pod", lambda: _at_one(env, ns), SCALE_DOWN_TIMEOUT)
+    except KubeError as exc:
+        raise KubeError(f"{exc}; the HPA holds {_hpa_state(env, ns)}") from exc
+
+
+def _hpa_state(env: Env, ns: str) -> str:
+    try:
+        hpa = env.kube.get(_hpa_path(ns))
+    except KubeError as exc:
+        return f"an unknown state ({exc})"
+    spec, status = hpa.get("spec", {}), hpa.get("status", {})
+    cpu = [m["resource"]["current"].get("averageUtilization") for m in status.get("currentMetrics") or []
+           if m.get("type") == "Resource" and "current" in m.get("resource", {})]  # fmt: skip
+    return (f"{status.get('currentReplicas')} replicas (desired {status.get('desiredReplicas')}, min "
+            f"{spec.get('minReplicas')}, max {spec.get('maxReplicas')}, cpu {cpu[0] if cpu else '?'}%)")  # fmt: skip
 
 
 def measure(env: Env, ns: str, runs: int, trigger: Trigger, max_replicas: int = 4, burn_ms: int = 100,

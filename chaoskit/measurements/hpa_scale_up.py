@@ -17,31 +17,17 @@ still in the rules from an earlier pod) reads 0 and is named in the result's not
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.cluster.kube import condition
 from chaoskit.errors import ToolError
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
-from chaoskit.measurements.probe import AnswerSeen, NodeProbe, Rounds, RulesSeen, Seen, probe_script
+from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
+from chaoskit.measurements.probe import NodeProbe, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher
-from chaoskit.model.timeline import (
-    API_PRECISION,
-    RUN_SUBJECT,
-    STAGE_COMPONENTS,
-    WATCH_PRECISION,
-    Clamp,
-    Gap,
-    MeasurementResult,
-    Sample,
-    api_time,
-    clamp_notes,
-)
+from chaoskit.model.timeline import Gap, MeasurementResult, api_time
 
-TYPE = "hpa_scale_up"
 SETTLE = 60.0  # how long stop() waits for pods of a scale-up still on their way to their first request
 METRICS_POLL = 2.0  # metrics-server refreshes every 15 s; 2 s polls catch each new sample's own timestamp
 
@@ -56,283 +42,6 @@ def cpu_cores(quantity: str) -> float:
     return float(quantity)
 
 
-@dataclass(frozen=True)
-class Stamp:
-    at: float
-    precision: float
-
-
-@dataclass
-class ScaleUp:
-    run: int
-    decided: Stamp  # the HPA wrote the new desiredReplicas
-    from_replicas: int
-    to_replicas: int
-    trigger: Stamp | None = None  # metric above target, or minReplicas raised
-    rs_scaled: Stamp | None = None
-
-
-@dataclass
-class PodTimes:
-    name: str
-    run: int
-    created: Stamp
-    scheduled: Stamp | None = None
-    started: Stamp | None = None
-    ready: Stamp | None = None
-    endpoint: Stamp | None = None
-    ip: str = ""
-    node: str = ""
-
-
-@dataclass
-class HpaTracker:
-    """Pure: fed with what the watches, the metrics poll and the probes saw; turns it into stage samples."""
-
-    started_at: float
-    target_utilization: float | None = None
-    replicas: int | None = None  # the Deployment's spec.replicas, as the HPA last set it
-    last_scale_time: float | None = None
-    early_rs: Stamp | None = None  # a ReplicaSet scale-up seen before the Deployment change that caused it
-    min_replicas: int | None = None
-    rs_replicas: dict[str, int] = field(default_factory=dict)
-    scale_ups: list[ScaleUp] = field(default_factory=list)
-    pods: dict[str, PodTimes] = field(default_factory=dict)
-    known_pods: set[str] = field(default_factory=set)  # there before we started: not part of any scale-up
-    deleted: set[str] = field(default_factory=set)
-    above_since: Stamp | None = None  # the first metric sample above target since the last decision
-    forced_at: Stamp | None = None  # minReplicas raised since the last decision
-    rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
-    answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
-    rounds: dict[str, Rounds] = field(default_factory=dict)  # node -> its request rounds
-
-    def hpa(self, kind: str, obj: Obj, at: float) -> None:
-        spec, status = obj.get("spec", {}), obj.get("status", {})
-        self.last_scale_time = api_time(status.get("lastScaleTime")) or self.last_scale_time
-        for metric in spec.get("metrics", []):
-            target = metric.get("resource", {}).get("target", {})
-            if target.get("averageUtilization") is not None:
-                self.target_utilization = float(target["averageUtilization"])
-        min_replicas = int(spec.get("minReplicas", 1))
-        if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
-            self.forced_at = self.forced_at or Stamp(at, WATCH_PRECISION)
-        self.min_replicas = min_replicas
-
-    def deployment(self, kind: str, obj: Obj, at: float) -> None:
-        """The HPA's decision lands as a write of the Deployment's scale: spec.replicas raised."""
-        replicas = int(obj.get("spec", {}).get("replicas") or 0)
-        before, self.replicas = self.replicas, replicas
-        if before is None or replicas <= before:
-            return
-        stamp = Stamp(at, WATCH_PRECISION)
-        if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
-            stamp = Stamp(self.last_scale_time or at, API_PRECISION)
-        causes = [c for c in (self.above_since, self.forced_at) if c is not None]
-        trigger = min(causes, key=lambda c: c.at) if causes else None
-        up = ScaleUp(len(self.scale_ups) + 1, stamp, before, replicas, trigger)
-        if self.early_rs is not None and self.early_rs.at >= stamp.at - 2.0:
-            up.rs_scaled = self.early_rs  # its watch event overtook the Deployment's
-        self.early_rs = None
-        self.scale_ups.append(up)
-        self.above_since = self.forced_at = None
-
-    def metric(self, sampled_at: float, utilization: float) -> None:
-        """A metrics API sample (its own timestamp) of the pods' average CPU utilization, in percent."""
-        if self.target_utilization is None:
-            return
-        if utilization > self.target_utilization:
-            if self.above_since is None:
-                self.above_since = Stamp(sampled_at, API_PRECISION)
-        else:
-            self.above_since = None
-
-    def replicaset(self, kind: str, obj: Obj, at: float) -> None:
-        name, replicas = obj["metadata"]["name"], int(obj.get("spec", {}).get("replicas") or 0)
-        before = self.rs_replicas.get(name)
-        self.rs_replicas[name] = replicas
-        if before is None or replicas <= before:
-            return
-        stamp = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
-        for up in reversed(self.scale_ups):
-            if up.rs_scaled is None:
-                up.rs_scaled = stamp
-                return
-        self.early_rs = stamp
-
-    def pod(self, kind: str, obj: Obj, at: float) -> None:
-        meta, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
-        name = meta["name"]
-        if kind == "DELETED":
-            self.deleted.add(name)
-            return
-        if name in self.known_pods:
-            return
-        listed = kind == "LISTED"
-        times = self.pods.get(name)
-        if times is None:
-            created_at = api_time(meta.get("creationTimestamp")) or at
-            if listed and created_at < self.started_at:
-                self.known_pods.add(name)
-                return
-            created = Stamp(created_at, API_PRECISION) if listed else Stamp(at, WATCH_PRECISION)
-            times = self.pods[name] = PodTimes(name, self._run_of(created.at), created)
-        seen = Stamp(at, WATCH_PRECISION)
-        if times.scheduled is None and spec.get("nodeName"):
-            times.scheduled = self._api_stamp(obj, "PodScheduled") if listed else seen
-            times.node = spec["nodeName"]
-        containers = status.get("containerStatuses") or []
-        if times.started is None and containers and all("running" in c.get("state", {}) for c in containers):
-            started = max(api_time(c["state"]["running"].get("startedAt")) or at for c in containers)
-            times.started = Stamp(started, API_PRECISION) if listed else seen
-        if times.ready is None and condition(obj, "Ready"):
-            times.ready = self._api_stamp(obj, "Ready") if listed else seen
-        times.ip = status.get("podIP") or times.ip
-
-    @staticmethod
-    def _api_stamp(obj: Obj, kind: str) -> Stamp:
-        for c in obj.get("status", {}).get("conditions", []):
-            if c.get("type") == kind and (t := api_time(c.get("lastTransitionTime"))):
-                return Stamp(t, API_PRECISION)
-        return Stamp(time.time(), API_PRECISION)
-
-    def _run_of(self, created_at: float) -> int:
-        for up in reversed(self.scale_ups):
-            if up.decided.at <= created_at + API_PRECISION:
-                return up.run
-        return 0  # not from a scale-up we saw (a deleted pod replaced, or before the first decision)
-
-    def endpoint_slice(self, kind: str, obj: Obj, at: float) -> None:
-        if kind == "DELETED":
-            return
-        for ep in obj.get("endpoints") or []:
-            ref = ep.get("targetRef") or {}
-            times = self.pods.get(ref.get("name", ""))
-            if times is None or times.endpoint is not None:
-                continue
-            if (ep.get("conditions") or {}).get("ready"):
-                times.endpoint = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
-
-    def seen(self, seen: Seen) -> None:
-        if isinstance(seen, RulesSeen):
-            bisect.insort(self.rules.setdefault(seen.node, []), seen, key=lambda o: o.at)
-        elif isinstance(seen, AnswerSeen):
-            at = self.answers.get((seen.pod, seen.node))
-            self.answers[(seen.pod, seen.node)] = seen.at if at is None else min(at, seen.at)  # lines may cross
-        else:
-            self.rounds.setdefault(seen.node, Rounds()).add(seen.at)
-
-    def _rules_end(self, times: PodTimes, node: str, ready: Stamp) -> tuple[Stamp, str] | None:
-        """When the node's rules first showed the pod's IP (after the pod existed), and why that end was moved to
-        `ready` if it was seen earlier."""
-        obs = self.rules.get(node, [])
-        start = bisect.bisect_right(obs, times.created.at, key=lambda o: o.at)
-        held = start > 0 and times.ip in obs[start - 1].ips  # in the rules already when the pod was created
-        for o in obs[start:]:
-            if times.ip not in o.ips:
-                held = False
-            elif not held:  # the IP appears: this pod's endpoint programmed
-                if o.at >= ready.at:
-                    return Stamp(o.at, o.precision), ""
-                return Stamp(ready.at, o.precision), (f"the node's rules showed its IP {ready.at - o.at:.3f}s before"
-                                                      " our watch saw its endpoint ready")  # fmt: skip
-            if held and o.at >= ready.at:
-                break
-        if held:
-            shown = obs[start - 1]
-            return Stamp(ready.at, shown.precision), (f"IP {times.ip} reused: the node's rules held it for an"
-                                                      " earlier pod since before this one was created")  # fmt: skip
-        return None
-
-    def _timed(self, nodes: list[str]) -> list[tuple[Sample, Clamp | None]]:
-        """Every sample, each with why it was clamped to 0 (None when it was not)."""
-        out: list[tuple[Sample, Clamp | None]] = []
-        for up in self.scale_ups:
-            if up.trigger is not None:
-                out.append(self._sample("hpa_decision", RUN_SUBJECT, up.trigger, up.decided, up.run))
-            if up.rs_scaled is not None:
-                out.append(self._sample("replicaset_scaled", RUN_SUBJECT, up.decided, up.rs_scaled, up.run))
-        runs = {up.run: up for up in self.scale_ups}
-        for times in self.pods.values():
-            scale_up = runs.get(times.run)
-            if scale_up is None:
-                continue
-            chain: list[tuple[str, Stamp | None]] = [
-                ("pod_created", times.created), ("scheduled", times.scheduled),
-                ("containers_started", times.started), ("ready", times.ready), ("endpoint_ready", times.endpoint),
-            ]  # fmt: skip
-            previous: Stamp | None = scale_up.rs_scaled or scale_up.decided
-            for stage, end in chain:
-                if previous is None or end is None:
-                    previous = None
-                    break
-                out.append(self._sample(stage, times.name, previous, end, times.run))
-                previous = end
-            if previous is None or not times.ip:
-                continue
-            for node in nodes:
-                programmed = self._rules_end(times, node, previous)
-                if programmed is None:
-                    continue
-                rules, why = programmed
-                out.append(self._sample("rules_programmed", f"{times.name}@{node}", previous, rules, times.run, why))
-                answered = self.answers.get((times.name, node))
-                if answered is None:
-                    continue
-                # the request round before the first answer (none from this pod) brackets it
-                first = Stamp(answered, self.rounds.get(node, Rounds()).precision(answered, rules.at))
-                why = ""
-                if answered < rules.at:
-                    first = Stamp(rules.at, first.precision)
-                    why = f"it answered {rules.at - answered:.3f}s before the rules read that first showed its IP"
-                out.append(self._sample("first_request", f"{times.name}@{node}", rules, first, times.run, why))
-        return out
-
-    def samples(self, nodes: list[str]) -> list[Sample]:
-        return [s for s, _ in self._timed(nodes)]
-
-    def clamped(self, nodes: list[str]) -> list[str]:
-        """The stages reported as 0 because their end was seen before their start, and why."""
-        return clamp_notes(c for _, c in self._timed(nodes) if c is not None)
-
-    @staticmethod
-    def _sample(stage: str, subject: str, start: Stamp, end: Stamp, run: int,
-                why: str = "") -> tuple[Sample, Clamp | None]:  # fmt: skip
-        sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at,
-                        max(start.precision, end.precision), run)  # fmt: skip
-        if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
-            why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"
-        elif not why and end.at == start.at:  # the split between the two is not observable, not measured as 0
-            why = "its start and end carry one timestamp (" + (
-                "both in one API second)" if sample.precision >= API_PRECISION else "one watch event showed both)"
-            )
-        return sample, Clamp(sample, why) if why else None
-
-    def in_flight(self, nodes: list[str]) -> int:
-        """Pods of a scale-up, still alive, that not every node has answered from yet."""
-        return sum(
-            1
-            for t in self.pods.values()
-            if t.run and t.name not in self.deleted and any((t.name, n) not in self.answers for n in nodes)
-        )
-
-    def incomplete(self) -> list[str]:
-        """Pods of a scale-up that did not reach the end of the path while we watched, and pods never created."""
-        # the path stopped before pod_created: creations refused (quota, admission) or never made; counted over all
-        # scale-ups, since a late pod is put in the scale-up of its creation time
-        asked = sum(u.to_replicas - u.from_replicas for u in self.scale_ups)
-        missing = asked - sum(1 for t in self.pods.values() if t.run)
-        uncreated = [f"{missing} of the {asked} pod(s) the scale-ups asked for never created (see the ReplicaSet's "
-                     "FailedCreate events, e.g. exceeded quota)"] if missing > 0 else []  # fmt: skip
-        unfinished = [
-            f"{t.name} (scale-up {t.run}) never reached {stage}"
-            for t in self.pods.values()
-            if t.run
-            for stage, end in (("Ready", t.ready), ("the EndpointSlice", t.endpoint))
-            if end is None
-        ]
-        return (uncreated + unfinished)[:20]
-
-
 @register
 class HpaScaleUp(Measurement):
     """HPA-to-Ready per scale-up, stage by stage, each stage owned by one component."""
@@ -344,7 +53,7 @@ class HpaScaleUp(Measurement):
         p = self.params if isinstance(self.params, TargetParams) else TargetParams()
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.tracker = HpaTracker(self.result.started_at)
+        self.tracker = HpaTracker(self.result.started_at, time.time)
         self.stop_event = threading.Event()
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{p.deployment}", "HPA")
         deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/deployments/{p.deployment}", "Deployment")

@@ -1,10 +1,10 @@
 """The in-node probe both measurements read the dataplane with: one shell per node, started once.
 
 Polling with one `docker exec` per look would cost a process start on the host every 100 ms per node; loops
-inside the node read the rules (iptables-save or nft, whichever mode kube-proxy runs) and ask the Service, then
-print only what changed, stamped with the node's clock (the host's: a kind node shares its kernel). The rules and
-the requests run in two loops, so a request hanging on a gone endpoint (up to curl's 1 s) does not delay the next
-rules read.
+inside the node read the rules (iptables-save or nft, whichever mode kube-proxy runs, as
+chaoskit.components.kube_proxy reads them) and ask the Service, then print only what changed, stamped with the
+node's clock (the host's: a kind node shares its kernel). The rules and the requests run in two loops, so a request
+hanging on a gone endpoint (up to curl's 1 s) does not delay the next rules read.
 
 Each loop pauses INTERVAL between rounds, but a round also takes its own time (the rules read tens of ms, a request
 round up to curl's 1 s), so the loops report what bounds each observation: a rules line carries the start of the
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chaoskit.cluster.nodeexec import NodeExec, Stream
+from chaoskit.components.kube_proxy import endpoint_ips_command
 
 INTERVAL = 0.1  # the pause between two rounds of each loop (a round itself takes longer: see `precision`)
 REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k
@@ -93,17 +94,7 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
     """The loops run inside a node: `R <read start> <read end> <previous read start or -> <ip>...` when the rules
     change, `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures` `F <t sent>` per
     request that got no answer."""
-    ns_svc = f"{namespace}/{service}"
-    # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
-    # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
-    nft = (
-        "nft list table ip kube-proxy 2>/dev/null"
-        f" | grep -o 'goto endpoint-[A-Z0-9]*-{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
-    )
-    ipt = (
-        f"iptables-save -t nat 2>/dev/null | grep -- '--comment \"\\?{ns_svc}[:\" ]' | grep -o 'to-destination [0-9.]*'"
-        " | sed 's/to-destination //'"
-    )  # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment
+    endpoint_ips = endpoint_ips_command(namespace, service)
     url = f"http://{cluster_ip}:{port}/"
     # an HTTP error or an empty body is no answer from a pod: a request DNATed to a gone pod's IP leaves by the default
     # route, where something else may answer
@@ -112,8 +103,7 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
         ask = f's=$(date +%s.%N); {ask} || echo "F $s"'
     rules = (
         "last=x; p=-; while :; do t=$(date +%s.%N);"
-        f" if nft list table ip kube-proxy >/dev/null 2>&1; then ips=$({nft} | sort -u | tr '\\n' ' ');"
-        f" else ips=$({ipt} | sort -u | tr '\\n' ' '); fi; u=$(date +%s.%N);"
+        f" ips=$({endpoint_ips} | sort -u | tr '\\n' ' '); u=$(date +%s.%N);"
         f' if [ "$ips" != "$last" ]; then echo "R $t $u $p $ips"; last=$ips; fi; p=$t; sleep {INTERVAL}; done'
     )
     requests = (

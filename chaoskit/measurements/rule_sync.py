@@ -39,12 +39,12 @@ import time
 
 from pydantic import Field
 
-from chaoskit.faults.base import params_of
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
 from chaoskit.measurements.watch import Obj, Watcher
+from chaoskit.model.params import params_of
 from chaoskit.model.timeline import MeasurementResult
 
 __all__ = ["TYPE", "MissingPiece", "RuleSync", "RuleSyncParams"]

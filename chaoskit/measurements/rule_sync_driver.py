@@ -14,8 +14,9 @@ from typing import Any
 
 from chaoskit import workloads
 from chaoskit.cluster.kube import Kube, condition
+from chaoskit.cluster.poll import poll
+from chaoskit.env import Env
 from chaoskit.errors import ToolError, UsageError
-from chaoskit.faults.base import Env
 from chaoskit.measurements.rule_sync import RuleSync, RuleSyncParams
 from chaoskit.model.timeline import MeasurementResult
 
@@ -97,17 +98,12 @@ class Workload:
 
 def wait_converged(m: RuleSync, workload: Workload, changes_before: int, timeout: float) -> bool:
     """Until the change happened (pods settled, a new endpoint set) and every node's rules and traffic followed it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            settled = workload.settled()
-        except ToolError:  # the API server is briefly unavailable: keep waiting
-            settled = False
-        if settled and len(m.endpoints()) == workload.replicas and len(m.changes()) > changes_before:
-            if m.converged():
-                return True
-        time.sleep(POLL)
-    return False
+
+    def converged() -> bool:  # a ToolError from settled(): the API server is briefly unavailable, keep waiting
+        return (workload.settled() and len(m.endpoints()) == workload.replicas
+                and len(m.changes()) > changes_before and m.converged())  # fmt: skip
+
+    return poll(converged, timeout, POLL).done
 
 
 def start_measurement(env: Env, workload: Workload, label: str = "rule-sync") -> RuleSync:

@@ -14,13 +14,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chaoskit.cluster.nodeexec import NodeExec
-from chaoskit.cluster.scrape import Metric, NodeScraper, ScrapeError, total, value
+from chaoskit.cluster.scrape import Metric, Metrics, NodeScraper, ScrapeError
+from chaoskit.components.kube_proxy import LAST_QUEUED, LAST_SYNC, METRICS_URL
+from chaoskit.components.kube_proxy import NETWORK_PROGRAMMING as PROGRAMMING
 from chaoskit.measurements.rule_sync_tracker import RuleSyncTracker
 
-METRICS_URL = "http://127.0.0.1:10249/metrics"  # kind binds kube-proxy's metrics to the node's loopback
-PROGRAMMING = "kubeproxy_network_programming_duration_seconds"
-LAST_QUEUED = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"
-LAST_SYNC = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
 SCRAPE_TIMEOUT = 3.0  # a frozen kube-proxy does not answer: do not hold the measurement up for it
 
 
@@ -45,11 +43,13 @@ class SliSnapshot:
 
 
 def sli_snapshot(node: str, at: float, families: Sequence[Metric]) -> SliSnapshot:
-    def stamp(name: str) -> float | None:  # the IPv4 proxier: the family our rules probe reads
-        return value(families, name, ip_family="IPv4")
+    m = Metrics.of(families)
 
-    return SliSnapshot(node, at, total(families, f"{PROGRAMMING}_count") or 0.0,
-                       total(families, f"{PROGRAMMING}_sum") or 0.0, stamp(LAST_QUEUED), stamp(LAST_SYNC))  # fmt: skip
+    def stamp(name: str) -> float | None:  # the IPv4 proxier: the family our rules probe reads
+        return m.value(name, ip_family="IPv4")
+
+    return SliSnapshot(node, at, m.total(f"{PROGRAMMING}_count") or 0.0,
+                       m.total(f"{PROGRAMMING}_sum") or 0.0, stamp(LAST_QUEUED), stamp(LAST_SYNC))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,17 @@ class Target(_Model):
         return next((r for r in ROLES if r == self.node), None)
 
 
+class ScaleUp(_Model):
+    """A scale-up at a known moment: the workload HPA's minReplicas raised, whatever the load does."""
+
+    min_replicas: int = Field(ge=2, le=100, description="The HPA's minReplicas from then on, for the rest of the run.")
+    at: Literal["effect", "recovered"] = Field(
+        default="effect",
+        description="effect: as soon as the fault's effect shows; recovered: once its component is healthy again "
+        "after the revert.",
+    )
+
+
 class FaultStep(_Model):
     """Inject one fault, hold it for `duration`, revert it."""
 
@@ -108,7 +119,9 @@ class FaultStep(_Model):
     fault: str = Field(description='A fault from the catalog, "<component>.<fault>", e.g. scheduler.down.')
     target: Target | None = Field(default=None, description="Where to inject; may be omitted for cluster-wide faults.")
     params: RawParams = Field(default_factory=dict)
-    duration: PositiveDuration = Field(description="How long the fault is held before it is reverted.")
+    duration: PositiveDuration = Field(
+        description="How long the fault is held, from when it is in place (its apply lines done), before the revert."
+    )
     deadline: Duration = Field(
         default=0.0,
         description="Dead-man switch, counted from injection: the node heals itself by then even if chaoskit dies. "
@@ -116,6 +129,11 @@ class FaultStep(_Model):
         json_schema_extra=_drop_default,
     )
     after: Duration = Field(default=0.0, description="Wait this long before injecting.")
+    scale_up: ScaleUp | None = Field(
+        default=None,
+        description="Ask the workload's HPA for more pods during this step (needs spec.workload).",
+        json_schema_extra=_drop_default,
+    )
 
     @model_validator(mode="after")
     def _deadline(self) -> FaultStep:
@@ -154,8 +172,8 @@ class Check(_Model):
 class Hpa(_Model):
     """The HorizontalPodAutoscaler on the test workload."""
 
-    min_replicas: int = Field(default=1, ge=1, le=100, description="HPA minReplicas.")
-    max_replicas: int = Field(default=6, ge=1, le=100, description="HPA maxReplicas.")
+    min_replicas: int = Field(default=rules.HPA_MIN_REPLICAS, ge=1, le=100, description="HPA minReplicas.")
+    max_replicas: int = Field(default=rules.HPA_MAX_REPLICAS, ge=1, le=100, description="HPA maxReplicas.")
     cpu_percent: int = Field(
         default=50, ge=1, le=1000, description="Target average CPU utilisation, percent of requests."
     )

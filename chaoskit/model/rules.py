@@ -15,6 +15,7 @@ from chaoskit.registry import close_matches
 
 Found = list[tuple[Path, str]]
 
+HPA_MIN_REPLICAS, HPA_MAX_REPLICAS = 1, 6  # the workload HPA's defaults (the model's, and scaleUp's bounds)
 DEFAULT_DEADLINE_MARGIN = 60.0  # seconds the dead-man switch waits past a step's duration when none is given
 NAMESPACE_PREFIX = "chaoskit-"
 MAX_NAMESPACE = 63  # a namespace name is a DNS-1123 label
@@ -107,6 +108,7 @@ def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
             found.append((where, f"step name {name!r} is already used by {dotted(seen[name])}"))
         else:
             seen[name] = path
+    found += scale_up_problems(spec, at)
     measurements: dict[str, Path] = {}
     for i, measurement in mappings(spec.get("measurements")):
         name = measurement.get("name")
@@ -121,6 +123,27 @@ def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
         ref = threshold.get("measurement")
         if isinstance(ref, str) and ref not in measurements:
             found.append(((*at, "thresholds", i, "measurement"), _no_such_measurement(ref, list(measurements))))
+    return found
+
+
+def scale_up_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
+    """A step's scaleUp raises the workload HPA's minReplicas: there must be one, and room above its minimum."""
+    found: Found = []
+    workload = spec.get("workload")
+    hpa = workload.get("hpa") if isinstance(workload, Mapping) else None
+    hpa = hpa if isinstance(hpa, Mapping) else {}
+    low, high = _int(hpa.get("minReplicas", HPA_MIN_REPLICAS)), _int(hpa.get("maxReplicas", HPA_MAX_REPLICAS))
+    for path, _, step in fault_steps(spec, at):
+        scale_up = step.get("scaleUp")
+        if not isinstance(scale_up, Mapping):
+            continue
+        if not isinstance(workload, Mapping):
+            found.append(((*path, "scaleUp"), "needs spec.workload: chaoskit raises minReplicas on the workload's HPA"))
+            continue
+        wanted = _int(scale_up.get("minReplicas"))
+        if wanted is not None and low is not None and high is not None and not low < wanted <= high:
+            why = f"must be above the HPA's minReplicas ({low}) and at most its maxReplicas ({high})"
+            found.append(((*path, "scaleUp", "minReplicas"), why))
     return found
 
 

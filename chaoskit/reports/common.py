@@ -6,6 +6,8 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.model.timeline import MeasurementResult
 
@@ -42,3 +44,20 @@ def measurements(record: Record | None, kind: str | None = None) -> list[Measure
         return []
     out = [MeasurementResult.from_dict(m) for m in record.get("measurements") or []]
     return [m for m in out if kind is None or m.type == kind]
+
+
+def threshold_words(t: Record) -> str:
+    """A threshold as a sentence: "scale-up: max of total ≤ 120s"."""
+    bound = " and ".join(f"{'≥' if k == 'min' else '≤'} {t[k]:g}s" for k in ("min", "max") if t.get(k) is not None)
+    return f"{t.get('measurement')}: {t.get('stat')} of {t.get('stage') or 'total'} {bound}".strip()
+
+
+# The HTML pages' templates (package resources under templates/), with the filters they share.
+TEMPLATES = Environment(
+    loader=PackageLoader("chaoskit.reports", "templates"),
+    autoescape=select_autoescape(["html", "j2"]),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+TEMPLATES.filters.update(seconds=seconds, when=when, observed=observed, threshold=threshold_words)

@@ -20,11 +20,10 @@ import kopf
 
 from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.kube import Kube, KubeError
-from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import Runner as Shell
 from chaoskit.engine import RevertOutcome, revert_journal
+from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
-from chaoskit.faults.base import Env
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Playbook
 from chaoskit.runner import Runner, RunRecord
@@ -113,7 +112,7 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
     nodes = node_containers(cfg.shell, pb.spec.cluster)
     said: queue.Queue[str] = queue.Queue()
-    runner = Runner(Env(cfg.kube, DockerNodeExec(cfg.shell), pb.spec.cluster), nodes, journal, said.put)
+    runner = Runner(Env.for_kind(cfg.kube, pb.spec.cluster, cfg.shell), nodes, journal, said.put)
     done: list[RunRecord] = []
     worker = threading.Thread(target=lambda: done.append(runner.run(pb)), name=f"run-{pb.name}", daemon=True)
     worker.start()
@@ -135,7 +134,7 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
     """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted."""
     outcome = RevertOutcome()
     if journal_path.is_file():
-        outcome = revert_journal(Env(cfg.kube, DockerNodeExec(cfg.shell), cluster), Journal(journal_path))
+        outcome = revert_journal(Env.for_kind(cfg.kube, cluster, cfg.shell), Journal(journal_path))
     _patch(cfg, path, interrupted_status(outcome, _now()))
     message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
     if outcome.left:

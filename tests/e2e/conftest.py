@@ -18,7 +18,9 @@ from chaoskit import workloads
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.env import Env
 from chaoskit.journal import state_home
+from tests.e2e.catalog import Catalog, run_catalog
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 
@@ -69,6 +71,20 @@ def cluster() -> str:
 @pytest.fixture(scope="session")
 def kube(cluster: str) -> Kube:
     return Kube.connect(context=f"kind-{cluster}")
+
+
+@pytest.fixture(scope="session")
+def catalog(kube: Kube, cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Catalog:
+    """The shipped catalog, run once per session with every registered observer (see tests/e2e/catalog.py)."""
+    done = run_catalog(Env.for_kind(kube, cluster), tmp_path_factory.mktemp("catalog"))
+    print(f"\n--- chaoskit run playbooks/ (exit {done.returncode}); its progress:\n{done.stderr[-6000:]}")
+    assert done.record, done.stderr[-3000:]
+    took = done.record["finished_at"] - done.record["started_at"]
+    print(f"\nthe catalog ({len(done.record['runs'])} playbooks) took {took:.0f}s; per playbook:")
+    for r in done.record["runs"]:
+        print(f"  {r['playbook']:40s} {r['verdict']:9s} {r['started_s']:7.1f}s → {r['finished_s']:7.1f}s "
+              f"({r['radius']})")  # fmt: skip
+    return done
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -8,7 +8,10 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster import versions
-from chaoskit.cluster.kube import Kube, condition
+from chaoskit.cluster.kube import Kube, KubeError, condition
+from chaoskit.cluster.nodeexec import DockerNodeExec
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.components import kube_proxy as kp
 from chaoskit.demo import run_hpa_demo
 from tests.e2e.conftest import chaoskit
 
@@ -35,6 +38,16 @@ def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
     ]
     assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes} == {versions.KUBERNETES}
     assert len(_workers(kube)) == 2
+
+
+@pytest.mark.parametrize("node", ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"])
+def test_a_node_answers_a_burst_of_dns_queries_through_its_relay(node: str) -> None:
+    """Each node resolves through its own address (pods inherit it) relayed to Docker's resolver: 100 lookups at
+    once must all be answered (a relay that lost concurrent queries left a node's kubelet unable to reach the API)."""
+    burst = ("for i in $(seq 1 100); do (getent hosts chaoskit-control-plane >/dev/null && echo ok || echo lost) & "
+             "done; wait")  # fmt: skip
+    out = DockerNodeExec(SubprocessRunner()).run(node, ["bash", "-c", burst], timeout=60).stdout.split()
+    assert out.count("ok") == 100, f"{out.count('lost')} of 100 lookups lost on {node}"
 
 
 def test_kube_system_pods_are_all_running(kube: Kube) -> None:
@@ -77,8 +90,23 @@ def test_cluster_ip_service_answers_from_a_pod_on_another_node(kube: Kube, ns: s
             return code == 0
 
         # a just-ready endpoint reaches kube-proxy's rules after a sync (about a second): allow for it
-        kube.wait(f"{url} to answer from {client_node}", answered, 30, interval=0.5)
+        try:
+            kube.wait(f"{url} to answer from {client_node}", answered, 30, interval=0.5)
+        except KubeError as exc:
+            raise AssertionError(f"{exc}\n{_dataplane(kube, ns, [server_node, client_node])}") from exc
         assert answers[-1] == web_pod, answers
+
+
+def _dataplane(kube: Kube, ns: str, nodes: list[str]) -> str:
+    """What a failed Service request needs looked at: the web endpoints, and each node's routes and Service rules."""
+    nodes_exec = DockerNodeExec(SubprocessRunner())
+    slices = kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices")["items"]
+    lines = [f"endpoints: {[e.get('addresses') for s in slices for e in s.get('endpoints') or []]}"]
+    for node in nodes:
+        routes = nodes_exec.run(node, ["ip", "route"], check=False, timeout=10).stdout.strip().replace("\n", "; ")
+        lines.append(f"{node}: {kp.service_rules(nodes_exec, node)} Service rules; "
+                     f"routes: {routes}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:

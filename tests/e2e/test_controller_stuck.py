@@ -5,14 +5,16 @@ renewing its leader lease and answers /healthz ok, a real workload does not conv
 step (no pod for a raised ReplicaSet, no scale for an HPA, no Service entry for a Ready pod), and the diagnosis names
 that controller, never the process. After the revert the workload converges.
 controller-manager.quota-exhausted: the ReplicaSet's creations are refused with FailedCreate "exceeded quota", every
-component stays healthy, the diagnosis names the quota, its namespace and used/hard, and the HPA-to-Ready
-measurement shows the scale-up waiting at pod creation.
+other component stays healthy (but where another playbook's fault held meanwhile), the diagnosis names the quota, its
+namespace and used/hard, and the HPA-to-Ready measurement shows the scale-up waiting at pod creation.
+
+The HPA and ReplicaSet controllers and the quota are watched in the session's catalog run (tests/e2e/catalog.py);
+the EndpointSlice controller, which no playbook runs, is injected here.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,20 +24,20 @@ import pytest
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.diagnosers.base import Diagnosis
-from chaoskit.diagnosers.metrics import Metrics, scrape_command
+from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
-from chaoskit.faults.base import Env, NoParams
-from chaoskit.faults.controller_manager import LEASE, ControllerStuck, ControllerStuckParams, StuckName
-from chaoskit.faults.quota import QuotaExhausted, QuotaParams
+from chaoskit.env import Env
+from chaoskit.faults.controller_manager import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
 from chaoskit.journal import Journal
-from chaoskit.measurements.base import TargetParams
-from chaoskit.measurements.hpa_scale_up import HpaScaleUp
-from chaoskit.model.timeline import api_time
+from chaoskit.model.params import NoParams
+from chaoskit.model.timeline import MeasurementResult, api_time
+from chaoskit.registry import FAULTS, load_catalog
+from tests.e2e.catalog import Catalog, Holding, observe
 
+load_catalog()
 NAMED_WITHIN = 60.0
 HEALTHZ = "https://127.0.0.1:10257/healthz?verbose"
 METRICS = "https://127.0.0.1:10257/metrics"
@@ -45,13 +47,14 @@ NAMED = {
     "horizontalpodautoscaling": r"HPA controller \(horizontal-pod-autoscaler-controller\) was not started",
     "endpointslice": r"EndpointSlice controller \(endpointslice-controller\) was not started",
 }
-COMPONENTS = ("apiserver", "etcd", "scheduler", "kubelet", "kube-proxy", "runtime")  # all but the controller manager
+# every diagnosed component but the controller manager (and chaoskit's own switches)
+COMPONENTS = [c for c in registered() if c not in ("controller-manager", "reverts")]
 PROCESS_BLAMED = re.compile(r"kube-controller-manager is (stopped|not running)|No kube-controller-manager is leading")
 
 
 @pytest.fixture
 def env(kube: Kube, cluster: str) -> Env:
-    env = Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+    env = Env.for_kind(kube, cluster)
     kube.wait("the cluster to be healthy", lambda: ClusterHealthy().run(env, NoParams()).ok, 240, interval=2)
     return env
 
@@ -107,7 +110,76 @@ def _web(kube: Kube, ns: str, replicas: int = 1) -> None:
     kube.wait("web ready", lambda: workloads.ready_replicas(kube, ns) >= replicas, 120)
 
 
-@pytest.mark.parametrize("controller", ["replicaset", "horizontalpodautoscaling", "endpointslice"])
+HEALTHZ_CHECK = {
+    "replicaset": "replicaset-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
+    "endpointslice": "endpointslice-controller",
+}
+
+
+def _looks_healthy(controller: str, lease: tuple[str, float, str, float], healthz: str) -> None:
+    """The process looked healthy all along: same leader, lease renewed, /healthz ok."""
+    holder0, renewed0, holder1, renewed1 = lease
+    assert holder1 == holder0 and renewed1 > renewed0 + 5, lease
+    assert healthz.strip().endswith("healthz check passed"), healthz
+    # with no worker it still reports ok; left out, it is not listed at all
+    assert (f"[+]{HEALTHZ_CHECK[controller]} ok" in healthz) == (controller == "replicaset"), healthz
+
+
+def _queue_stalled(queue: tuple[float | None, ...]) -> None:
+    depth0, done0, depth1, done1 = queue
+    assert depth1 is not None and depth1 >= 1 and done1 == done0, queue
+
+
+def _healthz(env: Env) -> str:
+    """kube-controller-manager's /healthz?verbose, or curl's error after three tries a second apart."""
+    for _ in range(3):
+        out = _sh(env, f"curl -sSk --max-time 3 '{HEALTHZ}' 2>&1")
+        if out.strip().endswith("healthz check passed"):
+            break
+        time.sleep(1)
+    return out
+
+
+@observe("controller-manager.controller-stuck")
+def _while_stuck(h: Holding) -> dict[str, Any]:
+    """In the catalog run: the lease, /healthz and the ReplicaSet work queue while the controller is stuck.
+
+    Sampled every 2 s for up to 20 s; only samples finished before chaoskit said "reverted" are kept.
+    """
+    holder, renewed = _lease(h.env)
+    depth0, done0 = _queue(h.env, "replicaset")
+    t0, seen = time.monotonic(), {}
+    while not h.reverted.wait(2) and time.monotonic() - t0 < 20:
+        sample = {"lease": (holder, renewed, *_lease(h.env)), "healthz": _healthz(h.env),
+                  "queue": (depth0, done0, *_queue(h.env, "replicaset"))}  # fmt: skip
+        if h.reverted.is_set():
+            break  # taken while the revert restarted the process
+        seen = {**sample, "observed_for_s": round(time.monotonic() - t0, 1)}
+    return seen
+
+
+def test_in_the_catalog_each_stuck_controller_left_its_process_leading_healthy_and_unblamed(catalog: Catalog) -> None:
+    steps = catalog.steps("controller-manager.controller-stuck")
+    assert len(steps) >= 2, "the catalog's controller-stuck playbook runs the HPA and ReplicaSet controllers"
+    for run, step in steps:
+        controller = next(c for c in STUCK if f"without the {c} controller" in step["summary"])
+        seen = catalog.seen.get((run["playbook"], step["step"]), {})
+        print(f"\n{step['step']} ({controller}): {seen}")
+        held = f"effect after {step.get('effect_s')}s, held {step.get('held_s')}s"
+        assert seen.get("observed_for_s", 0) >= 6, f"not observed long enough while it held ({held}): {seen}"
+        _looks_healthy(controller, seen["lease"], seen["healthz"])
+        if controller == "replicaset":  # its queue fills and nothing is worked off
+            _queue_stalled(seen["queue"])
+        during = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
+        blamed = [f.title for d in during for r in Diagnosis.from_dict(d["report"]).reports for f in r.findings
+                  if PROCESS_BLAMED.search(f.title)]  # fmt: skip
+        assert during and not blamed, blamed
+
+
+# The catalog runs the HPA and ReplicaSet controllers; the EndpointSlice controller is proven here, with a workload
+# whose second Ready pod never enters the Service.
+@pytest.mark.parametrize("controller", ["endpointslice"])
 def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
     controller: StuckName, env: Env, kube: Kube, ns: str, tmp_path: Path
 ) -> None:
@@ -131,7 +203,7 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
         seen["process_blamed"] = [f.title for r in found.reports for f in r.findings if PROCESS_BLAMED.search(f.title)]
         time.sleep(max(0.0, 20 - (seen["named_after"] or NAMED_WITHIN)))  # long enough for a lease to renew often
         seen["lease"] = (holder, renewed, *_lease(env))
-        seen["healthz"] = _sh(env, f"curl -sk --max-time 3 '{HEALTHZ}'")
+        seen["healthz"] = _healthz(env)
         seen["queue"] = (depth0, done0, *_queue(env, "replicaset"))
         d = _deployment(kube, ns)
         seen["deployment"] = (d["spec"]["replicas"], d.get("status", {}).get("readyReplicas"))
@@ -149,21 +221,13 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
           f"queue replicaset (depth, done) before/after {seen.get('queue')}; web {seen.get('deployment')}, "
           f"{seen.get('in_service')} in the Service")  # fmt: skip
     assert result.effect_s is not None and result.recovery_s is not None, (result.errors, result.failures)
-    # the process looked healthy all along: same leader, lease renewed, /healthz ok
-    holder0, renewed0, holder1, renewed1 = seen["lease"]
-    assert holder1 == holder0 and renewed1 > renewed0 + 5, seen["lease"]
-    assert seen["healthz"].strip().endswith("healthz check passed"), seen["healthz"]
-    check = {"replicaset": "replicaset-controller", "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
-             "endpointslice": "endpointslice-controller"}[controller]  # fmt: skip
-    # with no worker it still reports ok; left out, it is not listed at all
-    assert (f"[+]{check} ok" in seen["healthz"]) == (controller == "replicaset"), seen["healthz"]
+    _looks_healthy(controller, seen["lease"], seen["healthz"])
     # the diagnosis named the controller, and nothing blamed the process
     assert seen["named_after"] is not None, seen["top"]
     assert not seen["process_blamed"], seen["process_blamed"]
     # the workload did not converge where that controller owns the step
     if controller == "replicaset":
-        depth0, done0, depth1, done1 = seen["queue"]
-        assert depth1 is not None and depth1 >= 1 and done1 == done0, seen["queue"]
+        _queue_stalled(seen["queue"])
         assert seen["deployment"] == (2, 1)
     elif controller == "horizontalpodautoscaling":
         assert seen["deployment"] == (1, 1)
@@ -174,62 +238,45 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
               _ready_in_service(kube, ns) == 2, 180, interval=2)  # fmt: skip
 
 
-def test_a_quota_refuses_a_scale_out_while_every_component_is_healthy(
-    env: Env, kube: Kube, ns: str, tmp_path: Path
-) -> None:
-    _web(kube, ns)
-    kube.apply(workloads.hpa(ns, min_replicas=1, max_replicas=3))
-    measurement = HpaScaleUp(env, TargetParams(), "scale-up", ns)
-    measurement.start()
-    quota = f"/api/v1/namespaces/{ns}/resourcequotas/chaoskit-quota"
-    stop = threading.Event()
-
-    def ask_for_three() -> None:
-        """The HPA told to scale at once, as soon as the quota is enforced."""
-        while not stop.wait(0.5):
-            found = kube.find(quota)
-            if found and (found.get("status") or {}).get("hard"):
-                kube.patch(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/web",
-                           {"spec": {"minReplicas": 3}})  # fmt: skip
-                return
-
-    asker = threading.Thread(target=ask_for_three, daemon=True)
-    asker.start()
+@observe("controller-manager.quota-exhausted")
+def _while_capped(h: Holding) -> dict[str, Any]:
+    """In the catalog run: the workload's refused pod creations and its Deployment once the HPA raised it (the step's
+    scaleUp asks for 3 at the effect; the quota lets 2 pods be: the web pod and the load generator)."""
     seen: dict[str, Any] = {}
+    while not h.reverted.wait(2):
+        d = _deployment(h.env.kube, h.namespace)
+        events = h.env.kube.get(f"/api/v1/namespaces/{h.namespace}/events", fieldSelector="reason=FailedCreate")
+        refused = [e["message"] for e in events["items"] if e["involvedObject"]["name"].startswith("web-")]
+        if h.reverted.is_set():
+            break
+        seen = {"deployment": (d["spec"]["replicas"], d.get("status", {}).get("replicas")), "refused": refused}
+        if seen["deployment"][0] == 3 and refused:
+            break
+    return seen
 
-    def while_capped() -> None:
-        pattern = rf"ResourceQuota chaoskit-quota in namespace {ns} refuses pods \(pods used 1/hard 1\)"
-        seen["named_after"], found = _diagnose_until(env, pattern)
-        seen["diagnosis_s"] = found.duration_s
-        seen["top"] = [f"{f.severity} {f.component}: {f.title}" for f in found.top_findings()[:3]]
-        seen["others"] = {f"{r.component}@{r.subject}": r.status for r in found.reports
-                          if r.component in COMPONENTS}  # fmt: skip
-        seen["cm_findings"] = [f"{f.severity}: {f.title}" for r in found.reports if r.component == "controller-manager"
-                               for f in r.findings if f.severity != "info"]  # fmt: skip
-        events = kube.get(f"/api/v1/namespaces/{ns}/events", fieldSelector="reason=FailedCreate")["items"]
-        seen["events"] = [e["message"] for e in events]
-        d = _deployment(kube, ns)
-        seen["deployment"] = (d["spec"]["replicas"], d.get("status", {}).get("replicas"))
 
-    params = QuotaParams(namespace=ns, pods=1, probe_replicas=0)
-    try:
-        result = run_fault(env, QuotaExhausted(), f"{env.cluster}-control-plane", params, duration=45,
-                           journal=Journal(tmp_path / "j.jsonl"), on_effect=while_capped)  # fmt: skip
-        kube.wait("the scale-out to finish after the revert", lambda: workloads.ready_replicas(kube, ns) == 3, 240,
-                  interval=2)  # fmt: skip
-    finally:
-        stop.set()
-        res = measurement.stop()
-    stages = sorted({(s.stage, round(s.end - s.start, 1)) for s in res.samples if s.stage == "pod_created"})
-    print(f"\nquota-exhausted: effect {result.effect_s}s, recovered {result.recovery_s}s after revert; named by the "
-          f"diagnosis after {seen.get('named_after')}s (one diagnosis {seen.get('diagnosis_s', 0):.1f}s); top "
-          f"{seen.get('top')}; refusals {seen.get('events', [])[:1]}; web {seen.get('deployment')}; pod_created "
-          f"stages {stages}; notes {res.notes}")  # fmt: skip
-    assert result.effect_s is not None and result.recovery_s is not None, (result.errors, result.failures)
-    assert any("exceeded quota: chaoskit-quota" in m for m in seen["events"]), seen["events"]
-    assert seen["named_after"] is not None, seen["top"]
-    assert all(status == "ok" for status in seen["others"].values()), seen["others"]
-    assert seen["cm_findings"] and all(f.startswith("warning: ResourceQuota") for f in seen["cm_findings"]), seen
-    assert seen["deployment"] == (3, 1)  # the HPA asked for 3; the ReplicaSet has only the pod the quota allows
+def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_component_is_healthy(
+    catalog: Catalog,
+) -> None:
+    ((run, step),) = catalog.steps("controller-manager.quota-exhausted")
+    seen = catalog.seen.get((run["playbook"], step["step"]), {})
+    print(f"\nquota-exhausted: {seen}")
+    assert seen.get("deployment") == (3, 1), seen  # the HPA asked for 3; the quota let the ReplicaSet keep 1
+    assert any("exceeded quota: chaoskit-quota" in m for m in seen["refused"]), seen["refused"]
+    (during,) = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
+    found = Diagnosis.from_dict(during["report"])
+    ns = run["namespace"]
+    cm = [f"{f.severity}: {f.title}" for r in found.reports if r.component == "controller-manager"
+          for f in r.findings if f.severity != "info"]  # fmt: skip
+    assert any(re.search(rf"ResourceQuota chaoskit-quota in namespace {ns} refuses pods \(pods used \d+/hard 2\)", f)
+               for f in cm), cm  # fmt: skip
+    assert all(f.startswith("warning: ResourceQuota") for f in cm), cm
+    # every other component is ok, but where a fault another playbook held meanwhile explains it
+    besides = [(FAULTS.get(h.split("@")[0])(), h.split("@")[1]) for h in during["held_besides"]]
+    unexplained = {f"{r.component}@{r.subject}": r.status for r in found.reports if r.component in COMPONENTS
+                   and not any(r.subject == n if f.scope == "node" else r.component == f.named.component
+                               for f, n in besides)}  # fmt: skip
+    assert all(status == "ok" for status in unexplained.values()), (unexplained, during["held_besides"])
     # the measurement saw the scale-up wait at pod creation for as long as the quota held
-    assert res.samples and max(s.end - s.start for s in res.samples if s.stage == "pod_created") >= 15, res.notes
+    (res,) = [MeasurementResult.from_dict(m) for m in run["measurements"]]
+    assert max((s.seconds for s in res.samples if s.stage == "pod_created"), default=0) >= 15, res.notes

@@ -7,7 +7,7 @@ import uuid
 
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.faults.deadman import Switch, arm, armed, heal
+from chaoskit.deadman import Switch, arm, armed, heal
 
 NODE_SUFFIX = "-worker"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.faults.deadman import armed
+from chaoskit.deadman import armed
 from chaoskit.journal import Journal
 from tests.e2e.conftest import chaoskit, process_state
 

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.proxymode import set_mode
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.components.kube_proxy import set_mode
 from chaoskit.engine import FaultResult, run_fault
-from chaoskit.faults.base import Env, NoParams, process_state
+from chaoskit.env import Env
+from chaoskit.faults.base import process_state
 from chaoskit.faults.kube_proxy import KubeProxyFrozen
 from chaoskit.journal import Journal
 from chaoskit.measurements.probe import INTERVAL
 from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_changes, start_measurement, wait_converged
+from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,7 @@ BOUNDS = {"rules_programmed": (INTERVAL, 1.5), "traffic_follows": (INTERVAL, 2.5
 
 @pytest.fixture
 def env(kube: Kube, cluster: str) -> Env:
-    return Env(kube, DockerNodeExec(SubprocessRunner()), cluster)
+    return Env.for_kind(kube, cluster)
 
 
 def by_node(result: MeasurementResult, stage: str, run: int | None = None) -> dict[str, list[Sample]]:

@@ -5,24 +5,29 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from chaoskit.cluster.certs import parse_not_after
+from chaoskit.cluster.kube import FakeKube, KubeError
+from chaoskit.cluster.scrape import Metrics
+from chaoskit.components.common import MANIFESTS
+from chaoskit.components.kube_proxy import min_sync_period
 from chaoskit.diagnosers.apiserver import ApiServerEvidence
 from chaoskit.diagnosers.base import Finding
-from chaoskit.diagnosers.common import HttpAnswer, parse_not_after
+from chaoskit.diagnosers.common import HttpAnswer
 from chaoskit.diagnosers.controller_manager import ControllerManagerEvidence
 from chaoskit.diagnosers.etcd import EtcdEvidence
-from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence, _min_sync_period
+from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence
 from chaoskit.diagnosers.kubelet import KubeletEvidence, _used_percent
-from chaoskit.diagnosers.metrics import Metrics
 from chaoskit.diagnosers.runtime import RuntimeEvidence
 from chaoskit.diagnosers.scheduler import SchedulerEvidence
 from chaoskit.diagnosers.sources import Fetched, Section
-from chaoskit.diagnosers.staticpod import MANIFESTS, ProcessState
+from chaoskit.diagnosers.staticpod import ProcessState
 from chaoskit.model.timeline import api_time
 
 DATA = Path(__file__).parent / "data" / "evidence"
@@ -30,6 +35,22 @@ CP, WORKER = "chaoskit-control-plane", "chaoskit-worker"
 API_DOWN = "API server unreachable: GET /readyz: [Errno 111] Connection refused"
 DOWN = Fetched(error=API_DOWN)
 RECORDED = 1796010840.0  # 2026-11-30T03:54:00Z, when the files were recorded
+
+
+class FrozenKube(FakeKube):
+    """A frozen API server (or etcd behind it): every request hangs until the test sets `release`."""
+
+    def __init__(self, release: threading.Event | None = None) -> None:
+        super().__init__()
+        self.release = release or threading.Event()
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        self.calls.append((method, path))
+        self.release.wait(30)
+        raise KubeError(f"{method} {path}: released")
+
+    def raw(self, path: str) -> str:
+        return str(self.request("GET", path))
 
 
 def text(rel: str) -> str:
@@ -193,7 +214,7 @@ def kube_proxy(**changes: Any) -> KubeProxyEvidence:
         mode=text("kube-proxy/mode.txt").strip(),
         healthz=http(text("kube-proxy/healthz.json")),
         metrics=Metrics.parse(text("kube-proxy/metrics.prom")),
-        min_sync_period=_min_sync_period(text("kube-proxy/configz.json")),
+        min_sync_period=min_sync_period(text("kube-proxy/configz.json")),
         rules=text("kube-proxy/rules-iptables.txt"),
         process=process("kube-proxy", manifests=()),
         services=Fetched(obj("kube-proxy/services.json")),

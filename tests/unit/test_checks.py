@@ -5,7 +5,8 @@ from __future__ import annotations
 from chaoskit.checks.cluster import ApiServerReady, ClusterHealthy, KubeSystemReady, NodesReady
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.faults.base import Env, NoParams
+from chaoskit.env import Env
+from chaoskit.model.params import NoParams
 
 
 def _obj(name: str, ready: bool) -> dict:  # type: ignore[type-arg]

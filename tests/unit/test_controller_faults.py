@@ -13,9 +13,9 @@ import pytest
 
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.scrape import Metrics
 from chaoskit.cluster.shell import Completed, FakeRunner
-from chaoskit.diagnosers.metrics import Metrics
-from chaoskit.faults.base import Env, NoParams
+from chaoskit.env import Env
 from chaoskit.faults.controller_manager import (
     LEASE,
     PROBE,
@@ -28,6 +28,7 @@ from chaoskit.faults.controller_manager import (
     queue_works,
 )
 from chaoskit.faults.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
+from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import api_time
 
 DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.deadman import HEAL_DIR, Switch, arm, armed, heal, revert_lines
 from chaoskit.errors import CommandError
-from chaoskit.faults.deadman import HEAL_DIR, Switch, arm, armed, heal, revert_lines
 
 
 def _switch() -> Switch:

@@ -4,21 +4,33 @@ API reads with their breaker, metrics and histogram quantiles, HTTP answers, cer
 from __future__ import annotations
 
 import subprocess
-import time
+import threading
 from typing import Any
 
 import pytest
+from diagnose_evidence import FrozenKube
 
-from chaoskit.cluster.kube import FakeKube, KubeError
+from chaoskit.cluster.certs import DAY, expiry, parse_not_after
+from chaoskit.cluster.kube import FakeKube, Kube, KubeError
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.scrape import Histogram, Metrics, windowed
 from chaoskit.cluster.shell import FakeRunner
 from chaoskit.diagnosers.base import DIAGNOSERS, ComponentReport, Diagnosis, Evidence, Finding, by_severity, status_of
-from chaoskit.diagnosers.common import HttpAnswer, excerpt, failing_checks, parse_not_after
-from chaoskit.diagnosers.metrics import Histogram, Metrics, windowed
+from chaoskit.diagnosers.budget import Budget, Outcome, leashed
+from chaoskit.diagnosers.common import HttpAnswer, excerpt, failing_checks
 from chaoskit.diagnosers.run import components
-from chaoskit.diagnosers.sources import ApiAccess, Section, Sources, parse_sections, section_script, short_reason
+from chaoskit.diagnosers.sources import (
+    ApiAccess,
+    Fetched,
+    Section,
+    Sources,
+    parse_sections,
+    section_script,
+    short_reason,
+    window_wait,
+)
+from chaoskit.env import Env
 from chaoskit.errors import DuplicateName, UnknownName
-from chaoskit.faults.base import Env
 
 REFUSED = (
     "GET /readyz: MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused "
@@ -100,12 +112,6 @@ class Unreachable(FakeKube):
         raise KubeError(REFUSED)
 
 
-class Hanging(FakeKube):
-    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
-        self.calls.append((method, path))
-        time.sleep(5)
-
-
 def test_api_reads_that_answer_are_cached_and_a_404_is_not_an_outage() -> None:
     kube = FakeKube({"/api/v1/nodes/a": {"metadata": {"name": "a"}}})
     api = ApiAccess(kube)
@@ -126,10 +132,111 @@ def test_the_first_refused_connection_marks_the_api_down_and_later_reads_fail_at
 
 
 def test_a_hanging_api_is_given_up_on_after_the_timeout() -> None:
-    api = ApiAccess(Hanging(), timeout=0.2)
-    t0 = time.monotonic()
-    got = api.fetch("/api/v1/nodes")
-    assert time.monotonic() - t0 < 2 and "no answer within 0.2s" in got.error and api.down
+    kube = FrozenKube()
+    try:
+        got = ApiAccess(kube, timeout=0.2).fetch("/api/v1/nodes")
+        assert not kube.release.is_set()  # the read returned while the request still hung: it was cut, not awaited
+        assert "no answer within 0.2s" in got.error
+    finally:
+        kube.release.set()
+
+
+def test_api_reads_are_time_boxed_in_the_client_too() -> None:
+    api = ApiAccess(FakeKube(), timeout=4)
+    assert api.kube.timeout == (3.0, 4) and Kube(api=None).timeout is None  # (connect, read): the client's pair
+
+
+def test_while_the_probe_hangs_reads_wait_for_its_answer_and_a_dead_server_costs_one_timeout() -> None:
+    kube = FrozenKube()
+    try:
+        api = ApiAccess(kube, timeout=0.2)
+        said: list[tuple[Fetched, str]] = []
+        api.probe("/readyz", then=lambda got, down: said.append((got, down)))
+        reads = [api.fetch(f"/api/v1/{kind}") for kind in ("nodes", "pods", "services")]
+        assert kube.calls == [("GET", "/readyz")]  # no read asked the server that had not answered the probe
+        assert all(r.error == "API server unreachable: GET /readyz: no answer within 0.2s" for r in reads)
+        assert api.down == said[0][1] == "GET /readyz: no answer within 0.2s"
+    finally:
+        kube.release.set()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_budget_caps_every_wait_by_its_deadline() -> None:
+    clock = FakeClock()
+    budget = Budget(10, clock)
+    assert budget.cap(5) == 5 and budget.remaining() == 10
+    clock.now += 7
+    assert budget.cap(5) == 3
+    clock.now += 7
+    assert budget.remaining() == 0 and budget.cap(5) == 0
+
+
+def test_a_spent_budget_asks_neither_the_api_nor_the_nodes() -> None:
+    clock = FakeClock()
+    budget = Budget(10, clock)
+    kube, runner = FakeKube({"/api/v1/nodes": {"items": []}}), FakeRunner()
+    src = Sources.of(Env(kube, FakeNodeExec(runner), "chaoskit"), "cp", ("cp",), budget=budget)
+    clock.now += 20
+    got = src.api.fetch("/api/v1/nodes")
+    assert "time budget is spent" in got.error and not src.api.down  # no verdict on the API server
+    sections = src.sections("cp", {"a": "true"})
+    assert "time budget is spent" in sections["a"].output and sections["a"].rc is None
+    assert kube.calls == [] and runner.calls == []
+
+
+def test_a_node_script_gets_what_is_left_of_the_budget() -> None:
+    clock = FakeClock()
+    timeouts: list[float | None] = []
+
+    class Recording(FakeNodeExec):
+        def run(self, node: str, argv: Any, *, input: bytes | None = None, timeout: float | None = None,
+                check: bool = True) -> Any:  # fmt: skip
+            timeouts.append(timeout)
+            return super().run(node, argv, input=input, timeout=timeout, check=check)
+
+    src = Sources.of(Env(FakeKube(), Recording(), "chaoskit"), "cp", ("cp",), budget=Budget(12, clock))
+    clock.now += 4
+    src.sections("cp", {"a": "true"}, timeout=60)
+    src.sections("cp", {"a": "true"}, timeout=5)
+    assert timeouts == [8, 5]
+    assert "timeout -k 1 6.5 sh" in src.env.nodes.calls[0][-1]  # the script ends its commands before we stop waiting
+
+
+def test_a_leash_gives_up_on_a_hung_call_and_keeps_the_others() -> None:
+    release = threading.Event()
+    try:
+        quick, hung, broken = leashed([lambda: 1, lambda: release.wait(30), lambda: 1 // 0], 0.1)
+        assert quick == Outcome(1) and not hung.finished and isinstance(broken.error, ZeroDivisionError)
+        assert not release.is_set()
+    finally:
+        release.set()
+
+
+def test_commands_run_side_by_side_and_a_hung_one_is_cut_off_without_the_others() -> None:
+    script = section_script({"hangs": "echo started; sleep 30", "quick": "echo done"}, limit=0.5)
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True, timeout=20).stdout
+    got = parse_sections(out)
+    assert got["quick"] == Section("done", 0)
+    assert got["hangs"].rc is None and got["hangs"].text == "started\nchaoskit: cut off after 0.5s"
+
+
+def test_a_chain_stops_at_its_first_failure() -> None:
+    chain = ("before", "wait", "after")
+    script = section_script({"before": "echo no; exit 7", "wait": "sleep 30", "after": "echo x", "other": "true"},
+                            [chain])  # fmt: skip
+    got = parse_sections(subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=20).stdout)
+    assert got["before"] == Section("no", 7) and got["other"] == Section("", 0)
+    assert got["wait"] == got["after"] == Section("skipped: before failed", None)
+    script = section_script({"before": "echo 1", "wait": "true", "after": "echo 2"}, [chain])
+    got = parse_sections(subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=20).stdout)
+    assert [got[n] for n in chain] == [Section("1", 0), Section("", 0), Section("2", 0)]
 
 
 def test_short_reasons_drop_urllib3s_wrapping() -> None:
@@ -182,6 +289,21 @@ def test_certificate_dates_from_openssl() -> None:
     assert dates["serving"] == 1827546345.0 and dates["front-proxy-client"] is None and dates["x"] is None
 
 
+def test_certificate_expiry_is_judged_in_one_place() -> None:
+    now = 1_000_000.0
+    assert expiry(now, now, 7) == "expired" and expiry(now - 1, now, 7) == "expired"
+    assert expiry(now + 6.9 * DAY, now, 7) == "expiring" and expiry(now + 7 * DAY, now, 7) == ""
+    assert expiry(None, now, 7) == ""  # unreadable: no verdict
+
+
 def test_excerpts_keep_errors_and_trouble_words_only() -> None:
     log = "I1130 fine\nE1130 03:48:56.1 1 wrap.go:53] boom\nW1130 x509: certificate has expired\nI1130 ok\n"
     assert excerpt(log, ("x509",)) == ("E1130 03:48:56.1 1 wrap.go:53] boom", "W1130 x509: certificate has expired")
+
+
+def test_a_window_counts_from_its_chains_start_so_a_slow_first_scrape_does_not_lengthen_it() -> None:
+    left = window_wait(5).replace("sleep ", "echo ", 1)  # what it would sleep, printed instead
+    started_8s_ago = f"chain_start=$(($(date +%s) - 8)); {left}"
+    assert subprocess.run(["sh", "-c", started_8s_ago], capture_output=True, text=True).stdout.strip() == "0"
+    started_now = f"chain_start=$(date +%s.%N); {left}"
+    assert 0 < float(subprocess.run(["sh", "-c", started_now], capture_output=True, text=True).stdout) <= 5

@@ -9,10 +9,10 @@ from typing import Any
 
 from diagnose_evidence import DOWN, TIMED_OUT, controller_manager, edit_metric, http, iso_at, obj, process, text, titles
 
+from chaoskit.cluster.scrape import Metrics
 from chaoskit.diagnosers.base import status_of
 from chaoskit.diagnosers.common import HttpAnswer
 from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser, ControllerManagerEvidence
-from chaoskit.diagnosers.metrics import Metrics
 from chaoskit.diagnosers.quotas import quantity
 from chaoskit.diagnosers.sources import Fetched
 
@@ -375,3 +375,20 @@ def test_recorded_quota_refusing_the_probe_s_second_pod() -> None:
         "creation(s) refused, exceeded quota, for ReplicaSet/chaoskit-quota-probe"
     ]
     assert ControllerManagerDiagnoser().report(recorded("quota"), "cp").status == "degraded"
+
+
+def test_a_deployment_that_just_lost_its_pods_or_is_being_deleted_is_not_stalled() -> None:
+    ev = controller_manager()
+    d = web(ev)
+    d["spec"]["replicas"] = 2
+    d["status"].update(updatedReplicas=1, availableReplicas=1)
+    for c in d["status"]["conditions"]:
+        c["lastUpdateTime"] = c["lastTransitionTime"] = iso_at(ev.collected_at - 600)  # progressed long ago
+    stalled = analyze(with_deployments(ev, d))
+    assert stalled and "1/2 available, 1 updated, no progress for 60" in stalled[0]
+    available = next(c for c in d["status"]["conditions"] if c["type"] == "Available")
+    available.update(status="False", lastTransitionTime=iso_at(ev.collected_at - 5))  # a pod went 5 s ago
+    assert analyze(with_deployments(ev, d)) == []
+    available["lastTransitionTime"] = iso_at(ev.collected_at - 600)
+    d["metadata"]["deletionTimestamp"] = iso_at(ev.collected_at - 5)
+    assert analyze(with_deployments(ev, d)) == []

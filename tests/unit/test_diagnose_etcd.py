@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from diagnose_evidence import NO_ANSWER, etcd, http, process, slow_histogram, text, titles
 
+from chaoskit.cluster.scrape import Metrics
 from chaoskit.diagnosers.etcd import EtcdDiagnoser, EtcdEvidence
-from chaoskit.diagnosers.metrics import Metrics
 
 
 def analyze(ev: EtcdEvidence) -> list[str]:
@@ -70,3 +71,10 @@ def test_unreachable_metrics_leave_checks_unavailable_not_failed() -> None:
     report = EtcdDiagnoser().report(etcd(metrics_after=gone, api_after=gone), "chaoskit-control-plane")
     assert report.status == "ok"
     assert [c.check for c in report.checks if not c.available] == ["leader", "disk-latency", "request-latency"]
+
+
+@pytest.mark.parametrize(("slow", "found"), [(2, False), (3, True)])
+def test_a_disk_is_slow_only_when_more_than_a_write_or_two_in_the_window_were(slow: int, found: bool) -> None:
+    after = slow_histogram(text("etcd/metrics-2.prom"), "etcd_disk_backend_commit_duration_seconds", slow, 0.512, 0.5)
+    titles_ = analyze(etcd(metrics_after=Metrics.parse(after)))
+    assert bool(titles_) == found, titles_  # p99 is over 250 ms either way: one bad second is not a slow disk

@@ -11,11 +11,11 @@ from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, pro
 import chaoskit.diagnosers.kube_proxy as kube_proxy_module
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.scrape import Metrics
 from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
-from chaoskit.diagnosers.metrics import Metrics
 from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 
 
 def analyze(ev: KubeProxyEvidence) -> list[str]:

@@ -5,19 +5,23 @@ component is judged on its own evidence and only says which API-side evidence it
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
-from diagnose_evidence import text
+import pytest
+from diagnose_evidence import FrozenKube, text
 
 from chaoskit.cluster.kube import FakeKube, KubeError
 from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.diagnosers import run, sources
 from chaoskit.diagnosers.run import diagnose
-from chaoskit.faults.base import Env
+from chaoskit.env import Env
 
 NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
 PARKED = "/etc/kubernetes/chaoskit-parked/kube-apiserver.yaml"
-_SECTION = re.compile(r"echo '@@chaoskit-section (\S+)'; \( (.*?) \) 2>&1; printf", re.S)
+_COMMAND = re.compile(r'^\( (.*?) \) >"\$d/(\d+)" 2>&1; r=\$\?', re.S | re.M)  # a command and its output file
+_SECTION = re.compile(r"^echo '@@chaoskit-section (\S+)'; if \[ -e \"\$d/(\d+)\.rc\"", re.M)  # a section, its file
 
 
 class ApiDown(FakeKube):
@@ -71,7 +75,9 @@ def answer(name: str, cmd: str) -> tuple[str, int]:
 def respond(argv: tuple[str, ...]) -> Completed:
     script = argv[-1]
     out = []
-    for name, cmd in _SECTION.findall(script):
+    commands = {file: cmd for cmd, file in _COMMAND.findall(script)}
+    for name, file in _SECTION.findall(script):
+        cmd = commands[file]
         output, rc = answer(name, cmd)
         out.append(f"@@chaoskit-section {name}\n{output}\n@@chaoskit-rc {rc}")
     return Completed(argv, 0, "\n".join(out) + "\n")
@@ -81,7 +87,7 @@ def test_with_the_api_server_down_only_the_api_server_fails() -> None:
     env = Env(ApiDown(), FakeNodeExec(FakeRunner(responder=respond)), "chaoskit")
     said: list[str] = []
     d = diagnose(env, NODES[0], NODES, say=said.append)
-    assert said[0].startswith("API server unreachable (GET /readyz: [Errno 111] Connection refused)")
+    assert any(s.startswith("API server unreachable (GET /readyz: [Errno 111] Connection refused)") for s in said)
     status = {(r.component, r.subject): r.status for r in d.reports}
     assert status.pop(("apiserver", "chaoskit-control-plane")) == "failed"
     assert set(status.values()) == {"ok"}, {k: v for k, v in status.items() if v != "ok"}
@@ -105,3 +111,26 @@ def test_only_the_components_asked_for_are_diagnosed() -> None:
     d = diagnose(env, NODES[0], NODES, ["runtime"])
     assert [(r.component, r.subject) for r in d.reports] == [("runtime", n) for n in NODES]
     assert d.ok
+
+
+def test_a_hung_api_server_and_a_hung_node_cost_the_budget_and_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run, "GRACE", 0.05)
+    monkeypatch.setattr(sources, "SCRIPT_MARGIN", 0.05)
+    release = threading.Event()
+
+    def worker2_hangs(argv: tuple[str, ...]) -> Completed:
+        if argv[0] == "chaoskit-worker2":  # its docker exec never returns
+            release.wait(30)
+        return respond(argv)
+
+    env = Env(FrozenKube(release), FakeNodeExec(FakeRunner(responder=worker2_hangs)), "chaoskit")
+    try:
+        d = diagnose(env, NODES[0], NODES, api_timeout=0.1, budget=1.0)
+        assert not release.is_set()  # the diagnosis returned while the API and a node still hung
+        cut = [r for r in d.reports if r.subject == "chaoskit-worker2"]
+        assert [r.component for r in cut] == ["kubelet", "kube-proxy", "runtime", "reverts"]
+        assert all("not collected within the 1s budget" in r.findings[0].probable_cause for r in cut)
+        assert d.top_findings()[0].title.startswith("kube-apiserver is not running")
+        assert env.kube.calls == [("GET", "/readyz")]  # one unanswered probe; no read waited out its own timeout
+    finally:
+        release.set()

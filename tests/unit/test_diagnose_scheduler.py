@@ -150,6 +150,12 @@ def test_pods_pending_for_a_few_seconds_are_not_counted() -> None:
     assert analyze(pending(RESOURCES, age=5)) == []
 
 
+def test_a_pod_the_scheduler_failed_counts_sooner_than_one_nothing_tried() -> None:
+    (title,) = analyze(pending(RESOURCES, age=12))  # its FailedScheduling event is the scheduler's verdict
+    assert title.startswith("warning: 2 pod(s) unschedulable")
+    assert analyze(pending(None, age=12)) == []  # no event yet: the scheduler may just not have got to it
+
+
 def test_api_unavailable_skips_the_api_checks_without_failing_the_scheduler() -> None:
     report = SchedulerDiagnoser().report(scheduler(pending=DOWN, events=DOWN, lease=DOWN, nodes=DOWN), "cp")
     assert report.status == "ok"

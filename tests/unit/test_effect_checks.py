@@ -13,8 +13,9 @@ import pytest
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.env import Env
 from chaoskit.errors import ToolError
-from chaoskit.faults.base import Env, FaultPlan, Handoff, NoParams, hand_over
+from chaoskit.faults.base import FaultPlan, Handoff, hand_over
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.faults.kubelet import EXPIRED_PEM, KubeletCertExpired
 from chaoskit.faults.sync_delay import (
@@ -28,6 +29,7 @@ from chaoskit.faults.sync_delay import (
     measure,
     probe_objects,
 )
+from chaoskit.model.params import NoParams
 
 FAST = Timing(right_after=0.2, probe_lag=0.02, poll=0.01)  # the real timing, scaled down with the periods below
 NODES = ("cp", "w1", "w2")

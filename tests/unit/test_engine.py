@@ -11,10 +11,12 @@ from pydantic import BaseModel
 
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.deadman import HEAL_DIR
 from chaoskit.engine import FaultResult, revert_journal, run_fault
-from chaoskit.faults.base import Env, Fault, FaultPlan, NoParams
-from chaoskit.faults.deadman import HEAL_DIR
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Injection, Journal
+from chaoskit.model.params import NoParams
 from chaoskit.safety import LOCK_PREFIX, acquire, holder_id
 
 NODE = "chaoskit-worker"
@@ -167,7 +169,7 @@ def test_every_kill_point_is_reached_on_a_clean_run(
     point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reached: list[str] = []
-    monkeypatch.setattr("chaoskit.faults.deadman.os.kill", lambda pid, sig: reached.append(point))
+    monkeypatch.setattr("chaoskit.deadman.os.kill", lambda pid, sig: reached.append(point))
     monkeypatch.setenv("CHAOSKIT_TEST_KILL_AT", point)
     _run(FakeNodeExec(), tmp_path)
     assert reached == [point]

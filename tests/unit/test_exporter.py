@@ -13,7 +13,7 @@ from prometheus_client import generate_latest
 
 from chaoskit.cli import cli
 from chaoskit.cluster.prometheus import free_port
-from chaoskit.cluster.scrape import HttpScraper, Metric, parse, samples, value
+from chaoskit.cluster.scrape import HttpScraper, Metrics, parse
 from chaoskit.exporters.prometheus import (
     BUCKETS,
     Exporter,
@@ -66,8 +66,8 @@ def _journal(path: Path, record: dict[str, Any] | None = None) -> Journal:
     return j
 
 
-def _scrape(exporter: Exporter) -> list[Metric]:
-    return parse(generate_latest(exporter.registry).decode())
+def _scrape(exporter: Exporter) -> Metrics:
+    return Metrics.of(parse(generate_latest(exporter.registry).decode()))
 
 
 def test_stage_samples_land_in_histograms_by_stage_and_component(tmp_path: Path) -> None:
@@ -75,10 +75,10 @@ def test_stage_samples_land_in_histograms_by_stage_and_component(tmp_path: Path)
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     m = _scrape(ex)
     name = "chaoskit_hpa_stage_duration_seconds"
-    assert value(m, f"{name}_count", stage="scheduled", component="scheduler") == 2
-    assert value(m, f"{name}_bucket", stage="scheduled", component="scheduler", le="0.25") == 1  # 0.2 s
-    assert value(m, f"{name}_bucket", stage="scheduled", component="scheduler", le="2.5") == 1  # 3.0 s is above
-    assert value(m, f"{name}_sum", stage="containers_started", component="kubelet") == pytest.approx(4.8)
+    assert m.value(f"{name}_count", stage="scheduled", component="scheduler") == 2
+    assert m.value(f"{name}_bucket", stage="scheduled", component="scheduler", le="0.25") == 1  # 0.2 s
+    assert m.value(f"{name}_bucket", stage="scheduled", component="scheduler", le="2.5") == 1  # 3.0 s is above
+    assert m.value(f"{name}_sum", stage="containers_started", component="kubelet") == pytest.approx(4.8)
 
 
 def test_rule_sync_delays_are_labelled_by_the_node_they_were_read_on(tmp_path: Path) -> None:
@@ -86,8 +86,8 @@ def test_rule_sync_delays_are_labelled_by_the_node_they_were_read_on(tmp_path: P
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     m = _scrape(ex)
     name = "chaoskit_rule_sync_delay_seconds_sum"
-    assert value(m, name, stage="rules_programmed", node="chaoskit-worker") == pytest.approx(0.5)
-    assert value(m, name, stage="traffic_follows", node="chaoskit-worker2") == pytest.approx(1.0)
+    assert m.value(name, stage="rules_programmed", node="chaoskit-worker") == pytest.approx(0.5)
+    assert m.value(name, stage="traffic_follows", node="chaoskit-worker2") == pytest.approx(1.0)
     assert rule_sync_node("node/n1") == "n1" and rule_sync_node("p@n2") == "n2" and rule_sync_node("p") == ""
 
 
@@ -95,25 +95,25 @@ def test_injections_and_reverts_are_counted_by_fault_component_and_outcome(tmp_p
     ex = Exporter(clock=lambda: NOW)
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     m = _scrape(ex)
-    assert value(m, "chaoskit_fault_injections_total", fault="scheduler.down", component="scheduler") == 1
-    assert value(m, "chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 1
-    assert value(m, "chaoskit_fault_reverts_total", fault="scheduler.down", outcome="reverted") == 1
-    assert value(m, "chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="failed") == 1
+    assert m.value("chaoskit_fault_injections_total", fault="scheduler.down", component="scheduler") == 1
+    assert m.value("chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 1
+    assert m.value("chaoskit_fault_reverts_total", fault="scheduler.down", outcome="reverted") == 1
+    assert m.value("chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="failed") == 1
 
 
 def test_a_run_is_counted_by_verdict_with_the_time_it_finished(tmp_path: Path) -> None:
     ex = Exporter(clock=lambda: NOW)
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     m = _scrape(ex)
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
-    assert value(m, "chaoskit_last_run_timestamp_seconds", playbook="scheduler-down", verdict="passed") == NOW
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert m.value("chaoskit_last_run_timestamp_seconds", playbook="scheduler-down", verdict="passed") == NOW
 
 
 def test_breached_thresholds_are_counted_and_kept_ones_are_not(tmp_path: Path) -> None:
     ex = Exporter(clock=lambda: NOW)
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     m = _scrape(ex)
-    breaches = samples(m, "chaoskit_threshold_breaches_total")
+    breaches = m.select("chaoskit_threshold_breaches_total")
     assert [(s.labels["stage"], s.labels["stat"], s.value) for s in breaches] == [("scheduled", "p50", 1.0)]
 
 
@@ -131,9 +131,9 @@ def test_reading_a_journal_again_counts_nothing_twice(tmp_path: Path) -> None:
     assert ex.observe_journal(path) == 0
     assert not ex.observe_record(_record())  # the same run id through the other door
     m = _scrape(ex)
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
-    assert value(m, "chaoskit_fault_injections_total", fault="scheduler.down", component="scheduler") == 1
-    assert value(m, "chaoskit_hpa_stage_duration_seconds_count", stage="scheduled", component="scheduler") == 2
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert m.value("chaoskit_fault_injections_total", fault="scheduler.down", component="scheduler") == 1
+    assert m.value("chaoskit_hpa_stage_duration_seconds_count", stage="scheduled", component="scheduler") == 2
 
 
 def test_a_journal_growing_while_a_run_goes_on_is_counted_as_it_grows(tmp_path: Path) -> None:
@@ -146,8 +146,8 @@ def test_a_journal_growing_while_a_run_goes_on_is_counted_as_it_grows(tmp_path: 
     assert ex.observe_journal(j.path) == 1
     assert ex.active_faults() == []
     m = _scrape(ex)
-    assert value(m, "chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 1
-    assert value(m, "chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="reverted") == 1
+    assert m.value("chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 1
+    assert m.value("chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="reverted") == 1
 
 
 def test_a_revert_by_chaoskit_revert_counts_as_manual(tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_a_revert_by_chaoskit_revert_counts_as_manual(tmp_path: Path) -> None:
     j.injection(_injection("a"))
     j.append("reverted", id="a", by="chaoskit revert")
     ex.observe_journal(j.path)
-    assert value(_scrape(ex), "chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="manual") == 1
+    assert _scrape(ex).value("chaoskit_fault_reverts_total", fault="kube-proxy.freeze", outcome="manual") == 1
 
 
 def test_active_faults_are_pending_injections_until_their_deadline(tmp_path: Path) -> None:
@@ -165,16 +165,16 @@ def test_active_faults_are_pending_injections_until_their_deadline(tmp_path: Pat
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)  # "b" failed to revert: still pending
     m = _scrape(ex)
     labels = {"fault": "kube-proxy.freeze", "component": "kube-proxy", "node": "chaoskit-worker"}
-    assert value(m, "chaoskit_active_faults", **labels) == 1
+    assert m.value("chaoskit_active_faults", **labels) == 1
     clock[0] = NOW + 61  # past the deadline the node's dead-man switch has healed it
-    assert value(_scrape(ex), "chaoskit_active_faults", **labels) is None
+    assert _scrape(ex).value("chaoskit_active_faults", **labels) is None
 
 
 def test_two_exporters_share_no_series() -> None:
     one, two = Exporter(), Exporter()
     one.observe_record(_record())
-    assert value(_scrape(one), "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
-    assert value(_scrape(two), "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") is None
+    assert _scrape(one).value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert _scrape(two).value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") is None
 
 
 def test_the_last_run_time_never_goes_back_when_an_older_journal_is_read_later() -> None:
@@ -183,8 +183,8 @@ def test_the_last_run_time_never_goes_back_when_an_older_journal_is_read_later()
     older = {**_record("old"), "finished_at": NOW - 3600}
     ex.observe_record(older)
     m = _scrape(ex)
-    assert value(m, "chaoskit_last_run_timestamp_seconds", playbook="scheduler-down", verdict="passed") == NOW
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 2
+    assert m.value("chaoskit_last_run_timestamp_seconds", playbook="scheduler-down", verdict="passed") == NOW
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 2
 
 
 def test_buckets_span_ten_milliseconds_to_five_minutes() -> None:
@@ -197,7 +197,10 @@ def test_the_textfile_is_written_whole_in_the_text_format(tmp_path: Path) -> Non
     ex.observe_journal(_journal(tmp_path / "run.jsonl").path)
     out = tmp_path / "textfile" / "chaoskit.prom"
     ex.write_textfile(out)
-    assert value(parse(out.read_text()), "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert (
+        Metrics.of(parse(out.read_text())).value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed")
+        == 1
+    )
     assert os.listdir(out.parent) == ["chaoskit.prom"]  # no temporary left beside it
 
 
@@ -215,7 +218,7 @@ def test_a_journal_directory_is_read_again_only_when_a_file_changes(tmp_path: Pa
     j.path.unlink()  # a journal removed takes its active faults with it (its counts stay)
     assert d.refresh() == 0
     assert [a.node for a in ex.active_faults()] == ["chaoskit-worker"]  # "b" of two.jsonl
-    assert value(_scrape(ex), "chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 2
+    assert _scrape(ex).value("chaoskit_fault_injections_total", fault="kube-proxy.freeze", component="kube-proxy") == 2
 
 
 def test_a_missing_journal_directory_is_empty_not_an_error(tmp_path: Path) -> None:
@@ -228,11 +231,11 @@ def test_serve_answers_metrics_over_http(tmp_path: Path) -> None:
     port = free_port()
     server, _ = serve(ex, port, "127.0.0.1")
     try:
-        m = HttpScraper().scrape(f"http://127.0.0.1:{port}/metrics")
+        m = Metrics.of(HttpScraper().scrape(f"http://127.0.0.1:{port}/metrics"))
     finally:
         server.shutdown()
         server.server_close()
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
 
 
 def test_metrics_textfile_command_writes_one_file_from_several_journals(tmp_path: Path) -> None:
@@ -242,9 +245,9 @@ def test_metrics_textfile_command_writes_one_file_from_several_journals(tmp_path
     result = CliRunner().invoke(cli, ["metrics", "textfile", str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"),
                                       "-o", str(out)])  # fmt: skip
     assert result.exit_code == 0, result.output
-    m = parse(out.read_text())
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
-    assert value(m, "chaoskit_runs_total", playbook="scheduler-down", verdict="deviated") == 1
+    m = Metrics.of(parse(out.read_text()))
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
+    assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="deviated") == 1
 
 
 def test_a_file_that_is_not_a_journal_is_skipped_and_said_once(tmp_path: Path) -> None:
@@ -256,7 +259,7 @@ def test_a_file_that_is_not_a_journal_is_skipped_and_said_once(tmp_path: Path) -
     assert d.refresh() == 5  # the good journal still counts
     assert d.refresh() == 0
     assert len(said) == 1 and "other.jsonl is not a chaoskit journal" in said[0]
-    assert value(_scrape(ex), "chaoskit_journal_read_errors_total") == 1
+    assert _scrape(ex).value("chaoskit_journal_read_errors_total") == 1
 
 
 def test_an_unreadable_record_counts_nothing_of_its_run() -> None:
@@ -264,7 +267,7 @@ def test_an_unreadable_record_counts_nothing_of_its_run() -> None:
     bad = {**_record(), "measurements": [{"name": "m"}]}  # no type, no started_at
     with pytest.raises(JournalError, match="run 'r1': unreadable record"):
         ex.observe_record(bad)
-    assert value(_scrape(ex), "chaoskit_runs_total", playbook="scheduler-down", verdict="passed") is None
+    assert _scrape(ex).value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") is None
     assert ex.observe_record(_record())  # the run id was not spent on the bad copy
 
 

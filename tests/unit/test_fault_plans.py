@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from chaoskit.cluster.certs import expired_check, expired_copy
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.env import Env
 from chaoskit.faults.apiserver import (
     ApiServerCertExpired,
     ApiServerDown,
@@ -24,8 +26,7 @@ from chaoskit.faults.apiserver import (
     WatchLeakParams,
     _watch_script,
 )
-from chaoskit.faults.base import Env, Fault, NoParams
-from chaoskit.faults.certs import expired_check, expired_copy
+from chaoskit.faults.base import Fault
 from chaoskit.faults.controller_manager import ControllerManagerDown, ControllerManagerHung
 from chaoskit.faults.kube_proxy import (
     KubeProxyFlushRules,
@@ -44,6 +45,7 @@ from chaoskit.faults.kubelet import (
 )
 from chaoskit.faults.scheduler import SchedulerDown, Unschedulable, UnschedulableParams, unschedulable_deployment
 from chaoskit.model.duration import parse_duration
+from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 
 load_catalog()
@@ -216,6 +218,21 @@ esac
 """
 
 
+# A fake systemd for the unit that keeps the rules flushed: systemd-run records its command, systemctl stops it.
+FAKE_SYSTEMD_RUN = 'echo "$@" > "$STATE.unit"'
+FAKE_SYSTEMCTL = r"""
+case "$1" in
+  stop) rm -f "$STATE.unit" ;;
+  is-active) [ -e "$STATE.unit" ] ;;
+esac
+"""
+
+
+def _fake_systemd(tmp_path: Path) -> None:
+    _bin(tmp_path, "systemd-run", FAKE_SYSTEMD_RUN)
+    _bin(tmp_path, "systemctl", FAKE_SYSTEMCTL)
+
+
 def test_flush_rules_refuses_a_mode_it_does_not_know(tmp_path: Path) -> None:
     _bin(tmp_path, "curl", "echo ipvs")
     done = _run(tmp_path, KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).apply[0])
@@ -229,15 +246,19 @@ def test_flush_rules_in_iptables_mode_flushes_the_chain_and_its_revert_drops_onl
     _bin(tmp_path, "nft", FAKE_NFT)
     _bin(tmp_path, "curl", "echo iptables")
     _bin(tmp_path, "pkill", 'echo killed >> "$STATE.pkill"')
+    _fake_systemd(tmp_path)
     (tmp_path / "state").write_text("nat KUBE-SERVICES -j KUBE-SVC-X\nchain mangle KUBE-PROXY-CANARY\n")
     plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
     assert _run(tmp_path, plan.apply[0]).returncode == 0
     assert (tmp_path / "state").read_text() == "chain mangle KUBE-PROXY-CANARY\n"
+    # kube-proxy rewrites the chain on any endpoint change: a unit flushes it again while the fault holds
+    assert "iptables -w 5 -t nat -F KUBE-SERVICES" in (tmp_path / "state.unit").read_text()
     for _ in range(2):  # the dead-man switch may run after a manual revert
         for line in plan.revert:
             assert _run(tmp_path, line).returncode == 0, line
     assert (tmp_path / "state").read_text() == ""
     assert not (tmp_path / "state.pkill").exists()
+    assert not (tmp_path / "state.unit").exists(), "the revert stops the unit"
 
 
 def test_flush_rules_in_nftables_mode_empties_the_map_and_its_revert_restarts_kube_proxy_once(tmp_path: Path) -> None:
@@ -246,14 +267,17 @@ def test_flush_rules_in_nftables_mode_empties_the_map_and_its_revert_restarts_ku
     _bin(tmp_path, "curl", "echo nftables")
     refill = 'echo "nft-element 10.96.0.1 . tcp . 443 : goto s" >> "$STATE"'  # what a restarted kube-proxy does
     _bin(tmp_path, "pkill", f'echo "$@" >> "$STATE.pkill"; {refill}')
+    _fake_systemd(tmp_path)
     (tmp_path / "state").write_text("nft-map\nnft-element 10.96.0.1 . tcp . 443 : goto s\n")
     plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
     assert _run(tmp_path, plan.apply[0]).returncode == 0
     assert (tmp_path / "state").read_text() == "nft-map\n"
+    assert "nft flush map ip kube-proxy service-ips" in (tmp_path / "state.unit").read_text()
     for _ in range(2):  # a restarted kube-proxy refills the map, so the second revert leaves it alone
         for line in plan.revert:
             assert _run(tmp_path, line).returncode == 0, line
     assert (tmp_path / "state.pkill").read_text() == "-x kube-proxy\n"
+    assert not (tmp_path / "state.unit").exists(), "the revert stops the unit"
 
 
 def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:

@@ -9,12 +9,18 @@ import pytest
 from rich.console import Console
 
 from chaoskit.cli.measure import print_stages
-from chaoskit.measurements.hpa_scale_up import HpaTracker, cpu_cores
+from chaoskit.measurements.hpa_scale_up import cpu_cores
+from chaoskit.measurements.hpa_tracker import HpaTracker
 from chaoskit.measurements.probe import AnswerSeen, RoundSeen, RulesSeen, parse_line, probe_script
 from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT, MeasurementResult, Sample
 
 T0 = 1_000_000_000.0  # 2001-09-09T01:46:40Z
 NODES = ["cp", "w1"]
+NOW = T0 + 3600.0  # the tracker's injected clock: an hour on, so a stamp taken from it stands out
+
+
+def clock() -> float:
+    return NOW
 
 
 def hpa(min_replicas: int = 1, desired: int = 1) -> dict[str, Any]:
@@ -86,7 +92,7 @@ def by_stage(t: HpaTracker) -> dict[tuple[str, str], Sample]:
 
 
 def test_every_stage_of_a_scale_up_is_timed_from_the_end_of_the_previous_one() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     samples = {(s.stage, s.subject): s for s in t.samples(NODES)}
     assert {stage for stage, _ in samples} == {s.name for s in HPA_STAGES}
@@ -104,7 +110,7 @@ def test_every_stage_of_a_scale_up_is_timed_from_the_end_of_the_previous_one() -
 
 
 def test_dataplane_stages_carry_the_spacing_of_the_probe_rounds_that_bracket_their_end() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     samples = by_stage(t)
     # the rules: from the read without the IP to the end of the read with it
@@ -120,7 +126,7 @@ def test_dataplane_stages_carry_the_spacing_of_the_probe_rounds_that_bracket_the
 
 
 def test_an_ip_reused_from_an_earlier_pod_still_in_the_rules_reads_0_and_says_so() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     t.deployment("MODIFIED", deployment(3), T0 + 29.5)
     started(t, "p2", "10.0.0.1", T0 + 30)
@@ -133,7 +139,7 @@ def test_an_ip_reused_from_an_earlier_pod_still_in_the_rules_reads_0_and_says_so
 
 
 def test_an_ip_that_left_the_rules_and_came_back_for_a_new_pod_is_timed_from_its_return() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     t.seen(RulesSeen("cp", T0 + 25, frozenset({"10.0.0.9"}), T0 + 24.9, T0 + 25.02))  # 10.0.0.1 dropped
     t.deployment("MODIFIED", deployment(3), T0 + 29.5)
@@ -145,7 +151,7 @@ def test_an_ip_that_left_the_rules_and_came_back_for_a_new_pod_is_timed_from_its
 
 
 def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     t.deployment("MODIFIED", deployment(3), T0 + 29.5)
     started(t, "p3", "10.0.0.3", T0 + 30)
@@ -161,7 +167,7 @@ def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so(
 
 
 def test_a_raised_min_replicas_triggers_the_decision_even_when_the_metric_is_below_target() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.hpa("LISTED", hpa(), T0 - 100)
     t.deployment("LISTED", deployment(1), T0 - 100)
     t.hpa("MODIFIED", hpa(min_replicas=3), T0)
@@ -171,8 +177,22 @@ def test_a_raised_min_replicas_triggers_the_decision_even_when_the_metric_is_bel
     assert decision.seconds == pytest.approx(0.2) and decision.precision == 0.001
 
 
+def test_a_raised_min_replicas_not_yet_acted_on_is_in_flight_until_the_hpa_acts() -> None:
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
+    t.hpa("LISTED", hpa(min_replicas=2), T0 - 100)
+    t.deployment("LISTED", deployment(2), T0 - 100)
+    t.hpa("MODIFIED", hpa(min_replicas=2), T0 - 50)
+    assert t.in_flight(NODES) == 0  # nothing asked
+    t.hpa("MODIFIED", hpa(min_replicas=4), T0)
+    assert t.in_flight(NODES) == 1  # asked, and the HPA has not raised the Deployment yet
+    t.deployment("MODIFIED", deployment(4), T0 + 20)
+    assert t.in_flight(NODES) == 2  # acted on: its two pods are on their way, not created yet (a quota refuses them)
+    t.hpa("LISTED", hpa(min_replicas=5), T0 + 40)  # raised during a watch gap: seen in the re-list only
+    assert t.in_flight(NODES) == 3
+
+
 def test_a_replicaset_event_overtaking_the_deployments_is_kept() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.deployment("LISTED", deployment(1), T0 - 100)
     t.replicaset("LISTED", rs(1), T0 - 100)
     t.replicaset("MODIFIED", rs(2), T0 + 0.010)
@@ -187,7 +207,7 @@ def test_a_replicaset_event_overtaking_the_deployments_is_kept() -> None:
 
 
 def test_pods_there_before_the_measurement_and_pods_not_from_a_scale_up_are_left_out() -> None:
-    t = HpaTracker(started_at=T0 + 60)
+    t = HpaTracker(started_at=T0 + 60, clock=clock)
     t.deployment("LISTED", deployment(1), T0 + 60)
     t.pod("LISTED", pod("old", node="w1", running=True, ready=True), T0 + 60)  # created a minute before
     t.pod("ADDED", pod("replacement"), T0 + 61)  # a deleted pod replaced: no scale-up behind it
@@ -197,7 +217,7 @@ def test_pods_there_before_the_measurement_and_pods_not_from_a_scale_up_are_left
 
 
 def test_a_pod_that_never_got_ready_is_reported_not_timed() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.deployment("LISTED", deployment(1), T0 - 100)
     t.deployment("MODIFIED", deployment(2), T0)
     t.pod("ADDED", pod("stuck"), T0 + 1)
@@ -207,7 +227,7 @@ def test_a_pod_that_never_got_ready_is_reported_not_timed() -> None:
 
 
 def test_after_a_watch_gap_the_objects_own_timestamps_are_used_at_1s_precision() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.deployment("LISTED", deployment(1), T0 - 100)
     t.deployment("MODIFIED", deployment(2), T0)
     listed = pod("p1", node="w1")
@@ -218,6 +238,15 @@ def test_after_a_watch_gap_the_objects_own_timestamps_are_used_at_1s_precision()
     p = t.pods["p1"]
     assert p.created.at == T0 + 1 and p.created.precision == 1.0
     assert p.scheduled is not None and p.scheduled.at == T0 + 2 and p.scheduled.precision == 1.0
+
+
+def test_a_condition_without_its_own_time_is_stamped_by_the_injected_clock() -> None:
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
+    t.deployment("LISTED", deployment(1), T0 - 100)
+    t.deployment("MODIFIED", deployment(2), T0)
+    t.pod("LISTED", pod("p1", node="w1", running=True, ready=True), T0 + 30)  # Ready carries no lastTransitionTime
+    ready = t.pods["p1"].ready
+    assert ready is not None and ready.at == NOW and ready.precision == 1.0
 
 
 def test_cpu_quantities() -> None:
@@ -252,7 +281,7 @@ def test_the_probe_brackets_each_rules_change_and_stamps_each_request_round() ->
 
 
 def test_the_hpa_table_states_each_stage_s_precision_one_clock_or_typical_and_worst() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     scaled_once(t)
     out = io.StringIO()
     print_stages(MeasurementResult("hpa", "hpa_scale_up", T0, samples=t.samples(NODES)), Console(file=out, width=200))
@@ -262,7 +291,7 @@ def test_the_hpa_table_states_each_stage_s_precision_one_clock_or_typical_and_wo
 
 
 def test_a_stage_whose_start_and_end_one_watch_event_showed_reads_0_and_says_so() -> None:
-    t = HpaTracker(started_at=T0 - 10)
+    t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.deployment("LISTED", deployment(1), T0 - 100)
     t.deployment("MODIFIED", deployment(2), T0)
     t.pod("ADDED", pod("p1"), T0 + 1)

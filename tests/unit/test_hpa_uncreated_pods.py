@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskit.measurements.hpa_scale_up import HpaTracker
+from chaoskit.measurements.hpa_tracker import HpaTracker
 
 T0 = 1_000_000_000.0
 
@@ -14,7 +14,7 @@ def _obj(name: str, replicas: int) -> dict[str, Any]:
 
 
 def test_pods_a_scale_up_asked_for_and_never_got_are_named_in_the_notes() -> None:
-    t = HpaTracker(T0)
+    t = HpaTracker(T0, clock=lambda: T0)
     t.deployment("LISTED", _obj("web", 1), T0)
     t.replicaset("LISTED", _obj("web-1", 1), T0)
     t.deployment("MODIFIED", _obj("web", 4), T0 + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +17,9 @@ from chaoskit.model import Playbook
 from chaoskit.playbook import parse_playbook
 
 FUZZ = settings(
-    max_examples=200,
+    max_examples=int(
+        os.environ.get("CHAOSKIT_FUZZ_EXAMPLES", "100")
+    ),  # more for a deeper search: the unit suite stays < 1 min
     deadline=None,
     database=None,  # no .hypothesis/ directory in the work tree
     suppress_health_check=[HealthCheck.too_slow],

@@ -306,3 +306,16 @@ def test_load_playbook_reads_a_file_and_names_it_in_problems(tmp_path: Path) -> 
 def test_without_registries_the_real_catalog_is_used() -> None:
     with pytest.raises(PlaybookError, match="unknown fault 'no-such.fault'"):
         parse_playbook(MINIMAL.replace("scheduler.down", "no-such.fault"))
+
+
+def test_a_scale_up_needs_the_workload_and_room_in_its_hpa() -> None:
+    assert problems(MINIMAL + "      scaleUp: {minReplicas: 3}\n") == [
+        "pb.yaml:9:16: spec.steps[0].scaleUp: needs spec.workload: chaoskit raises minReplicas on the workload's HPA"
+    ]
+    with_workload = MINIMAL.replace("spec:\n", "spec:\n  workload: {hpa: {minReplicas: 2, maxReplicas: 4}}\n")
+    assert problems(with_workload + "      scaleUp: {minReplicas: 5, at: effect}\n") == [
+        "pb.yaml:10:30: spec.steps[0].scaleUp.minReplicas: must be above the HPA's minReplicas (2) and at most its "
+        "maxReplicas (4)"
+    ]
+    step = load(with_workload + "      scaleUp: {minReplicas: 4, at: recovered}\n").spec.fault_steps()[0]
+    assert step.scale_up is not None and (step.scale_up.min_replicas, step.scale_up.at) == (4, "recovered")

@@ -4,7 +4,8 @@ import pytest
 
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.proxymode import (
+from chaoskit.cluster.shell import FakeRunner
+from chaoskit.components.kube_proxy import (
     CONFIGMAP,
     ProxyModeUnsupported,
     configured_mode,
@@ -12,7 +13,6 @@ from chaoskit.cluster.proxymode import (
     set_mode,
     with_mode,
 )
-from chaoskit.cluster.shell import FakeRunner
 
 CONF = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\niptables:\n  minSyncPeriod: 1s\nmode: iptables\nnftables: {}\n"
 NODES = ("chaoskit-control-plane", "chaoskit-worker")

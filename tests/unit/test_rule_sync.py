@@ -16,8 +16,8 @@ from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.scrape import parse
 from chaoskit.cluster.shell import FakeRunner
+from chaoskit.env import Env
 from chaoskit.errors import UsageError
-from chaoskit.faults.base import Env
 from chaoskit.measurements.probe import (
     FAILED,
     INTERVAL,

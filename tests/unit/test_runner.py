@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,16 @@ from pydantic import BaseModel
 from chaoskit.cluster.kind import NodeContainer
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.env import Env
 from chaoskit.errors import UsageError
-from chaoskit.faults.base import Env, Fault, FaultPlan
+from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import FAULTS, MEASUREMENTS, load_catalog
 from chaoskit.runner import EXIT_CODES, Runner, RunRecord, plan_steps, resolve_node
+from chaoskit.safety import Lock
 
 load_catalog()
 NODES = [
@@ -162,3 +165,62 @@ def test_dry_run_shows_a_handoff_before_the_apply_lines() -> None:
     assert step["node"] == "chaoskit-worker"
     assert list(step)[-3:] == ["handoffs", "apply", "revert"]
     assert step["handoffs"][0].startswith("on the first control-plane node: ")
+
+
+SCALED = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {name: scaled}
+spec:
+  diagnose: false
+  workload: {}
+  steps:
+    - fault: test.noop
+      duration: 100ms
+      scaleUp: {minReplicas: 3, at: %s}
+"""
+HPA_PATH = "/apis/autoscaling/v2/namespaces/chaoskit-scaled/horizontalpodautoscalers/web"
+
+
+@pytest.mark.parametrize("at", ["effect", "recovered"])
+def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
+    at: str, registered: None, tmp_path: Path
+) -> None:
+    kube = FakeKube({HPA_PATH: {"spec": {"minReplicas": 1, "maxReplicas": 6}}})
+    seen: list[str] = []
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
+    pb = parse_playbook(SCALED % at)
+    step = pb.spec.fault_steps()[0]
+    rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
+    srec = runner._step(step, runner._target(step), rec)
+    assert kube.objects[HPA_PATH]["spec"]["minReplicas"] == 3 and srec.scaled_up_at is not None
+    said = [line for line in seen if "effect observed" in line or "asked the HPA" in line or "reverted" in line]
+    # at the effect: before the revert; once recovered: after it
+    assert ("asked the HPA" in said[1]) == (at == "effect"), said
+
+
+def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: None, tmp_path: Path) -> None:
+    runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    pb = parse_playbook(SCALED % "effect")
+    step = pb.spec.fault_steps()[0]
+    rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
+    srec = runner._step(step, runner._target(step), rec)
+    assert srec.scaled_up_at is None and "could not raise the HPA's minReplicas to 3" in srec.failures[0]
+
+
+def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(registered: None, tmp_path: Path) -> None:
+    pb = parse_playbook(SCALED % "effect")
+    lock = Lock(NoopFault().lock_name("chaoskit-worker", NoopFault.Params()), "another-host/run")
+    lease = {"spec": {"holderIdentity": "another-host/run", "leaseDurationSeconds": 600,
+                      "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}  # fmt: skip
+    kube = FakeKube({lock.path: lease, HPA_PATH: {"spec": {"minReplicas": 1}}})
+    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(pb)
+    assert rec.verdict == "error" and "being broken by another run (another-host/run)" in rec.errors[0]
+    assert [c for c in kube.calls if c[0] != "GET"] == [("DELETE", "/api/v1/namespaces/chaoskit-scaled")]  # cleanup
+
+
+def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: None) -> None:
+    (step,) = plan_steps(parse_playbook(SCALED % "recovered"), NODES)
+    assert step["scale_up"] == ("at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the "
+                                "namespace after the run)")  # fmt: skip
+    assert "scale_up" not in plan_steps(parse_playbook(PLAYBOOK), NODES)[0]

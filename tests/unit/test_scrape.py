@@ -1,4 +1,4 @@
-"""The scrape seam: recorded component metrics parse, helpers find values by labels, each scraper fails clearly."""
+"""The scrape seam: recorded component metrics parse, Metrics finds values by labels, each scraper fails clearly."""
 
 from __future__ import annotations
 
@@ -14,12 +14,10 @@ from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.scrape import (
     FakeScraper,
     HttpScraper,
+    Metrics,
     NodeScraper,
     ScrapeError,
     parse,
-    samples,
-    total,
-    value,
 )
 from chaoskit.cluster.shell import Completed, FakeRunner
 
@@ -36,42 +34,42 @@ def test_recorded_kube_proxy_metrics_parse_into_families() -> None:
 
 
 def test_value_picks_the_sample_with_the_given_labels() -> None:
-    families = parse(KUBE_PROXY)
-    last = value(families, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", ip_family="IPv4")
-    queued = value(families, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", ip_family="IPv4")
+    m = Metrics.of(parse(KUBE_PROXY))
+    last = m.value("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ip_family="IPv4")
+    queued = m.value("kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", ip_family="IPv4")
     assert last is not None and queued is not None
     assert last > 1.7e9 and abs(last - queued) < 60  # wall-clock seconds, a sync right after it was queued
 
 
 def test_value_refuses_a_question_that_matches_several_samples() -> None:
     with pytest.raises(ScrapeError, match="narrow by ip_family"):
-        value(parse(KUBE_PROXY), "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        Metrics.of(parse(KUBE_PROXY)).value("kubeproxy_sync_proxy_rules_last_timestamp_seconds")
 
 
 def test_value_of_a_missing_series_is_none() -> None:
-    families = parse(KUBE_PROXY)
-    assert value(families, "kubeproxy_no_such_metric") is None
-    assert value(families, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", ip_family="IPv5") is None
+    m = Metrics.of(parse(KUBE_PROXY))
+    assert m.value("kubeproxy_no_such_metric") is None
+    assert m.value("kubeproxy_sync_proxy_rules_last_timestamp_seconds", ip_family="IPv5") is None
 
 
 def test_counters_are_found_by_their_sample_name_with_total() -> None:
-    families = parse(SCHEDULER)
-    scheduled = value(families, "scheduler_schedule_attempts_total", result="scheduled")
+    m = Metrics.of(parse(SCHEDULER))
+    scheduled = m.value("scheduler_schedule_attempts_total", result="scheduled")
     assert scheduled is not None and scheduled >= 1
 
 
 def test_total_sums_across_the_labels_left_open() -> None:
-    families = parse(SCHEDULER)
-    pending = samples(families, "scheduler_pending_pods")
+    m = Metrics.of(parse(SCHEDULER))
+    pending = m.select("scheduler_pending_pods")
     assert {s.labels["queue"] for s in pending} == {"active", "backoff", "gated", "unschedulable"}
-    assert total(families, "scheduler_pending_pods") == sum(s.value for s in pending)
-    assert total(families, "scheduler_pending_pods", queue="nope") is None
+    assert m.total("scheduler_pending_pods") == sum(s.value for s in pending)
+    assert m.total("scheduler_pending_pods", queue="nope") is None
 
 
 def test_histogram_count_matches_its_inf_bucket() -> None:
-    families = parse(KUBE_PROXY)
-    count = value(families, "kubeproxy_sync_proxy_rules_duration_seconds_count", ip_family="IPv4")
-    inf = value(families, "kubeproxy_sync_proxy_rules_duration_seconds_bucket", ip_family="IPv4", le="+Inf")
+    m = Metrics.of(parse(KUBE_PROXY))
+    count = m.value("kubeproxy_sync_proxy_rules_duration_seconds_count", ip_family="IPv4")
+    inf = m.value("kubeproxy_sync_proxy_rules_duration_seconds_bucket", ip_family="IPv4", le="+Inf")
     assert count == inf
 
 
@@ -126,8 +124,8 @@ def endpoint() -> Iterator[tuple[str, _Seen]]:
 
 def test_http_scraper_fetches_and_parses_with_a_bearer_token(endpoint: tuple[str, _Seen]) -> None:
     url, seen = endpoint
-    families = HttpScraper(token="s3cret").scrape(f"{url}/metrics")
-    assert value(families, "kubeproxy_sync_proxy_rules_iptables_total", ip_family="IPv4", table="nat") is not None
+    m = Metrics.of(HttpScraper(token="s3cret").scrape(f"{url}/metrics"))
+    assert m.value("kubeproxy_sync_proxy_rules_iptables_total", ip_family="IPv4", table="nat") is not None
     assert seen.authorization == ["Bearer s3cret"]
 
 
@@ -164,8 +162,8 @@ class _RecordingExec(FakeNodeExec):
 def test_node_scraper_runs_curl_on_the_node_with_the_token_on_stdin() -> None:
     nodes = _RecordingExec(stdout=SCHEDULER)
     scraper = NodeScraper(nodes, "chaoskit-control-plane", token="s3cret", insecure=True)
-    families = scraper.scrape("https://127.0.0.1:10259/metrics")
-    assert value(families, "scheduler_pending_pods", queue="active") is not None
+    m = Metrics.of(scraper.scrape("https://127.0.0.1:10259/metrics"))
+    assert m.value("scheduler_pending_pods", queue="active") is not None
     node, argv, stdin = nodes.runs[0]
     assert node == "chaoskit-control-plane"
     assert argv[0] == "curl" and "--insecure" in argv and argv[-1] == "https://127.0.0.1:10259/metrics"

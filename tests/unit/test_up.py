@@ -130,6 +130,22 @@ def test_readiness_problems_is_empty_for_a_ready_cluster() -> None:
     assert up.readiness_problems(runner, "chaoskit") == []
 
 
+def _node_at(name: str, ip: str) -> dict:
+    return {"metadata": {"name": name}, "status": {"addresses": [{"type": "InternalIP", "address": ip}]}}
+
+
+@pytest.mark.parametrize(("container_ip", "moved"), [("172.18.0.3", []), ("172.18.0.4", ["chaoskit-control-plane"])])
+def test_a_node_whose_container_address_changed_since_it_registered_is_moved(container_ip: str, moved: list) -> None:
+    runner = FakeRunner(
+        responses={
+            ("docker", "ps"): PS_LINE,
+            (*KUBECTL, "get", "nodes"): json.dumps({"items": [_node_at("chaoskit-control-plane", "172.18.0.3")]}),
+            ("docker", "inspect"): f"/chaoskit-control-plane {container_ip} \n",
+        }
+    )
+    assert up.moved_nodes(runner, "chaoskit") == moved
+
+
 # --- status ------------------------------------------------------------------------------------
 
 

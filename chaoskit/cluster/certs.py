@@ -1,17 +1,74 @@
-"""Expired certificates signed by the real cluster CA, made inside the control-plane node with its openssl.
+"""kubeadm's certificates on the nodes: where they are, when they expire, and expired ones made on purpose.
 
-An expired certificate cannot come from the API (a CSR's expirationSeconds is at least 10 minutes), so the
-fault signs one itself with /etc/kubernetes/pki/ca.key, which only the control-plane node holds. The copy keeps
+Reading: shell lines that print a certificate's notAfter (a file, or what a TLS server presents), the parse of
+their output, and `expiry`, the one judgement of "expired / expiring soon" every diagnoser uses.
+
+Making: an expired certificate cannot come from the API (a CSR's expirationSeconds is at least 10 minutes), so the
+faults sign one themselves with /etc/kubernetes/pki/ca.key, which only the control-plane node holds. The copy keeps
 the original's subject, key and extensions (SANs, key usages), so the only thing wrong with it is its dates.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Literal
 
 PKI = "/etc/kubernetes/pki"
 CA_CRT = f"{PKI}/ca.crt"
 CA_KEY = f"{PKI}/ca.key"
+# the API server's client certificate for the kubelets: every component's delegated authn/authz accepts it
+KUBELET_CLIENT_CERT = f"{PKI}/apiserver-kubelet-client.crt"
+KUBELET_CLIENT_KEY = f"{PKI}/apiserver-kubelet-client.key"
+DAY = 86400.0
+
+OPENSSL_DATE = "%b %d %H:%M:%S %Y %Z"
+
+
+def cert_dates_command(paths: Mapping[str, str]) -> str:
+    """One line per certificate: `<label> notAfter=<date>` (or `<label> missing`)."""
+    lines = [
+        f'if [ -r {shlex.quote(p)} ]; then echo "{label} $(openssl x509 -in {shlex.quote(p)} -noout -enddate)"; '
+        f"else echo '{label} missing'; fi"
+        for label, p in paths.items()
+    ]
+    return "; ".join(lines)
+
+
+def served_cert_command(host_port: str, label: str) -> str:
+    """The certificate a TLS server presents, as `<label> notAfter=<date>`."""
+    fetch = f"echo | timeout 5 openssl s_client -connect {host_port} 2>/dev/null | openssl x509 -noout -enddate"
+    return f'd=$({fetch}) && echo "{label} $d" || echo "{label} unreadable"'
+
+
+def parse_not_after(text: str) -> dict[str, float | None]:
+    """label -> notAfter as epoch seconds (None: missing or unreadable)."""
+    out: dict[str, float | None] = {}
+    for line in text.splitlines():
+        label, _, rest = line.strip().partition(" ")
+        if not label:
+            continue
+        when = None
+        if rest.startswith("notAfter="):
+            try:
+                when = datetime.strptime(rest[len("notAfter=") :].strip(), OPENSSL_DATE).replace(tzinfo=UTC)
+            except ValueError:
+                when = None
+        out[label] = when.timestamp() if when else None
+    return out
+
+
+Expiry = Literal["expired", "expiring", ""]
+
+
+def expiry(not_after: float | None, now: float, warning_days: float) -> Expiry:
+    """Whether a certificate has expired, expires within `warning_days`, or neither ("": also when unknown)."""
+    if not_after is None:
+        return ""
+    if not_after <= now:
+        return "expired"
+    return "expiring" if not_after - now < warning_days * DAY else ""
 
 
 def _openssl_date(offset: str) -> str:

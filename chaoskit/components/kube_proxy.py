@@ -1,0 +1,236 @@
+"""kube-proxy: everything chaoskit knows about it, in one place.
+
+- where it answers: metrics, /configz and /proxyMode on 10249, /healthz on 10256 (kind-config.yaml binds the metrics
+  port to 0.0.0.0; kubeadm's default is the node's loopback, where chaoskit asks from inside the node);
+- its configuration: /configz (minSyncPeriod) and the kube-system/kube-proxy ConfigMap;
+- its own rule-sync metrics;
+- its Service rules in a node, in iptables or nftables mode: shell lines that read them and parsers of what they print;
+- its dataplane mode, read and switched at runtime: iptables (kind's default), nftables, or IPVS.
+
+The kube-proxy faults and the rule-sync measurement must hold on every mode, so the mode is switched in place
+(kube-system/kube-proxy ConfigMap, then the pods restarted; a new kube-proxy cleans up the other modes' rules)
+instead of rebuilding the cluster. IPVS needs the ip_vs kernel module, which a node container cannot load:
+where the kernel lacks it the switch is refused with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Literal, get_args
+
+from chaoskit.cluster.kube import Kube, condition
+from chaoskit.cluster.nodeexec import NodeExec
+from chaoskit.errors import ToolError
+from chaoskit.model.duration import parse_duration
+
+PROCESS = "kube-proxy"
+
+# --- where it answers ------------------------------------------------------------------------------------------------
+METRICS_PORT = 10249  # /metrics, /configz and /proxyMode
+HEALTHZ_PORT = 10256
+LOCAL = f"http://127.0.0.1:{METRICS_PORT}"  # asked from inside the node
+METRICS_URL = f"{LOCAL}/metrics"
+CONFIGZ_URL = f"{LOCAL}/configz"
+PROXY_MODE_URL = f"{LOCAL}/proxyMode"  # kube-proxy says which proxier it runs
+HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
+
+
+def healthz_answers(nodes: NodeExec, node: str) -> bool:
+    """kube-proxy's /healthz on `node` says 200 (it runs and synced within its deadline)."""
+    done = nodes.run(node, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", HEALTHZ],
+                     check=False)  # fmt: skip
+    return done.stdout.strip() == "200"
+
+
+# --- its configuration -----------------------------------------------------------------------------------------------
+CONFIGMAP = "/api/v1/namespaces/kube-system/configmaps/kube-proxy"
+CONFIG_KEY = "config.conf"
+CONFIGZ_SECTION, CONFIGZ_MIN_SYNC = "kubeproxy.config.k8s.io", "MinSyncPeriod"  # /configz's JSON: section, key
+DEFAULT_SYNC_PERIOD = 30.0  # kube-proxy's syncPeriod when the ConfigMap says 0s
+
+
+def min_sync_period(configz: str) -> float | None:
+    """The minSyncPeriod (seconds) in a /configz answer; None when it is not one."""
+    try:
+        return parse_duration(json.loads(configz)[CONFIGZ_SECTION][CONFIGZ_MIN_SYNC])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def running_min_sync_period(nodes: NodeExec, node: str) -> float | None:
+    """The minSyncPeriod the kube-proxy on `node` runs with, from its /configz (asked on the node itself)."""
+    done = nodes.run(node, ["curl", "-s", "--max-time", "3", CONFIGZ_URL], check=False)
+    return min_sync_period(done.stdout)
+
+
+# --- its metrics -----------------------------------------------------------------------------------------------------
+# observed once per EndpointSlice update carrying a last-change-trigger-time, when the sync that programmed it ended
+NETWORK_PROGRAMMING = "kubeproxy_network_programming_duration_seconds"
+LAST_QUEUED = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"  # node clock: a change was queued
+LAST_SYNC = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"  # node clock: the last sync finished
+SYNC_DURATION = "kubeproxy_sync_proxy_rules_duration_seconds"
+ENDPOINT_CHANGES_PENDING = "kubeproxy_sync_proxy_rules_endpoint_changes_pending"
+SERVICE_CHANGES_PENDING = "kubeproxy_sync_proxy_rules_service_changes_pending"
+
+# --- its Service rules in a node -------------------------------------------------------------------------------------
+Target = tuple[str, str, int]  # (IP, protocol, port): a ClusterIP port, or an endpoint
+NFT_TABLE = "nft list table ip kube-proxy"  # nftables mode: the whole table
+IPTABLES_NAT = "iptables-save -t nat | grep -E '^-A KUBE-(SERVICES|SVC-|SEP-)'"  # iptables mode: its nat rules
+SERVICES_CHAIN = "KUBE-SERVICES"  # iptables nat: every ClusterIP's entry point, for node and pod traffic alike
+SERVICE_IPS_MAP = "ip kube-proxy service-ips"  # nftables: the verdict map every ClusterIP is dispatched through
+CANARY = "KUBE-PROXY-CANARY"  # iptables mode: kube-proxy recreates all its rules when it finds this chain gone
+CANARY_TABLES = ("mangle", "nat", "filter")  # kube-proxy checks mangle first, then waits for the others
+
+# How many Service entries the node's dataplane holds, in whichever mode kube-proxy left its rules.
+SERVICE_RULE_COUNT = (
+    f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1;"
+    f" then nft list map {SERVICE_IPS_MAP} | grep -o ': goto' | wc -l;"
+    f" else iptables -t nat -S {SERVICES_CHAIN} | grep -c '^-A '; fi"
+)
+
+
+def service_rules(nodes: NodeExec, node: str) -> int | None:
+    """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements)."""
+    done = nodes.run(node, ["sh", "-c", SERVICE_RULE_COUNT], check=False, timeout=30)
+    try:
+        return int(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+
+
+def endpoint_ips_command(namespace: str, service: str) -> str:
+    """A shell line printing the endpoint IPs one Service's rules in the node lead to, one a line, in either mode."""
+    ns_svc = f"{namespace}/{service}"
+    # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
+    # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
+    nft = (
+        f"{NFT_TABLE} 2>/dev/null"
+        f" | grep -o 'goto endpoint-[A-Z0-9]*-{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
+    )
+    ipt = (
+        f"iptables-save -t nat 2>/dev/null | grep -- '--comment \"\\?{ns_svc}[:\" ]' | grep -o 'to-destination [0-9.]*'"
+        " | sed 's/to-destination //'"
+    )  # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment
+    return f"if {NFT_TABLE} >/dev/null 2>&1; then {nft}; else {ipt}; fi"
+
+
+_NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")
+_NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?/(tcp|udp|sctp)/[^/\s]*__([\d.]+)/(\d+)\b")
+
+
+def nft_rules(table: str) -> tuple[set[Target], set[Target]]:
+    """From `nft list table ip kube-proxy`: the ClusterIP entries of the service-ips map, and the endpoints the
+    service chains jump to."""
+    start = table.find("map service-ips {")
+    block = table[start : table.find("\n\t}", start)] if start >= 0 else ""
+    services = {(ip, proto, int(port)) for ip, proto, port in _NFT_SERVICE.findall(block)}
+    endpoints = {(ip, proto, int(port)) for proto, ip, port in _NFT_ENDPOINT.findall(table)}
+    return services, endpoints
+
+
+_IPT_SERVICE = re.compile(r"^-A KUBE-SERVICES -d ([\d.]+)/32 -p (\w+) .*--dport (\d+) .*-j KUBE-SVC-", re.M)
+_IPT_JUMP = re.compile(r"^-A KUBE-SVC-\S+ .*-j (KUBE-SEP-\S+)", re.M)
+_IPT_DNAT = re.compile(r"^-A (KUBE-SEP-\S+) -p (\w+) .*--to-destination ([\d.]+):(\d+)", re.M)
+
+
+def iptables_rules(nat: str) -> tuple[set[Target], set[Target]]:
+    """From its nat rules (IPTABLES_NAT): the ClusterIP entries, and the endpoints some Service chain jumps to."""
+    services = {(ip, proto, int(port)) for ip, proto, port in _IPT_SERVICE.findall(nat)}
+    referenced = set(_IPT_JUMP.findall(nat))
+    endpoints = {(ip, proto, int(port)) for chain, proto, ip, port in _IPT_DNAT.findall(nat) if chain in referenced}
+    return services, endpoints
+
+
+# --- its pods and dataplane mode -------------------------------------------------------------------------------------
+ProxyMode = Literal["iptables", "nftables", "ipvs"]
+PROXY_MODES: tuple[str, ...] = get_args(ProxyMode)
+PODS = "/api/v1/namespaces/kube-system/pods"
+DAEMONSET = "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy"
+POD_SELECTOR = "k8s-app=kube-proxy"
+MODE_LINE = re.compile(r"^mode:.*$", re.MULTILINE)
+
+
+class ProxyModeUnsupported(ToolError):
+    pass
+
+
+def configured_mode(kube: Kube) -> str:
+    """The mode the ConfigMap asks for; an empty mode means iptables on Linux."""
+    conf = kube.get(CONFIGMAP)["data"][CONFIG_KEY]
+    found = MODE_LINE.search(conf)
+    value = found.group(0).split(":", 1)[1].strip().strip("\"'") if found else ""
+    return value or "iptables"
+
+
+def with_mode(conf: str, mode: str) -> str:
+    """The KubeProxyConfiguration text with its top-level mode set (appended when absent)."""
+    if MODE_LINE.search(conf):
+        return MODE_LINE.sub(f"mode: {mode}", conf, count=1)
+    return conf.rstrip("\n") + f"\nmode: {mode}\n"
+
+
+def running_mode(nodes: NodeExec, node: str) -> str:
+    """The proxier the kube-proxy on `node` runs, from its own endpoint ('' if it does not answer)."""
+    done = nodes.run(node, ["curl", "-s", "--max-time", "3", PROXY_MODE_URL], check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def ipvs_unsupported(nodes: NodeExec, node: str) -> str | None:
+    """Why IPVS cannot run on `node`, or None when the kernel has ip_vs."""
+    probe = "test -e /proc/net/ip_vs || test -d /sys/module/ip_vs || modprobe ip_vs 2>/dev/null"
+    if nodes.run(node, ["sh", "-c", probe], check=False).returncode == 0:
+        return None
+    kernel = nodes.run(node, ["uname", "-r"], check=False).stdout.strip() or "unknown"
+    return (
+        f"IPVS mode needs the ip_vs kernel module, and this host's kernel ({kernel}) has none: no /proc/net/ip_vs,"
+        " no /sys/module/ip_vs, `modprobe ip_vs` fails; a node container cannot load kernel modules"
+    )
+
+
+def node_names(kube: Kube) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+
+
+def kube_proxy_pods(kube: Kube) -> tuple[int, list[dict[str, Any]]]:
+    """(pods the DaemonSet wants, its live pods: not being deleted)."""
+    ds = kube.get(DAEMONSET)
+    pods = kube.get(PODS, labelSelector=POD_SELECTOR)["items"]
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return int(ds.get("status", {}).get("desiredNumberScheduled", 0)), live
+
+
+def proxies_ready(kube: Kube) -> bool:
+    want, live = kube_proxy_pods(kube)
+    return want > 0 and len(live) == want and all(condition(p, "Ready") for p in live)
+
+
+def set_mode(
+    kube: Kube, nodes: NodeExec, mode: str, timeout: float = 180.0, say: Callable[[str], None] = lambda _: None
+) -> bool:
+    """Switch every kube-proxy to `mode` and wait until each one runs it; False when it already did."""
+    if mode not in PROXY_MODES:
+        raise ProxyModeUnsupported(f"unknown kube-proxy mode {mode!r}; one of {', '.join(PROXY_MODES)}")
+    names = node_names(kube)
+    if mode == "ipvs":
+        for name in names:
+            reason = ipvs_unsupported(nodes, name)
+            if reason:
+                raise ProxyModeUnsupported(reason)
+    if configured_mode(kube) == mode and all(running_mode(nodes, n) == mode for n in names):
+        return False
+    cm = kube.get(CONFIGMAP)
+    kube.patch(CONFIGMAP, {"data": {CONFIG_KEY: with_mode(cm["data"][CONFIG_KEY], mode)}})
+    for pod in kube.get(PODS, labelSelector=POD_SELECTOR)["items"]:
+        kube.delete(f"{PODS}/{pod['metadata']['name']}", propagation="Background")
+    say(f"kube-proxy switching to {mode} mode on {len(names)} nodes")
+    start = time.monotonic()
+    kube.wait(
+        f"every kube-proxy to run in {mode} mode",
+        lambda: proxies_ready(kube) and all(running_mode(nodes, n) == mode for n in names),
+        timeout,
+    )
+    say(f"kube-proxy runs in {mode} mode on every node ({time.monotonic() - start:.1f}s)")
+    return True

@@ -1,0 +1,20 @@
+"""kubelet: a systemd service on every node, where it answers, its files and its node's heartbeat lease."""
+
+from __future__ import annotations
+
+SERVICE = "kubelet"  # the systemd unit
+DIR = "/var/lib/kubelet"  # its root dir; a 4 GiB ext4 of its own in chaoskit's node image: kubelet's nodefs
+CLIENT_PEM = f"{DIR}/pki/kubelet-client-current.pem"  # its client cert and key; a symlink to the dated file
+HEALTHZ = "http://127.0.0.1:10248/healthz"  # plain HTTP, on the node's loopback only
+PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
+JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
+
+
+def url(node: str, path: str) -> str:
+    """An endpoint of the kubelet on `node`, as the API server asks it."""
+    return f"https://{node}:{PORT}{path}"
+
+
+def node_lease(node: str) -> str:
+    """The Lease kubelet renews as its heartbeat."""
+    return f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"

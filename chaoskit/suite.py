@@ -1,0 +1,183 @@
+"""Several playbooks run as one suite: one summary, one verdict and exit code, one record, one JUnit file, one report.
+
+What may overlap (the rule `chaoskit run` documents): each fault has a radius.
+- cluster: the API server and etcd, the scheduler and the controller manager (every playbook's workload is created,
+  scheduled and given endpoints through them); kube-proxy's slow sync and a mode switch (every node's kube-proxy).
+  A playbook with any of these runs alone.
+- node: the kubelet, the container runtime and kube-proxy (frozen, or its rules kept flushed) of one node. Two such
+  playbooks overlap when their nodes differ, but a kubelet fault never overlaps a kube-proxy fault (a NotReady
+  node's endpoints churn, and every kube-proxy reprograms them); while one breaks a node, the others' steady-state
+  checks leave it (and its pods) out.
+- namespace: a quota in one namespace; it overlaps anything that is not cluster-wide.
+Playbooks that may overlap go first, at most `parallel` at a time, each started as soon as nothing running meets
+it; then the cluster-wide ones, one by one. Within each group the given order is kept. The component leases still
+stop two runs (of this suite or anyone's) from breaking the same thing at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaoskit.cluster.kind import NodeContainer
+from chaoskit.faults.base import Radius
+from chaoskit.model.playbook import Playbook
+from chaoskit.registry import FAULTS
+from chaoskit.runner import EXIT_CODES, Peers, Runner, RunRecord, Verdict, fault_for, resolve_node
+
+# The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.
+SEVERITY: dict[Verdict, int] = {"passed": 0, "deviated": 1, "aborted": 2, "error": 3, "interrupted": 4}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A playbook of the suite with where its faults reach."""
+
+    file: Path
+    playbook: Playbook
+    radii: tuple[Radius, ...]
+
+    @property
+    def alone(self) -> bool:
+        """Runs with nothing else: a cluster-wide fault, or a kube-proxy mode switch (every node's kube-proxy)."""
+        return self.playbook.spec.kube_proxy_mode is not None or any(r.scope == "cluster" for r in self.radii)
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        return frozenset(r.where for r in self.radii if r.scope == "node")
+
+    def meets(self, other: Planned) -> bool:
+        return self.alone or other.alone or any(a.meets(b) for a in self.radii for b in other.radii)
+
+    def radius_words(self) -> str:
+        if self.alone:
+            return "cluster"
+        return ", ".join(sorted({f"{r.scope} {r.where}" for r in self.radii})) or "none"
+
+
+def plan(file: Path, pb: Playbook, nodes: list[NodeContainer]) -> Planned:
+    radii = []
+    for step in pb.spec.fault_steps():
+        fault = fault_for(step)
+        node = resolve_node(nodes, step.target.node if step.target else None, fault.target_role)
+        radii.append(fault.radius(node, FAULTS.params_model(step.fault).model_validate(step.params)))
+    return Planned(file, pb, tuple(radii))
+
+
+def order(planned: list[Planned]) -> list[Planned]:
+    """What may overlap first, then what runs alone; the given order within each."""
+    return [p for p in planned if not p.alone] + [p for p in planned if p.alone]
+
+
+def startable(pending: list[Planned], running: list[Planned], parallel: int) -> list[Planned]:
+    """Which pending playbooks start now: first-fit in order, none that meets a running one or one started before it
+    in this pass, and only the first of the pending when it must run alone and nothing runs."""
+    chosen: list[Planned] = []
+    for p in pending:
+        if len(running) + len(chosen) >= parallel:
+            break
+        if any(p.meets(q) for q in running + chosen):
+            if p.alone:
+                break  # what runs alone keeps its place: nothing after it jumps ahead
+            continue
+        chosen.append(p)
+    return chosen
+
+
+@dataclass
+class SuiteEntry:
+    file: str
+    radius: str
+    started_s: float  # after the suite started
+    finished_s: float
+    record: RunRecord
+
+
+@dataclass
+class SuiteRecord:
+    name: str
+    cluster: str
+    started_at: float
+    parallel: int
+    finished_at: float = 0.0
+    runs: list[SuiteEntry] = field(default_factory=list)
+    diagnoses: list[dict[str, Any]] = field(default_factory=list)  # before the first run and after the last
+    interrupted: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.interrupted:
+            return "interrupted"
+        return max((e.record.verdict for e in self.runs), key=SEVERITY.__getitem__, default="passed")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.name, "cluster": self.cluster, "started_at": self.started_at,
+            "finished_at": self.finished_at, "parallel": self.parallel, "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "diagnoses": self.diagnoses,
+            "runs": [{"file": e.file, "radius": e.radius, "started_s": round(e.started_s, 1),
+                      "finished_s": round(e.finished_s, 1), **e.record.to_dict()} for e in self.runs],
+        }  # fmt: skip
+
+
+MakeRunner = Callable[[Planned, Peers], Runner]
+Diagnose = Callable[[str], "dict[str, Any] | None"]
+
+
+def run_suite(name: str, cluster: str, planned: list[Planned], make_runner: MakeRunner, *, parallel: int,
+              say: Callable[[str], None], diagnose: Diagnose | None = None) -> SuiteRecord:  # fmt: skip
+    """Run every playbook, overlapping what may; Ctrl-C (or SIGTERM) stops every run, each reverting its faults.
+
+    `diagnose(when)`, if given, diagnoses the cluster before the first run and after the last (runs then diagnose
+    only while their faults hold: the same before and after, once per playbook, would only repeat itself)."""
+    suite = SuiteRecord(name, cluster, time.time(), parallel)
+    if diagnose is not None and (found := diagnose("before")) is not None:
+        suite.diagnoses.append(found)
+    t0, peers = time.monotonic(), Peers()
+    pending, running = order(planned), dict[Future[RunRecord], tuple[Planned, Runner, float]]()
+    lock = threading.Lock()
+
+    def one(p: Planned, runner: Runner) -> RunRecord:
+        peers.join(runner.run_id, p.nodes)
+        try:
+            return runner.run(p.playbook)
+        finally:
+            peers.leave(runner.run_id)
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="chaoskit-run") as pool:
+        try:
+            while pending or running:
+                for p in startable(pending, [q for q, _, _ in running.values()], parallel):
+                    pending.remove(p)
+                    runner = make_runner(p, peers)
+                    say(f"starting {p.playbook.name} (radius: {p.radius_words()})")
+                    running[pool.submit(one, p, runner)] = (p, runner, time.monotonic() - t0)
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in done:
+                    p, runner, started = running.pop(f)
+                    record = f.result()
+                    with lock:
+                        suite.runs.append(SuiteEntry(str(p.file), p.radius_words(), started,
+                                                     time.monotonic() - t0, record))  # fmt: skip
+                    say(f"finished {p.playbook.name}: {record.verdict} ({time.monotonic() - t0 - started:.0f}s)")
+        except KeyboardInterrupt:
+            suite.interrupted = True
+            for _, runner, _ in running.values():
+                runner.stop.set()  # each run cuts its hold short and reverts
+            for f, (p, _, started) in list(running.items()):
+                suite.runs.append(SuiteEntry(str(p.file), p.radius_words(), started, time.monotonic() - t0,
+                                             f.result()))  # fmt: skip
+    if diagnose is not None and not suite.interrupted and (found := diagnose("after")) is not None:
+        suite.diagnoses.append(found)
+    suite.finished_at = time.time()
+    return suite

@@ -1,0 +1,265 @@
+"""A suite of playbooks: what may overlap, in what order they start, the worst verdict, JUnit and the HTML page."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml
+
+from chaoskit.checks.cluster import ClusterHealthy, NodeChecks
+from chaoskit.cluster.kind import NodeContainer
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault
+from chaoskit.journal import Journal
+from chaoskit.playbook import parse_playbook
+from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.reports.run_html import render_run_html
+from chaoskit.reports.run_junit import render_run_junit
+from chaoskit.runner import CheckRecord, Peers, Runner, RunRecord, StepRecord, names_fault
+from chaoskit.suite import Planned, order, plan, run_suite, startable
+
+load_catalog()
+NODES = [
+    NodeContainer("chaoskit-control-plane", "control-plane", "img", "running"),
+    NodeContainer("chaoskit-worker", "worker", "img", "running"),
+    NodeContainer("chaoskit-worker2", "worker", "img", "running"),
+]
+
+
+def playbook(name: str, fault: str, node: str = "", params: str = "") -> Planned:
+    target = f"\n      target: {{node: {node}}}" if node else ""
+    text = (f"apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {{name: {name}}}\nspec:\n  steps:\n"
+            f"    - fault: {fault}{target}\n      duration: 10s{params}\n")  # fmt: skip
+    return plan(Path(f"{name}.yaml"), parse_playbook(text, file=f"{name}.yaml"), NODES)
+
+
+def test_node_faults_meet_only_on_the_same_node_and_cluster_faults_meet_everything() -> None:
+    stop_w1 = playbook("stop-w1", "kubelet.stop", "worker")
+    freeze_w2 = playbook("freeze-w2", "kube-proxy.freeze", "chaoskit-worker2")
+    flush_w1 = playbook("flush-w1", "kube-proxy.freeze", "worker")
+    quota = playbook("quota", "controller-manager.quota-exhausted", params="\n      params: {namespace: q}")
+    sched = playbook("sched", "scheduler.down")
+    runtime_w2 = playbook("runtime-w2", "kubelet.runtime-unresponsive", "chaoskit-worker2")
+    assert not stop_w1.meets(runtime_w2) and stop_w1.meets(flush_w1) and not flush_w1.meets(freeze_w2)
+    assert stop_w1.meets(freeze_w2), "a node going NotReady moves endpoints every kube-proxy programs"
+    assert not quota.meets(stop_w1) and not quota.meets(freeze_w2)
+    assert sched.alone and all(sched.meets(p) for p in (stop_w1, freeze_w2, quota))
+    assert quota.radius_words() == "namespace q" and stop_w1.nodes == {"chaoskit-worker"}
+
+
+def test_slow_sync_and_a_proxy_mode_switch_run_alone_and_flushed_rules_stay_on_their_node() -> None:
+    assert playbook("slow", "kube-proxy.slow-sync").alone
+    flush = playbook("flush", "kube-proxy.flush-rules", "worker")  # kept flushed: endpoint churn elsewhere is fine
+    assert not flush.alone and flush.nodes == {"chaoskit-worker"}
+    assert not flush.meets(playbook("kp-w2", "kube-proxy.freeze", "chaoskit-worker2"))
+    text = ("apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: nft}\nspec:\n"
+            "  kubeProxyMode: nftables\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n")  # fmt: skip
+    assert plan(Path("nft.yaml"), parse_playbook(text), NODES).alone
+
+
+def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_cluster() -> None:
+    sched = playbook("sched", "scheduler.down")
+    stop_w1 = playbook("stop-w1", "kubelet.stop", "worker")
+    flush_w1 = playbook("flush-w1", "kube-proxy.freeze", "worker")
+    freeze_w2 = playbook("freeze-w2", "kubelet.runtime-unresponsive", "chaoskit-worker2")
+    queue = order([sched, stop_w1, flush_w1, freeze_w2])
+    assert [p.playbook.name for p in queue] == ["stop-w1", "flush-w1", "freeze-w2", "sched"]
+    assert startable(queue, [], parallel=4) == [stop_w1, freeze_w2]  # flush-w1 meets stop-w1
+    assert startable(queue, [], parallel=1) == [stop_w1]
+    frozen_proxy_w2 = playbook("kp-w2", "kube-proxy.freeze", "chaoskit-worker2")
+    assert startable([flush_w1, sched], [frozen_proxy_w2], parallel=4) == [flush_w1]
+    assert startable([sched], [frozen_proxy_w2], parallel=4) == []  # alone: only on an empty cluster
+    assert startable([sched, flush_w1], [], parallel=4) == [sched]  # nothing jumps ahead of what runs alone
+
+
+class _StubRunner(Runner):
+    """A run that takes `seconds` and ends with a given verdict; it notes what ran at the same time."""
+
+    def __init__(self, verdict: str, seconds: float, log: list[tuple[str, float, float]], peers: Peers) -> None:
+        super().__init__(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(Path("/dev/null")),
+                         lambda _: None, peers)  # fmt: skip
+        self.verdict, self.seconds, self.log = verdict, seconds, log
+
+    def run(self, pb: object) -> RunRecord:
+        t0 = time.monotonic()
+        self.stop.wait(self.seconds)
+        self.log.append((getattr(pb, "name", ""), t0, time.monotonic()))
+        rec = RunRecord(getattr(pb, "name", ""), "chaoskit", "ns", "j", self.run_id, 0.0)
+        rec.verdict = "interrupted" if self.stop.is_set() else self.verdict  # type: ignore[assignment]
+        return rec
+
+
+def test_a_suite_overlaps_what_may_and_its_verdict_is_the_worst_one() -> None:
+    planned = [playbook("stop-w1", "kubelet.stop", "worker"), playbook("freeze-w2", "kubelet.runtime-unresponsive",
+               "chaoskit-worker2"), playbook("sched", "scheduler.down")]  # fmt: skip
+    verdicts = {"stop-w1": "passed", "freeze-w2": "deviated", "sched": "passed"}
+    log: list[tuple[str, float, float]] = []
+    suite = run_suite("s", "chaoskit", planned,
+                      lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0.2, log, peers), parallel=3,
+                      say=lambda _: None)  # fmt: skip
+    spans = {name: (a, b) for name, a, b in log}
+    assert spans["freeze-w2"][0] < spans["stop-w1"][1]  # the two node faults overlapped
+    assert spans["sched"][0] >= max(spans["stop-w1"][1], spans["freeze-w2"][1])  # the scheduler's ran alone, after
+    assert suite.verdict == "deviated" and suite.exit_code == 1
+    data = suite.to_dict()
+    assert [r["playbook"] for r in data["runs"]] == ["stop-w1", "freeze-w2", "sched"] or len(data["runs"]) == 3
+    assert data["exit_code"] == 1 and all("radius" in r for r in data["runs"])
+
+
+def test_a_run_that_chaoskit_could_not_do_outranks_a_deviation() -> None:
+    planned = [playbook("a", "kubelet.stop", "worker"), playbook("b", "kube-proxy.freeze", "chaoskit-worker2")]
+    planned[1] = playbook("b", "kubelet.runtime-unresponsive", "chaoskit-worker2")
+    verdicts = {"a": "error", "b": "deviated"}
+    suite = run_suite("s", "chaoskit", planned, lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0, [], peers),
+                      parallel=2, say=lambda _: None)  # fmt: skip
+    assert suite.verdict == "error" and suite.exit_code == 4
+
+
+def test_ctrl_c_stops_every_run_and_the_suite_is_interrupted() -> None:
+    planned = [playbook("a", "kubelet.stop", "worker"), playbook("b", "kube-proxy.freeze", "chaoskit-worker2")]
+    planned[1] = playbook("b", "kubelet.runtime-unresponsive", "chaoskit-worker2")
+    runners: list[_StubRunner] = []
+
+    def make(p: Planned, peers: Peers) -> Runner:
+        runners.append(_StubRunner("passed", 30, [], peers))
+        return runners[-1]
+
+    # a real Ctrl-C wakes the main thread; Python's own handler, since a background job starts with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        suite = run_suite("s", "chaoskit", planned, make, parallel=2, say=lambda _: None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert suite.interrupted and suite.exit_code == 130
+    assert all(r.stop.is_set() for r in runners) and len(suite.runs) == 2
+
+
+def _report(component: str, subject: str, title: str, severity: str = "critical") -> ComponentReport:
+    finding = Finding(severity, component, title, "cause")  # type: ignore[arg-type]
+    return ComponentReport(component, subject, "failed", (finding,), ())
+
+
+def test_a_fault_is_named_past_the_findings_another_held_fault_explains() -> None:
+    runtime: Fault = FAULTS.get("kubelet.runtime-unresponsive")()  # type: ignore[assignment]
+    freeze: Fault = FAULTS.get("kube-proxy.freeze")()  # type: ignore[assignment]
+    found = Diagnosis("c", (
+        _report("runtime", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
+        _report("kube-proxy", "chaoskit-worker", "kube-proxy on chaoskit-worker is not synced", "warning"),
+    ), 0.0, 1.0)  # fmt: skip
+    # the runtime's critical finding outranks kube-proxy's warning, until the runtime's node is set aside
+    assert not names_fault(found, freeze, "chaoskit-worker", [])
+    assert names_fault(found, freeze, "chaoskit-worker", [(runtime, "chaoskit-worker2")])
+    assert names_fault(found, runtime, "chaoskit-worker2", [(freeze, "chaoskit-worker")])
+
+
+def test_steady_state_leaves_out_the_nodes_another_run_breaks() -> None:
+    nodes = {f"/api/v1/nodes/{n}": {"metadata": {"name": n}, "status": {"conditions": [
+        {"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]}}
+        for n in ("a", "chaoskit-worker2")}  # fmt: skip
+    pods = {f"/api/v1/namespaces/kube-system/pods/{n}": {"metadata": {"name": n}, "spec": {"nodeName": n}, "status": {
+        "conditions": [{"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]}}
+        for n in ("a", "chaoskit-worker2")}  # fmt: skip
+    env = Env(FakeKube({**nodes, **pods}, raw_paths={"/readyz": "ok"}), FakeNodeExec(), "c")
+    assert not ClusterHealthy().run(env, NodeChecks()).ok
+    excused = ClusterHealthy().run(env, NodeChecks.model_validate({"exceptNodes": ["chaoskit-worker2"]}))
+    assert excused.ok and "not judged: chaoskit-worker2" in excused.detail
+
+
+def test_every_fault_says_how_the_diagnosis_names_it_and_where_it_reaches() -> None:
+    for name in FAULTS.names():
+        fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
+        assert getattr(fault, "named", None) is not None, f"{name}: declare `named = Named(component, cause)`"
+        assert fault.scope in ("cluster", "node", "namespace"), name
+
+
+def test_leases_are_per_node_for_node_faults_and_per_namespace_for_a_quota() -> None:
+    stop: Fault = FAULTS.get("kubelet.stop")()  # type: ignore[assignment]
+    quota: Fault = FAULTS.get("controller-manager.quota-exhausted")()  # type: ignore[assignment]
+    sched: Fault = FAULTS.get("scheduler.down")()  # type: ignore[assignment]
+    assert stop.lock_name("chaoskit-worker2", stop.Params()) == "kubelet-chaoskit-worker2"
+    assert quota.lock_name("cp", quota.Params.model_validate({"namespace": "shop"})) == "controller-manager-shop"
+    assert sched.lock_name("cp", sched.Params()) == "scheduler"
+
+
+def _suite_record() -> dict[str, object]:
+    ok = RunRecord("kubelet-stop", "chaoskit", "ns", "j.jsonl", "r1", 0.0, finished_at=80.0)
+    ok.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.1)]
+    ok.steps = [StepRecord("1-kubelet.stop", "kubelet.stop", "chaoskit-worker2", "kubelet stopped", 50.2, 60.0, 3.1,
+                           named_s=1.5)]  # fmt: skip
+    bad = RunRecord("scheduler-down", "chaoskit", "ns", "j2.jsonl", "r2", 80.0, finished_at=200.0, verdict="deviated")
+    bad.steps = [StepRecord("1-scheduler.down", "scheduler.down", "cp", "stopped", None, 60.0, 2.0,
+                            errors=["no effect of scheduler.down observed within 60s"])]  # fmt: skip
+    bad.thresholds = [
+        {
+            "measurement": "scale-up",
+            "stat": "max",
+            "stage": "total",
+            "min": None,
+            "max": 120.0,
+            "observed": 130.0,
+            "breached": True,
+            "reason": "max of total is 130.000s, above 120s",
+        }
+    ]
+    bad.errors = []
+    return {"suite": "playbooks", "cluster": "chaoskit", "started_at": 0.0, "finished_at": 200.0, "parallel": 3,
+            "verdict": "deviated", "exit_code": 1,
+            "runs": [{"file": "a.yaml", "radius": "node chaoskit-worker2", "started_s": 0.0, "finished_s": 80.0,
+                      **ok.to_dict()},
+                     {"file": "b.yaml", "radius": "cluster", "started_s": 80.0, "finished_s": 200.0,
+                      **bad.to_dict()}]}  # fmt: skip
+
+
+def test_junit_has_a_suite_per_playbook_and_a_case_per_check_step_and_threshold(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(render_run_junit(_suite_record()))
+    suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
+    assert set(suites) == {"kubelet-stop", "scheduler-down"}
+    cases = {c.name: c for c in suites["scheduler-down"]}
+    step = cases["step 1-scheduler.down: scheduler.down on cp"]
+    assert isinstance(step.result[0], Failure) and "no effect" in step.result[0].message
+    threshold = cases["threshold scale-up: max of total ≤ 120s"]
+    assert isinstance(threshold.result[0], Failure) and "above 120s" in threshold.result[0].message
+    assert all(not c.result for c in suites["kubelet-stop"])
+
+
+def test_chaoskits_own_failure_is_a_junit_error_not_a_failure(tmp_path: Path) -> None:
+    rec = RunRecord("p", "c", "ns", "j", "r", 0.0, verdict="error")
+    rec.steps = [StepRecord("1-x", "kubelet.stop", "n", failures=["could not arm the dead-man switch"])]
+    path = tmp_path / "j.xml"
+    path.write_text(render_run_junit(rec.to_dict()))
+    (case,) = [c for s in JUnitXml.fromfile(str(path)) for c in s if c.name.startswith("step")]
+    assert isinstance(case.result[0], Error) and "dead-man" in case.result[0].message
+
+
+def test_the_html_page_shows_every_playbook_when_it_ran_and_thresholds_in_words() -> None:
+    page = render_run_html(_suite_record())
+    for text in ("kubelet-stop", "scheduler-down", "deviated", "scale-up: max of total ≤ 120s", "<svg",
+                 "no effect of scheduler.down"):  # fmt: skip
+        assert text in page, text
+    assert "{'measurement'" not in page  # never a raw dict
+
+
+@pytest.mark.parametrize("record", [_suite_record()["runs"][0]])  # type: ignore[index]
+def test_one_run_renders_on_its_own(record: dict[str, object]) -> None:
+    assert "kubelet-stop" in render_run_html(record) and "<testsuite" in render_run_junit(record)
+
+
+def test_an_equally_severe_finding_nothing_explains_does_not_hide_the_fault_but_a_more_severe_one_does() -> None:
+    quota: Fault = FAULTS.get("controller-manager.quota-exhausted")()  # type: ignore[assignment]
+    refused = _report("controller-manager", "cp", "ResourceQuota chaoskit-quota in ns refuses pods: exceeded quota",
+                      "warning")  # fmt: skip
+    slow_etcd = _report("etcd", "cp", "etcd's disk is slow", "warning")
+    etcd_down = _report("etcd", "cp", "etcd is not running", "critical")
+    assert names_fault(Diagnosis("c", (slow_etcd, refused), 0.0, 1.0), quota, "cp", [])
+    assert not names_fault(Diagnosis("c", (etcd_down, refused), 0.0, 1.0), quota, "cp", [])
