@@ -20,10 +20,12 @@ import pytest
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.components.kube_proxy import running_min_sync_period
+from chaoskit.deadman import Switch, arm, armed, attempts
+from chaoskit.env import Env
 from chaoskit.faults.apiserver import ETCD_TAG
-from chaoskit.faults.base import Env, local_healthz
-from chaoskit.faults.deadman import Switch, arm, armed, attempts
-from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams, running_min_sync_period
+from chaoskit.faults.base import local_healthz
+from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.journal import Injection, Journal
 from tests.e2e.conftest import chaoskit
 from tests.e2e.test_faults import wait_healthy
@@ -98,15 +100,24 @@ MANIFESTS = "/etc/kubernetes/manifests"
 READ_ONLY = f"mount --bind {MANIFESTS} {MANIFESTS} && mount -o remount,bind,ro {MANIFESTS}"
 
 
-def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(cluster: str, tmp_path: Path) -> None:
+def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
+    cluster: str, kube: Kube, tmp_path: Path
+) -> None:
     cp, journal = f"{cluster}-control-plane", tmp_path / "obstacle.jsonl"
+    # the kill-point tests above cost the scheduler its lease: it may still be in the kubelet's crash-loop back-off,
+    # and a scheduler that is merely down must not be taken for the fault in place
+    wait_healthy(Env(kube, NODES, cluster))
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoskit", "inject", "scheduler.down", "--cluster", cluster, "--duration", "10",
          "--deadline", "600", "--journal", str(journal), "-o", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        _wait("the scheduler to stop", lambda: not _scheduler_running(cp), 60)
+        _wait(
+            "the scheduler's manifest to be parked and the scheduler to stop",
+            lambda: not _exists(cp, f"{MANIFESTS}/kube-scheduler.yaml") and not _scheduler_running(cp),
+            60,
+        )
         NODES.run(cp, ["sh", "-c", READ_ONLY])  # the parked manifest cannot go back: its folder is read-only
         try:
             out, err = proc.communicate(timeout=120)
@@ -143,7 +154,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     """slow-sync's revert needs the API server; apiserver.down holds it down past slow-sync's deadline."""
     env, cp = Env(kube, NODES, cluster), f"{cluster}-control-plane"
     slow_journal, down_journal = tmp_path / "slow.jsonl", tmp_path / "down.jsonl"
-    before = {n: running_min_sync_period(env, n) for n in _nodes(cluster)}
+    before = {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)}
     every_line = f"applied-{len(KubeProxySlowSync().plan(cp, SlowSyncParams()).apply)}"  # fully injected
     slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "60")
     down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "80")
@@ -159,7 +170,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     assert log[-1].endswith("exit 0")
     wait_healthy(env)
     _wait("every kube-proxy back on its own minSyncPeriod",
-          lambda: {n: running_min_sync_period(env, n) for n in _nodes(cluster)} == before, 120)  # fmt: skip
+          lambda: {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)} == before, 120)  # fmt: skip
     for journal in (slow_journal, down_journal):
         _revert_leaves_nothing(journal, cluster)
     print(f"\nslow-sync's switch tried {len(log)} times while the API server was down "
