@@ -34,6 +34,7 @@ from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
 from chaoskit.model.thresholds import evaluate
+from chaoskit.model.timeline import MeasurementResult
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS
 from chaoskit.safety import acquire, check_free, holder_id, release
 
@@ -294,7 +295,7 @@ class Runner:
             rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
             self._diagnose(rec, "after")
         finally:
-            results = {m.label: m.stop() for m in running}
+            results = {m.label: self._stop(m) for m in running}
             rec.measurements = [r.to_dict() for r in results.values()]
         breaches = [evaluate(t, results) for t in pb.spec.thresholds]
         rec.thresholds = [b.to_dict() for b in breaches]
@@ -324,6 +325,12 @@ class Runner:
                 m.stop()
             raise
         return running
+
+    def _stop(self, m: Measurement) -> MeasurementResult:
+        t0 = time.monotonic()
+        result = m.stop()
+        self.say(f"measurement {m.label} stopped ({time.monotonic() - t0:.1f}s)")  # stop() waits for pods on their way
+        return result
 
     def _proxy_mode(self, mode: str) -> None:
         before = configured_mode(self.env.kube)
@@ -462,6 +469,8 @@ class Runner:
             kube.apply(obj)
         kube.wait("the web workload to be ready", lambda: workloads.ready_replicas(self.env.kube, ns) >= 1, 120)
         self.say(f"workload ready in namespace {ns}")
+        if not w.load.concurrency:
+            return
         time.sleep(w.load.start_after)
         url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
         kube.apply(workloads.load_generator(ns, url, concurrency=w.load.concurrency))

@@ -128,12 +128,13 @@ class HpaScaleUp(Measurement):
                 self.tracker.metric(last_stamp, utilization)
 
     def stop(self) -> MeasurementResult:
-        settle_until = time.monotonic() + SETTLE
-        while time.monotonic() < settle_until:  # let a scale-up caught mid-way reach the end of its path
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + SETTLE:  # let a scale-up caught mid-way reach the end of its path
             with self.lock:
-                if not self.tracker.in_flight(self.nodes):
+                if not (in_flight := self.tracker.in_flight(self.nodes)):
                     break
             time.sleep(0.5)
+        settled = time.monotonic() - t0
         self.stop_event.set()
         for probe in self.probes:
             probe.stop()
@@ -148,6 +149,9 @@ class HpaScaleUp(Measurement):
             res.notes += [f"scale-up {u.run}: {u.from_replicas} → {u.to_replicas} replicas" for u in ups]
             res.notes += self.tracker.incomplete()
             res.notes += self.tracker.clamped(self.nodes)
+        if settled >= 1:
+            left = f"; {in_flight} still on its way" if in_flight else ""
+            res.notes.append(f"stopping waited {settled:.0f}s for pods of a scale-up to reach their end{left}")
         res.gaps = [g for w in self.watchers for g in w.gaps] + self.metrics_gaps
         if not self.tracker.scale_ups:
             res.notes.append("the HPA did not scale up while measuring: no samples")

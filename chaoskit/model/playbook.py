@@ -187,7 +187,12 @@ class Hpa(_Model):
 class Load(_Model):
     """The load generator that drives the workload's CPU."""
 
-    concurrency: int = Field(default=4, ge=1, le=256, description="Parallel request loops.")
+    concurrency: int = Field(
+        default=4,
+        ge=0,
+        le=256,
+        description="Parallel request loops; 0: no load generator (a step's scaleUp alone asks the HPA for pods).",
+    )
     burn_ms: int = Field(
         default=50, ge=0, le=10_000, description="CPU milliseconds each request burns in the web pods."
     )

@@ -61,33 +61,6 @@ def _api_ready(env: Env, node: str) -> bool:
     return local_healthz(env, node, 6443, "/readyz")
 
 
-# etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
-# in both; the kill at applied-2 leaves half the fault in place (one rule), reverting leaves the other half.
-POINTS = ["journaled", "armed", "applied-2", "holding", "reverting"]
-DEADLINE = 25.0
-
-
-@pytest.mark.parametrize("point", POINTS)
-def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
-    point: str, cluster: str, kube: Kube, tmp_path: Path
-) -> None:
-    env, cp, journal = Env(kube, NODES, cluster), f"{cluster}-control-plane", tmp_path / "killed.jsonl"
-    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "5",
-                     "--deadline", str(DEADLINE))  # fmt: skip
-    killed = time.time()
-    left = _etcd_rules(cp)
-    _wait(
-        "no etcd DROP rule left, the API server ready and the switch done",
-        lambda: _etcd_rules(cp) == 0 and _api_ready(env, cp) and inj.id not in armed(NODES, cp),
-        max(0.0, inj.deadline_at - time.time()) + 60,
-    )
-    healed = time.time()
-    assert healed <= inj.deadline_at + 20, f"healed {healed - inj.deadline_at:.0f}s after the deadline"
-    _revert_leaves_nothing(journal, cluster)
-    print(f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healthy {healed - killed:.1f}s after the kill, "
-          f"{healed - inj.deadline_at:+.1f}s from the deadline")  # fmt: skip
-
-
 def _exists(node: str, path: str) -> bool:
     return NODES.run(node, ["test", "-e", path], check=False).returncode == 0
 
@@ -104,8 +77,8 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
     cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
     cp, journal = f"{cluster}-control-plane", tmp_path / "obstacle.jsonl"
-    # the kill-point tests above cost the scheduler its lease: it may still be in the kubelet's crash-loop back-off,
-    # and a scheduler that is merely down must not be taken for the fault in place
+    # it runs before the kill-point tests, whose etcd outages cost the scheduler its lease: a scheduler in the
+    # kubelet's crash-loop back-off must not be taken for the fault in place
     wait_healthy(Env(kube, NODES, cluster))
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoskit", "inject", "scheduler.down", "--cluster", cluster, "--duration", "10",
@@ -146,6 +119,33 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
           f"healed {time.time() - lifted:.1f}s after the obstacle was lifted")  # fmt: skip
     _revert_leaves_nothing(journal, cluster)
     assert attempts(NODES, switch) == [], "chaoskit revert disarms: the switch's files are gone"
+
+
+# etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
+# in both; the kill at applied-2 leaves half the fault in place (one rule), reverting leaves the other half.
+POINTS = ["journaled", "armed", "applied-2", "holding", "reverting"]
+DEADLINE = 25.0
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
+    point: str, cluster: str, kube: Kube, tmp_path: Path
+) -> None:
+    env, cp, journal = Env(kube, NODES, cluster), f"{cluster}-control-plane", tmp_path / "killed.jsonl"
+    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "5",
+                     "--deadline", str(DEADLINE))  # fmt: skip
+    killed = time.time()
+    left = _etcd_rules(cp)
+    _wait(
+        "no etcd DROP rule left, the API server ready and the switch done",
+        lambda: _etcd_rules(cp) == 0 and _api_ready(env, cp) and inj.id not in armed(NODES, cp),
+        max(0.0, inj.deadline_at - time.time()) + 60,
+    )
+    healed = time.time()
+    assert healed <= inj.deadline_at + 20, f"healed {healed - inj.deadline_at:.0f}s after the deadline"
+    _revert_leaves_nothing(journal, cluster)
+    print(f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healthy {healed - killed:.1f}s after the kill, "
+          f"{healed - inj.deadline_at:+.1f}s from the deadline")  # fmt: skip
 
 
 def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(

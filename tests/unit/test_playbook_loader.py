@@ -247,11 +247,11 @@ def test_a_name_too_long_for_the_default_namespace_is_reported_at_the_name() -> 
 
 
 def test_workload_numbers_are_bounded_and_hpa_min_not_above_max() -> None:
-    text = MINIMAL + "  workload:\n    hpa: {minReplicas: 3, maxReplicas: 2}\n    load: {concurrency: 0, burnMs: x}\n"
+    text = MINIMAL + "  workload:\n    hpa: {minReplicas: 3, maxReplicas: 2}\n    load: {concurrency: -1, burnMs: x}\n"
     assert problems(text) == [
         "pb.yaml:10:24: spec.workload.hpa.minReplicas: minReplicas (3) exceeds maxReplicas (2)",
-        "pb.yaml:11:25: spec.workload.load.concurrency: must be at least 1, got 0",
-        "pb.yaml:11:36: spec.workload.load.burnMs: expected an integer, got a string ('x')",
+        "pb.yaml:11:25: spec.workload.load.concurrency: must be at least 0, got -1",
+        "pb.yaml:11:37: spec.workload.load.burnMs: expected an integer, got a string ('x')",
     ]
 
 

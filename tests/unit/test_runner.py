@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -206,6 +207,26 @@ def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: N
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
     srec = runner._step(step, runner._target(step), rec)
     assert srec.scaled_up_at is None and "could not raise the HPA's minReplicas to 3" in srec.failures[0]
+
+
+class ReadyKube(FakeKube):
+    """A Deployment is Ready as soon as it is applied."""
+
+    def apply(self, obj: dict[str, Any]) -> Any:
+        if obj["kind"] == "Deployment":
+            obj = {**obj, "status": {"readyReplicas": obj["spec"]["replicas"]}}
+        return super().apply(obj)
+
+
+@pytest.mark.parametrize(("load", "generator"), [("{}", True), ("{concurrency: 0}", False)])
+def test_a_load_of_no_loops_deploys_no_load_generator(
+    load: str, generator: bool, registered: None, tmp_path: Path
+) -> None:
+    kube = ReadyKube()
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    runner._deploy(parse_playbook(SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
+    assert ("/apis/apps/v1/namespaces/chaoskit-scaled/deployments/load" in kube.objects) == generator
+    assert "/apis/apps/v1/namespaces/chaoskit-scaled/deployments/web" in kube.objects
 
 
 def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(registered: None, tmp_path: Path) -> None:
