@@ -181,8 +181,10 @@ class _WatchFunc:
         self.__doc__ = "return type: object"
 
     def __call__(self, **kwargs: Any) -> Any:
+        # kubernetes.watch passes Python names (timeout_seconds); the API server ignores what it does not know, and a
+        # watch without its timeoutSeconds runs for the server's 30-60 min, so no stop is seen until an event comes
         query = [
-            (k, str(v).lower() if isinstance(v, bool) else str(v))
+            (_camel(k), str(v).lower() if isinstance(v, bool) else str(v))
             for k, v in kwargs.items()
             if k not in ("_preload_content", "_request_timeout")
         ]
@@ -195,6 +197,11 @@ class _WatchFunc:
             _return_http_data_only=True,
             _request_timeout=kwargs.get("_request_timeout"),
         )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 def _content_type(method: str) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from chaoskit.cluster.kube import Obj, condition, object_path
+from chaoskit.cluster.kube import Kube, Obj, condition, object_path
 
 
 def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None = "demo") -> Obj:
@@ -75,3 +78,35 @@ def test_condition_is_true_only_for_status_true() -> None:
 )
 def test_condition_without_conditions_is_false(obj: Obj) -> None:
     assert condition(obj, "Ready") is False
+
+
+class RecordingApi:
+    """Stands in for the API client: keeps the query of each call and answers an empty stream."""
+
+    def __init__(self) -> None:
+        self.queries: list[list[tuple[str, str]]] = []
+
+    def call_api(self, path: str, method: str, query_params: list[tuple[str, str]], **_: Any) -> Any:
+        self.queries.append(query_params)
+        return EmptyStream()
+
+
+class EmptyStream:
+    """A watch response the server ended before any event."""
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+def test_a_watch_asks_the_api_server_to_end_it_after_its_window() -> None:
+    api = RecordingApi()
+    assert list(Kube(api).events("/api/v1/pods", 5, resourceVersion="7")) == []  # type: ignore[arg-type]
+    (query,) = api.queries
+    # a misspelt timeout is ignored by the API server, and the watch then runs for 30-60 min
+    assert ("timeoutSeconds", "5") in query and ("resourceVersion", "7") in query and ("watch", "true") in query
