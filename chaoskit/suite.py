@@ -10,8 +10,11 @@ What may overlap (the rule `chaoskit run` documents): each fault has a radius.
   checks leave it (and its pods) out.
 - namespace: a quota in one namespace; it overlaps anything that is not cluster-wide.
 Playbooks that may overlap go first, at most `parallel` at a time, each started as soon as nothing running meets
-it; then the cluster-wide ones, one by one. Within each group the given order is kept. The component leases still
-stop two runs (of this suite or anyone's) from breaking the same thing at once.
+it; then the cluster-wide ones, one by one, those breaking the API server last: while it is down or unreachable the
+scheduler and the controller manager lose their leases and exit, and the kubelet brings them back under its
+crash-loop back-off (up to 5 min, forgotten only after 10 min without a crash), which would otherwise land in the
+recovery of a later playbook that stops or restarts them. Within each group the given order is kept. The component
+leases still stop two runs (of this suite or anyone's) from breaking the same thing at once.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ class Planned:
         return self.playbook.spec.kube_proxy_mode is not None or any(r.scope == "cluster" for r in self.radii)
 
     @property
+    def breaks_apiserver(self) -> bool:
+        return any(r.component == "apiserver" for r in self.radii)
+
+    @property
     def nodes(self) -> frozenset[str]:
         return frozenset(r.where for r in self.radii if r.scope == "node")
 
@@ -70,8 +77,13 @@ def plan(file: Path, pb: Playbook, nodes: list[NodeContainer]) -> Planned:
 
 
 def order(planned: list[Planned]) -> list[Planned]:
-    """What may overlap first, then what runs alone; the given order within each."""
-    return [p for p in planned if not p.alone] + [p for p in planned if p.alone]
+    """What may overlap first, then what runs alone, the API server's faults last; the given order within each."""
+    alone = [p for p in planned if p.alone]
+    return (
+        [p for p in planned if not p.alone]
+        + [p for p in alone if not p.breaks_apiserver]
+        + [p for p in alone if p.breaks_apiserver]
+    )
 
 
 def startable(pending: list[Planned], running: list[Planned], parallel: int) -> list[Planned]:

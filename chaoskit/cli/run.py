@@ -63,7 +63,7 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     faults cannot meet overlap (up to --parallel): a fault on one node's kubelet, runtime or kube-proxy meets only
     faults on that node (and a kubelet fault every kube-proxy fault), a quota only its namespace; a playbook
     breaking the API server, etcd, the scheduler or the controller manager (every workload stands on them), or
-    kube-proxy on every node (slow-sync, a mode switch), runs alone, after the others.
+    kube-proxy on every node (slow-sync, a mode switch), runs alone, after the others (the API server's last).
 
     Exit codes: 0 passed, 1 the system deviated, 2 usage, 3 invalid playbook, 4 chaoskit could not do its job
     (aborted before injecting, arm/inject/revert failed), 130 interrupted.

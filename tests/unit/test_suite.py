@@ -70,8 +70,11 @@ def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_c
     stop_w1 = playbook("stop-w1", "kubelet.stop", "worker")
     flush_w1 = playbook("flush-w1", "kube-proxy.freeze", "worker")
     freeze_w2 = playbook("freeze-w2", "kubelet.runtime-unresponsive", "chaoskit-worker2")
-    queue = order([sched, stop_w1, flush_w1, freeze_w2])
-    assert [p.playbook.name for p in queue] == ["stop-w1", "flush-w1", "freeze-w2", "sched"]
+    api = playbook("api", "apiserver.down")
+    queue = order([api, sched, stop_w1, flush_w1, freeze_w2])
+    # the API server's outage makes the scheduler exit: scheduler-down must not recover under its back-off
+    assert [p.playbook.name for p in queue] == ["stop-w1", "flush-w1", "freeze-w2", "sched", "api"]
+    queue = queue[:-1]
     assert startable(queue, [], parallel=4) == [stop_w1, freeze_w2]  # flush-w1 meets stop-w1
     assert startable(queue, [], parallel=1) == [stop_w1]
     frozen_proxy_w2 = playbook("kp-w2", "kube-proxy.freeze", "chaoskit-worker2")
