@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from chaoskit import workloads
 from chaoskit.components import scheduler
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.playbook import DNS_LABEL, DNS_SUBDOMAIN
@@ -147,6 +147,12 @@ class Unschedulable(Fault):
     Params = UnschedulableParams
     effect_timeout = 60.0
     recovery_timeout = 120.0  # namespace deletion
+
+    def radius(self, node: str, params: BaseModel) -> Radius:
+        p = params_of(params, UnschedulableParams)
+        if p.reason == "taint":  # a tainted node takes no other playbook's new pods either
+            return super().radius(node, params)
+        return Radius("namespace", p.namespace, self.component)  # pods nothing can place, in that namespace only
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, UnschedulableParams)

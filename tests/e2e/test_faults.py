@@ -13,8 +13,11 @@ import pytest
 from pydantic import BaseModel
 
 from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import ipvs_unsupported, node_names, running_mode, set_mode
+from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
@@ -25,6 +28,7 @@ from chaoskit.faults.sync_delay import SERVICE as SLOW_SYNC_PROBE
 from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.runner import names_fault
 
 load_catalog()
 HEALTH_TIMEOUT = 240.0
@@ -77,9 +81,24 @@ VARIANTS = [
 @pytest.mark.parametrize(("name", "params"), VARIANTS, ids=[f"{n}-{'-'.join(p.values())}" for n, p in VARIANTS])
 def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str], env: Env, tmp_path: Path) -> None:
     fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
-    result = run_fault(env, fault, _node(env.cluster, fault), fault.Params.model_validate(params), duration=5,
-                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    node, named = _node(env.cluster, fault), []
+
+    def diagnosed() -> None:  # the catalog's playbooks name the other reasons; this one is named here
+        nodes = [n.name for n in node_containers(SubprocessRunner(), env.cluster)]
+        named.append(
+            env.kube.wait(
+                f"a diagnosis naming {name}",
+                lambda: names_fault(diagnose(env, node, nodes), fault, node, []),
+                60,
+                interval=2,
+            )
+        )
+
+    result = run_fault(env, fault, node, fault.Params.model_validate(params), duration=5,
+                       journal=Journal(tmp_path / "j.jsonl"), on_effect=diagnosed if params.get("reason") == "taint"
+                       else None)  # fmt: skip
     assert result.ok, result.errors
+    assert named or params.get("reason") != "taint"
     wait_healthy(env)
     print(f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert"
           f"{measured(fault)}")  # fmt: skip

@@ -55,6 +55,14 @@ def test_node_faults_meet_only_on_the_same_node_and_cluster_faults_meet_everythi
     assert quota.radius_words() == "namespace q" and stop_w1.nodes == {"chaoskit-worker"}
 
 
+def test_pods_nothing_can_place_stay_in_their_namespace_but_a_tainted_node_reaches_every_playbook() -> None:
+    unplaceable = playbook("cpu", "scheduler.unschedulable", params="\n      params: {reason: resources}")
+    assert unplaceable.radius_words() == "namespace chaoskit-faults" and not unplaceable.meets(
+        playbook("stop-w1", "kubelet.stop", "worker")
+    )
+    assert playbook("taint", "scheduler.unschedulable", params="\n      params: {reason: taint}").alone
+
+
 def test_slow_sync_and_a_proxy_mode_switch_run_alone_and_flushed_rules_stay_on_their_node() -> None:
     assert playbook("slow", "kube-proxy.slow-sync").alone
     flush = playbook("flush", "kube-proxy.flush-rules", "worker")  # kept flushed: endpoint churn elsewhere is fine
