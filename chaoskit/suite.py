@@ -78,12 +78,7 @@ def plan(file: Path, pb: Playbook, nodes: list[NodeContainer]) -> Planned:
 
 def order(planned: list[Planned]) -> list[Planned]:
     """What may overlap first, then what runs alone, the API server's faults last; the given order within each."""
-    alone = [p for p in planned if p.alone]
-    return (
-        [p for p in planned if not p.alone]
-        + [p for p in alone if not p.breaks_apiserver]
-        + [p for p in alone if p.breaks_apiserver]
-    )
+    return sorted(planned, key=lambda p: (p.alone, p.alone and p.breaks_apiserver))  # stable: given order kept
 
 
 def startable(pending: list[Planned], running: list[Planned], parallel: int) -> list[Planned]:
