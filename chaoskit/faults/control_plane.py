@@ -10,9 +10,35 @@ from pydantic import BaseModel
 
 from chaoskit.components.common import comm, manifest
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, local_healthz, process_running, process_state, sh
+from chaoskit.faults.base import Fault, FaultPlan, kubectl, local_healthz, process_running, process_state, sh
 
 PARKED = "/etc/kubernetes/chaoskit-parked"
+POD_GONE_WAIT_S = 60  # kubelet is done with a static pod's old instance within seconds; past this, go on anyway
+
+
+def swap_static_pod(container: str, manifest_path: str, replacement: str, lease: str = "") -> str:
+    """A shell line putting `replacement` in place of a static pod's manifest, with the new process up in seconds.
+
+    A manifest renamed over the old one costs about 33 s: kubelet starts the new instance only after a 10-15 s
+    back-off while the old one, of the same name, terminates, and a new process waits out the dead one's 15 s lease
+    from when it first sees it. So the manifest is removed, kubelet finishes with the old pod (its folder under
+    /var/lib/kubelet/pods goes), the dead holder's `lease` is cut to 1 s where the API answers, and the replacement
+    is renamed in: a new leader in about 5 s. A missing or already matching replacement changes nothing.
+    """
+    gone = f"! ls -d /var/lib/kubelet/pods/*/containers/{container} >/dev/null 2>&1"
+    steps = [
+        f"if [ ! -f {replacement} ] || cmp -s {replacement} {manifest_path}; then rm -f {replacement}; else",
+        f"rm -f {manifest_path};",
+        f"i=0; until {gone}; do i=$((i+1)); [ $i -ge {POD_GONE_WAIT_S * 5} ] && break; sleep 0.2; done;",
+    ]
+    if lease:
+        get = kubectl("-n", "kube-system", "get", "lease", lease, "-o", "json", "--request-timeout=5s")
+        cut = 'sed \'s/"leaseDurationSeconds": [0-9]*/"leaseDurationSeconds": 1/\''
+        # the lease's resourceVersion makes the replace fail if a live holder renewed it meanwhile
+        steps.append(f"{{ {get} | {cut} | {kubectl('replace', '-f', '-', '--request-timeout=5s')}; }} >/dev/null"
+                     " 2>&1 || true;")  # fmt: skip
+    steps.append(f"mv {replacement} {manifest_path}; fi")
+    return " ".join(steps)
 
 
 class StaticPodDown(Fault):

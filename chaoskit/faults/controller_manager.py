@@ -16,7 +16,7 @@ from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, register
-from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown
+from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
@@ -56,10 +56,17 @@ FAULT_LABEL = "chaoskit.dev/fault"
 MANIFEST = controller_manager.MANIFEST
 ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
 EDITED = f"{PARKED}/kube-controller-manager.edited"  # written here, then renamed into place (kubelet sees it whole)
+
+
+def swap(replacement: str) -> str:
+    """Put `replacement` in place of kube-controller-manager's manifest, its new process leading in seconds."""
+    return swap_static_pod(controller_manager.PROCESS, MANIFEST, replacement, controller_manager.LEASE_NAME)
+
+
 LEASE = controller_manager.LEASE
 METRICS_URL = controller_manager.METRICS_URL
 QUEUE_METRICS = ("workqueue_depth", "workqueue_work_duration_seconds_count")
-LEADER_WAIT_S = 120  # a new process takes the lease once the old one's 15 s lease lapses
+LEADER_WAIT_S = 120  # a new process leads within seconds (swap_static_pod), or once the old lease lapses
 FRESH_LEASE_S = controller_manager.LEASE_S  # a lease renewed within its duration is fresh
 
 
@@ -187,10 +194,11 @@ class ControllerStuck(Fault):
     namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
     selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods, or no EndpointSlice,
     10 s on; no HPA conditions, 25 s on) while kube-controller-manager's /healthz is ok and its
-    lease is fresh. The restart and the new process's takeover of the lease take 20-35 s, so a deadline must be at
-    least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout, is). The revert puts the
-    original manifest back (no API needed), then deletes the probe and its namespace. Runs kubectl on the
-    control-plane node.
+    lease is fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go
+    before the new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is
+    slow to let go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s
+    effect timeout, is). The revert puts the original manifest back the same way (the API only speeds it up), then
+    deletes the probe and its namespace. Runs kubectl on the control-plane node.
     """
 
     name = "controller-manager.controller-stuck"
@@ -207,7 +215,7 @@ class ControllerStuck(Fault):
                          "-o", "jsonpath={.spec.holderIdentity}")  # fmt: skip
         restart = (
             f"old=$({holder}) && {stuck.edit(ORIGINAL, EDITED)} && ! cmp -s {ORIGINAL} {EDITED} && "
-            f"mv {EDITED} {MANIFEST} && i=0 && "
+            f"{{ {swap(EDITED)}; }} && i=0 && "
             f'until h=$({holder}) && [ -n "$h" ] && [ "$h" != "$old" ]; do '
             f'i=$((i+1)); if [ $i -ge {LEADER_WAIT_S} ]; then echo "no new leader after {LEADER_WAIT_S}s" >&2; '
             f"exit 1; fi; sleep 1; done"
@@ -224,7 +232,7 @@ class ControllerStuck(Fault):
                 f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
             ),
             revert=(
-                f"rm -f {EDITED}; if [ -f {ORIGINAL} ]; then mv {ORIGINAL} {MANIFEST}; fi",
+                f"rm -f {EDITED}; {swap(ORIGINAL)}",
                 tolerating_absent(kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found")),
                 delete_namespace_if_ours(ns, self.name),
             ),

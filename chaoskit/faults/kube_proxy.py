@@ -160,7 +160,9 @@ def slow_sync_sed(min_sync_period: float) -> str:
     return "sed " + " ".join(edits)
 
 
-PROXY_RESTART_WAIT_S = 90  # the DaemonSet recreates each pod after the old one let go of its ports
+# the DaemonSet recreates each pod after the old one let go of its ports (seconds); past this the line fails and
+# the switch deletes them again, which also catches a pod that started on its kubelet's stale ConfigMap
+PROXY_RESTART_WAIT_S = 45
 
 
 def _every_proxy_left(period: str) -> str:

@@ -132,8 +132,9 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     slow_journal, down_journal = tmp_path / "slow.jsonl", tmp_path / "down.jsonl"
     before = {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)}
     every_line = f"applied-{len(KubeProxySlowSync().plan(cp, SlowSyncParams()).apply)}"  # fully injected
-    slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "60")
-    down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "80")
+    # deadlines as short as the two injections allow (about 10 s together), so the outage lasts no longer than needed
+    slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "30")
+    down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "45")
     assert down.deadline_at > slow.deadline_at
     assert time.time() < slow.deadline_at, "the API server must be down before slow-sync's deadline comes"
     switch = Switch(slow.id, cp, slow.revert, 0)
@@ -157,7 +158,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
 # etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
 # in both; the kill at applied-2 leaves half the fault in place (one rule), reverting leaves the other half.
 POINTS = ["journaled", "armed", "applied-2", "holding", "reverting"]
-DEADLINE = 25.0
+DEADLINE = 15.0  # the last kill point (reverting) comes about 6 s in: a 5 s hold after a 1-5 s effect
 
 
 @pytest.mark.parametrize("point", POINTS)

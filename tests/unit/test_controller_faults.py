@@ -16,6 +16,7 @@ from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.scrape import Metrics
 from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
+from chaoskit.faults.control_plane import swap_static_pod
 from chaoskit.faults.controller_manager import (
     LEASE,
     PROBE,
@@ -54,8 +55,11 @@ def _kubectl(tmp_path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
-# The lease's holder: "old" on the first read, the new process's identity after that (kubelet restarted it).
-NEW_LEADER = 'n=$(cat "$STATE.reads" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE.reads"; ' \
+# The lease's holder: "old" on the first read, the new process's identity after that (kubelet restarted it). The
+# lease itself (get -o json, then replace) is logged: swap_static_pod cuts the dead holder's duration.
+NEW_LEADER = 'case "$*" in *jsonpath*) ;; *"-o json"*) echo \'{"leaseDurationSeconds": 15}\'; exit;; ' \
+    '*replace*) cat >> "$STATE.replaced"; exit;; esac; ' \
+    'n=$(cat "$STATE.reads" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE.reads"; ' \
     '[ "$n" -eq 0 ] && echo old || echo cp_new'  # fmt: skip
 
 
@@ -122,6 +126,7 @@ def test_the_restart_waits_for_the_new_process_to_lead_and_gives_up_on_an_unchan
     assert _run(node, plan.apply[0]).returncode == 0
     assert _run(node, plan.apply[1]).returncode == 0
     assert int((node / "state.reads").read_text()) == 2  # the old holder, then a new one
+    assert (node / "state.replaced").read_text().strip() == '{"leaseDurationSeconds": 1}'  # the dead holder's, cut
     (node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml").write_text("no command here\n")
     assert _run(node, plan.apply[1]).returncode != 0  # nothing to edit: refused rather than restarting for nothing
 
@@ -134,7 +139,6 @@ def test_the_probe_of_each_controller_is_what_it_reconciles() -> None:
     plan = ControllerStuck().plan(CP, NoParams())
     assert plan.params == ControllerStuckParams(controller="replicaset")
     assert "kubectl --kubeconfig=/etc/kubernetes/admin.conf delete replicaset" in plan.revert[1]
-    assert not any("kubectl" in line for line in plan.revert[:1])  # the manifest comes back without the API
 
 
 # --- effect and recovery, from the component's behaviour ---------------------------------------------------------
@@ -290,3 +294,33 @@ def test_quota_recovered_once_its_quota_and_probe_are_gone() -> None:
 
 def test_api_times_are_what_the_checks_compare() -> None:
     assert api_time(iso(1796010840.0)) == 1796010840.0
+
+
+def test_a_swap_removes_the_manifest_first_and_an_unchanged_one_restarts_nothing(tmp_path: Path) -> None:
+    manifests, parked = tmp_path / "k" / "manifests", tmp_path / "k" / "parked"
+    manifests.mkdir(parents=True)
+    parked.mkdir()
+    (manifests / "c.yaml").write_text("old")
+    (parked / "c.yaml").write_text("old")
+    _kubectl(tmp_path, 'echo "$*" >> "$STATE.calls"')
+    line = swap_static_pod("c", str(manifests / "c.yaml"), str(parked / "c.yaml"), lease="c")
+    assert _run(tmp_path, line).returncode == 0
+    assert not (parked / "c.yaml").exists() and not (tmp_path / "state.calls").exists()  # same content: untouched
+    (parked / "c.yaml").write_text("new")
+    # kubelet's folder of the old pod never goes on this host: the wait ends at once, as no folder matches
+    assert _run(tmp_path, line).returncode == 0
+    assert (manifests / "c.yaml").read_text() == "new" and not (parked / "c.yaml").exists()
+    assert "get lease c -o json" in (tmp_path / "state.calls").read_text()
+    assert _run(tmp_path, line).returncode == 0  # again, as a dead-man switch after a manual revert: nothing left
+    assert (manifests / "c.yaml").read_text() == "new"
+
+
+def test_the_manifest_comes_back_while_the_api_server_is_down(node: Path) -> None:
+    manifest = node / "k" / "manifests" / "kube-controller-manager.yaml"
+    original = manifest.read_text()
+    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    for line in plan.apply[:2]:
+        assert _run(node, line).returncode == 0, line
+    _kubectl(node, "echo 'The connection to the server was refused' >&2; exit 1")
+    assert _run(node, plan.revert[0]).returncode == 0  # the lease is only cut where the API answers
+    assert manifest.read_text() == original
