@@ -23,4 +23,4 @@ class Env:
     @classmethod
     def for_kind(cls, kube: Kube, cluster: str, shell: Runner | None = None) -> Env:
         """A kind cluster's seams: its nodes are containers reached by `docker exec` through `shell`."""
-        return cls(kube, DockerNodeExec(shell or SubprocessRunner()), cluster)
+        return cls(kube, DockerNodeExec(shell or SubprocessRunner(), cluster), cluster)

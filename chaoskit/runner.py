@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from chaoskit import workloads
 from chaoskit.checks.base import Check
-from chaoskit.cluster.kind import NodeContainer
+from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.poll import poll
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis
@@ -98,7 +98,7 @@ class RunRecord:
         return {**asdict(self), "exit_code": self.exit_code}
 
 
-def resolve_node(nodes: list[NodeContainer], wanted: str | None, default_role: str) -> str:
+def resolve_node(nodes: list[Node], wanted: str | None, default_role: str) -> str:
     """A node name from a target (name, role or "any"); a role picks its first node, by name."""
     names = [n.name for n in nodes]
     if wanted in names:
@@ -170,7 +170,7 @@ def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[F
                and re.search(fault.named.cause, f"{f.title} {f.probable_cause}") for f in top)  # fmt: skip
 
 
-def diagnose_cluster(env: Env, nodes: list[NodeContainer], when: str, say: Callable[[str], None]) -> Diagnosis | None:
+def diagnose_cluster(env: Env, nodes: list[Node], when: str, say: Callable[[str], None]) -> Diagnosis | None:
     """A diagnosis of every component, said in one line; None when it broke (it must not cost the experiment)."""
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), nodes[0].name)
     try:
@@ -193,7 +193,7 @@ def step_deadline(step: FaultStep) -> float:
     return step.deadline if "deadline" in step.model_fields_set else default_deadline(fault_for(step), step.duration)
 
 
-def plan_steps(pb: Playbook, nodes: list[NodeContainer]) -> list[dict[str, Any]]:
+def plan_steps(pb: Playbook, nodes: list[Node]) -> list[dict[str, Any]]:
     """What --dry-run prints: per step the exact node, the commands, their reverse and the deadline."""
     out = []
     for step in pb.spec.fault_steps():
@@ -234,7 +234,7 @@ def _check(env: Env, name: str, params: dict[str, Any], timeout: float,
 
 
 class Runner:
-    def __init__(self, env: Env, nodes: list[NodeContainer], journal: Journal, say: Callable[[str], None],
+    def __init__(self, env: Env, nodes: list[Node], journal: Journal, say: Callable[[str], None],
                  peers: Peers | None = None) -> None:  # fmt: skip
         self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused

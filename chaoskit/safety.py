@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.kube import Kube, KubeError, Obj
 from chaoskit.cluster.marker import MARKER
+from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError, UsageError
 
@@ -31,7 +31,7 @@ class Locked(ToolError):
 
 def recognise(runner: Runner, kube: Kube, cluster: str) -> None:
     """Raise NotOurCluster unless `cluster` is a kind cluster with chaoskit's marker."""
-    if not node_containers(runner, cluster):
+    if not DockerNodeExec(runner, cluster).list_nodes():
         raise NotOurCluster(
             f"no kind node containers for cluster {cluster!r}: chaoskit only injects into kind clusters it built "
             "(chaoskit cluster up), unless given --allow-any-cluster"

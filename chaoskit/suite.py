@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.kind import NodeContainer
+from chaoskit.cluster.nodeexec import Node
 from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
 from chaoskit.registry import FAULTS
@@ -67,7 +67,7 @@ class Planned:
         return ", ".join(sorted({f"{r.scope} {r.where}" for r in self.radii})) or "none"
 
 
-def plan(file: Path, pb: Playbook, nodes: list[NodeContainer]) -> Planned:
+def plan(file: Path, pb: Playbook, nodes: list[Node]) -> Planned:
     radii = []
     for step in pb.spec.fault_steps():
         fault = fault_for(step)

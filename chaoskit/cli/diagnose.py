@@ -14,9 +14,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env
-from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.cli.options import cluster_env, node_exec
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.errors import EXIT_BREACHED, UsageError
@@ -51,7 +49,7 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
     too); 2 usage; 4 the diagnosis could not run.
     """
-    nodes = node_containers(SubprocessRunner(), cluster)
+    nodes = node_exec(cluster).list_nodes()
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), None)
     if control_plane is None:
         raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")

@@ -13,9 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, emit, output_option
-from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.cli.options import cluster_env, emit, node_exec, output_option
 from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
@@ -69,7 +67,7 @@ def describe(name: str) -> None:
 
 
 def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
-    nodes = node_containers(SubprocessRunner(), cluster)
+    nodes = node_exec(cluster).list_nodes()
     if not nodes:
         raise UsageError(f"no kind cluster named {cluster!r} (chaoskit cluster up --name {cluster})")
     return resolve_node(nodes, wanted, role)

@@ -12,6 +12,8 @@ from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec, NodeExec
+from chaoskit.cluster.shell import Runner, SubprocessRunner
 from chaoskit.env import Env
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,3 +49,8 @@ def cluster_env(g: Globals, cluster: str) -> Env:
     """The seams for a kind cluster, from the global --kubeconfig/--context (default context kind-<cluster>)."""
     kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
     return Env.for_kind(kube, cluster)
+
+
+def node_exec(cluster: str, runner: Runner | None = None) -> NodeExec:
+    """How the CLI reaches the nodes of `cluster`: the one place a node provider is chosen."""
+    return DockerNodeExec(runner or SubprocessRunner(), cluster)

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import emit, output_option
-from chaoskit.cluster.kind import NodeContainer, node_containers
+from chaoskit.cli.options import emit, node_exec, output_option
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
@@ -77,7 +77,7 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     if len(clusters) > 1:
         raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
     cluster, runner = clusters[0], SubprocessRunner()
-    nodes = node_containers(runner, cluster)
+    nodes = node_exec(cluster, runner).list_nodes()
     if dry_run:
         if not nodes:
             raise UsageError(f"no kind cluster named {cluster!r} to plan against")
@@ -147,7 +147,7 @@ def _suite_name(paths: tuple[Path, ...]) -> str:
     return paths[0].stem if len(paths) == 1 else f"{len(paths)} paths"
 
 
-def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[NodeContainer], parallel: int,
+def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], parallel: int,
              output: str) -> None:  # fmt: skip
     fmt = "yaml" if output == "table" else output
     plans = [{"playbook": pb.name, "cluster": pb.spec.cluster, "namespace": pb.spec.namespace,

@@ -59,7 +59,7 @@ def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
         row = json.loads(line)
         labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
         nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"]))
-    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))
+    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))  # as nodeexec.ordered
 
 
 def container_addresses(runner: Runner, cluster: str) -> dict[str, set[str]]:

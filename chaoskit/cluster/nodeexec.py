@@ -1,7 +1,9 @@
-"""Node exec: "run this argv on node N", the seam every fault and node-side check stands on.
+"""The node seam: list the cluster's nodes with their roles, run an argv on one, read a command's lines.
 
-DockerNodeExec runs commands in kind node containers (`docker exec`); FakeNodeExec
-records them for unit tests. Failures carry a command to paste and its output tail.
+Every fault, node-side check, diagnoser and measurement stands on it. Two providers: DockerNodeExec reaches kind
+node containers with `docker exec` (chaoskit beside a kind cluster it built), AgentNodeExec (chaoskit.agent) reaches
+the node agent every node of an installed cluster runs. FakeNodeExec records calls for unit tests. Failures carry
+a command to paste and its output tail.
 """
 
 from __future__ import annotations
@@ -14,7 +16,22 @@ from typing import Protocol
 from chaoskit.cluster.shell import Completed, FakeRunner, Runner, end
 
 
+@dataclass(frozen=True)
+class Node:
+    name: str
+    role: str  # "control-plane" or "worker"
+
+
+def ordered(nodes: list[Node]) -> list[Node]:
+    """Control-plane nodes first, then by name: the order every listing uses."""
+    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))
+
+
 class NodeExec(Protocol):
+    def list_nodes(self) -> list[Node]:
+        """The cluster's nodes, control plane first; empty when there is no such cluster."""
+        ...
+
     def run(
         self,
         node: str,
@@ -53,6 +70,12 @@ class PopenStream:
 @dataclass(frozen=True)
 class DockerNodeExec:
     runner: Runner
+    cluster: str = ""  # whose node containers list_nodes() finds
+
+    def list_nodes(self) -> list[Node]:
+        from chaoskit.cluster.kind import node_containers  # kind.py is the Docker side of `cluster up` too
+
+        return [Node(c.name, c.role) for c in node_containers(self.runner, self.cluster)]
 
     def run(
         self,
@@ -75,6 +98,10 @@ class FakeNodeExec:
 
     runner: FakeRunner = field(default_factory=FakeRunner)
     streams: dict[str, list[str]] = field(default_factory=dict)  # node -> the lines `lines()` yields
+    nodes: list[Node] = field(default_factory=list)  # what list_nodes() answers
+
+    def list_nodes(self) -> list[Node]:
+        return ordered(self.nodes)
 
     @property
     def calls(self) -> list[tuple[str, ...]]:

@@ -18,7 +18,6 @@ from typing import Any
 
 import kopf
 
-from chaoskit.cluster.kind import node_containers
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.shell import Runner as Shell
 from chaoskit.engine import RevertOutcome, revert_journal
@@ -110,9 +109,9 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
     """The Runner in a thread of its own, so this one can relay its progress and pass on a stop at any time."""
     if not cfg.allow_any_cluster:
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
-    nodes = node_containers(cfg.shell, pb.spec.cluster)
+    env = Env.for_kind(cfg.kube, pb.spec.cluster, cfg.shell)
     said: queue.Queue[str] = queue.Queue()
-    runner = Runner(Env.for_kind(cfg.kube, pb.spec.cluster, cfg.shell), nodes, journal, said.put)
+    runner = Runner(env, env.nodes.list_nodes(), journal, said.put)
     done: list[RunRecord] = []
     worker = threading.Thread(target=lambda: done.append(runner.run(pb)), name=f"run-{pb.name}", daemon=True)
     worker.start()

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from chaoskit.cluster.kind import NodeContainer
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Fault, FaultPlan
@@ -26,9 +25,9 @@ from chaoskit.safety import Lock
 
 load_catalog()
 NODES = [
-    NodeContainer("chaoskit-control-plane", "control-plane", "img", "running"),
-    NodeContainer("chaoskit-worker2", "worker", "img", "running"),
-    NodeContainer("chaoskit-worker", "worker", "img", "running"),
+    Node("chaoskit-control-plane", "control-plane"),
+    Node("chaoskit-worker2", "worker"),
+    Node("chaoskit-worker", "worker"),
 ]
 
 PLAYBOOK = """\

@@ -12,9 +12,8 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from chaoskit.checks.cluster import ClusterHealthy, NodeChecks
-from chaoskit.cluster.kind import NodeContainer
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
@@ -28,9 +27,9 @@ from chaoskit.suite import Planned, order, plan, run_suite, startable
 
 load_catalog()
 NODES = [
-    NodeContainer("chaoskit-control-plane", "control-plane", "img", "running"),
-    NodeContainer("chaoskit-worker", "worker", "img", "running"),
-    NodeContainer("chaoskit-worker2", "worker", "img", "running"),
+    Node("chaoskit-control-plane", "control-plane"),
+    Node("chaoskit-worker", "worker"),
+    Node("chaoskit-worker2", "worker"),
 ]
 
 
