@@ -25,3 +25,8 @@ def default_kind_config() -> Path:
 def prometheus_rules() -> Path | None:
     path = _asset("deploy/prometheus/rules.yml", "prometheus/rules.yml")
     return path if path.is_file() else None
+
+
+def deploy_dir() -> Path:
+    """The manifests `chaoskit install` applies: namespace, CRD, RBAC, operator, agent."""
+    return _asset("deploy/chaoskit", "deploy/chaoskit")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
+from chaoskit.cluster.assets import deploy_dir
 from chaoskit.engine import RevertOutcome
 from chaoskit.errors import PlaybookError
 from chaoskit.model.playbook import Playbook
@@ -28,8 +28,8 @@ FINAL: frozenset[str] = frozenset({*PHASES.values(), "Invalid"})
 
 
 def crd() -> dict[str, Any]:
-    """The ChaosExperiment CustomResourceDefinition shipped beside this module."""
-    text = resources.files(__package__).joinpath("crd.yaml").read_text()
+    """The ChaosExperiment CustomResourceDefinition, as chaoskit install applies it (deploy/chaoskit/crd.yaml)."""
+    text = (deploy_dir() / "crd.yaml").read_text()
     data: dict[str, Any] = YAML(typ="safe").load(text)
     return data
 
