@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit import __version__
+from chaoskit.cluster.agentexec import PORT as PORT  # the CLI's default
 
-PORT = 10370  # a host port beside the kubelet's (10250) and the control plane's (10257, 10259), outside NodePorts
 HOST_NAMESPACES = ("nsenter", "--target", "1", "--mount", "--uts", "--ipc", "--net", "--pid", "--")
 MAX_BODY = 16 << 20  # a request carries an argv and a command's stdin (a manifest, a script): never more
 

@@ -16,6 +16,7 @@ class Globals:
     kubeconfig: str | None
     context: str | None
     namespace: str | None
+    via: str = "auto"  # how nodes are reached: auto, docker (kind on this host) or agent (chaoskit install)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -23,14 +24,17 @@ class Globals:
 @click.option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", help="Kubeconfig context (default: kind-<cluster>).")
 @click.option("-n", "--namespace", help="Namespace for workloads chaoskit creates.")
+@click.option("--via", type=click.Choice(["auto", "docker", "agent"]), default="auto", envvar="CHAOSKIT_VIA",
+              show_default=True, help="How chaoskit reaches the nodes: docker exec into kind's node containers on "
+              "this host, or the node agents `chaoskit install` runs; auto picks docker where it can.")  # fmt: skip
 @click.pass_context
-def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None, via: str) -> None:
     """Break the real Kubernetes control plane on kind, measure and diagnose what happens."""
-    ctx.obj = Globals(kubeconfig, context, namespace)
+    ctx.obj = Globals(kubeconfig, context, namespace, via)
 
 
 def _register() -> None:
-    from chaoskit.cli import cluster, demo, diagnose, faults, measure, metrics, playbook, run
+    from chaoskit.cli import agent, cluster, demo, diagnose, faults, install, measure, metrics, playbook, run
 
     cli.add_command(cluster.cluster)
     cli.add_command(demo.demo)
@@ -43,6 +47,9 @@ def _register() -> None:
     cli.add_command(run.run)
     cli.add_command(metrics.metrics)
     cli.add_command(measure.measure)
+    cli.add_command(install.install)
+    cli.add_command(install.uninstall)
+    cli.add_command(agent.agent)
 
 
 _register()

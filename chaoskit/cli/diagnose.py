@@ -49,7 +49,7 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
     too); 2 usage; 4 the diagnosis could not run.
     """
-    nodes = node_exec(cluster).list_nodes()
+    nodes = node_exec(g, cluster).list_nodes()
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), None)
     if control_plane is None:
         raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")

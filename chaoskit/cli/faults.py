@@ -66,10 +66,13 @@ def describe(name: str) -> None:
     click.echo(json.dumps(cls.Params.model_json_schema(), indent=2))
 
 
-def _resolve_node(cluster: str, wanted: str | None, role: str) -> str:
-    nodes = node_exec(cluster).list_nodes()
+def _resolve_node(g: Globals, cluster: str, wanted: str | None, role: str) -> str:
+    nodes = node_exec(g, cluster).list_nodes()
     if not nodes:
-        raise UsageError(f"no kind cluster named {cluster!r} (chaoskit cluster up --name {cluster})")
+        raise UsageError(
+            f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --name "
+            f"{cluster}) and no chaoskit install (chaoskit install)"
+        )
     return resolve_node(nodes, wanted, role)
 
 
@@ -103,7 +106,7 @@ def inject(
         p = cls.Params(**dict(kv.split("=", 1) for kv in params))
     except (ValidationError, ValueError) as exc:
         raise UsageError(f"bad --param for {fault}: {exc}") from exc
-    target = _resolve_node(cluster, node, cls.target_role)
+    target = _resolve_node(g, cluster, node, cls.target_role)
     plan = cls().plan(target, p)
     if dry_run:
         shown = {"fault": fault, "node": target, "summary": plan.summary, **plan.steps(),

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option, emit
+from chaoskit.cli.options import cluster_name_option, emit, node_exec
 from chaoskit.cluster.kube import Kube
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
@@ -59,7 +59,7 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()
     with sigterm_as_interrupt():
-        result = run_changes(Env.for_kind(kube, name), ns, changes, repeat,
+        result = run_changes(Env(kube, node_exec(g, name, kube=kube), name), ns, changes, repeat,
                              converge_timeout=timeout, say=progress.info)  # fmt: skip
     if output == "json":
         emit(result.to_dict(), "json")

@@ -11,10 +11,12 @@ import click
 from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
-from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.install import LocalInstall
+from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.nodeexec import DockerNodeExec, NodeExec
 from chaoskit.cluster.shell import Runner, SubprocessRunner
 from chaoskit.env import Env
+from chaoskit.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,12 +47,32 @@ def emit(data: object, fmt: str) -> None:
         y.dump(json.loads(json.dumps(data, default=str)), sys.stdout)
 
 
-def cluster_env(g: Globals, cluster: str) -> Env:
-    """The seams for a kind cluster, from the global --kubeconfig/--context (default context kind-<cluster>)."""
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
-    return Env.for_kind(kube, cluster)
+def context_of(g: Globals, cluster: str) -> str:
+    return g.context or f"kind-{cluster}"
 
 
-def node_exec(cluster: str, runner: Runner | None = None) -> NodeExec:
-    """How the CLI reaches the nodes of `cluster`: the one place a node provider is chosen."""
-    return DockerNodeExec(runner or SubprocessRunner(), cluster)
+def cluster_env(g: Globals, cluster: str, runner: Runner | None = None) -> Env:
+    """The seams for `cluster`, from the global --kubeconfig/--context (default context kind-<cluster>) and --via."""
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+    return Env(kube, node_exec(g, cluster, runner, kube), cluster)
+
+
+def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube | None = None) -> NodeExec:
+    """How the CLI reaches the nodes of `cluster`: the one place a node provider is chosen (--via).
+
+    auto: `docker exec` where the cluster's kind node containers are on this host, else the node agents of a
+    `chaoskit install` (their credentials and node list read from the API once, then kept locally).
+    """
+    docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
+    if g.via == "docker" or (g.via == "auto" and docker.list_nodes()):
+        return docker
+    local = LocalInstall.for_context(context_of(g, cluster))
+    if not local.present:
+        try:
+            local.save(kube or Kube.connect(g.kubeconfig, context_of(g, cluster)))
+        except KubeError as exc:
+            if g.via == "agent":
+                raise UsageError(f"chaoskit's agents are not reachable for context {context_of(g, cluster)!r}: "
+                                 f"{exc} (chaoskit install)") from exc  # fmt: skip
+            return docker  # neither: callers say there is no such cluster
+    return local.node_exec()

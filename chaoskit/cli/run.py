@@ -77,7 +77,8 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     if len(clusters) > 1:
         raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
     cluster, runner = clusters[0], SubprocessRunner()
-    nodes = node_exec(cluster, runner).list_nodes()
+    seam = node_exec(g, cluster, runner)
+    nodes = seam.list_nodes()
     if dry_run:
         if not nodes:
             raise UsageError(f"no kind cluster named {cluster!r} to plan against")
@@ -86,7 +87,7 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
     if not allow_any_cluster:
         recognise(runner, kube, cluster)
-    progress, env = Progress(), Env.for_kind(kube, cluster, runner)
+    progress, env = Progress(), Env(kube, seam, cluster)
     suite = _suite_name(paths)
 
     def make_runner(p: Planned, peers: Peers) -> Runner:

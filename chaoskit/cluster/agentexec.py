@@ -23,6 +23,7 @@ from chaoskit.cluster.pki import AGENT_NAME
 from chaoskit.cluster.shell import Completed
 from chaoskit.errors import CommandError
 
+PORT = 10370  # the agents' host port: beside the kubelet's (10250) and the control plane's (10257, 10259)
 CONNECT_TIMEOUT_S = 5.0  # a node that does not answer this fast is down, or its agent is
 
 

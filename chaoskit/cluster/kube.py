@@ -43,6 +43,16 @@ class Kube:
         except (config.ConfigException, OSError) as exc:
             raise KubeError(f"cannot load kubeconfig (context {context!r}): {exc}") from exc
 
+    @classmethod
+    def in_cluster(cls) -> Kube:
+        """From inside a pod: its service account's token (re-read as the kubelet rotates it) and the cluster CA."""
+        c = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=c)
+        except config.ConfigException as exc:
+            raise KubeError(f"not in a pod with a service account: {exc}") from exc
+        return cls(client.ApiClient(c))
+
     # Generic access through the dynamic paths keeps this seam small: everything is a dict.
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
         self.requests += 1
@@ -220,6 +230,9 @@ _RESOURCES = {
     "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
     "Lease": ("leases", True),
     "CustomResourceDefinition": ("customresourcedefinitions", False),
+    "Secret": ("secrets", True),
+    "ClusterRole": ("clusterroles", False),
+    "ClusterRoleBinding": ("clusterrolebindings", False),
 }
 
 

@@ -10,6 +10,7 @@ Each part is cached by what it is made of.
 from __future__ import annotations
 
 import importlib.metadata as md
+import importlib.util
 import platform
 import re
 import sys
@@ -88,9 +89,10 @@ def site_packages(cache: Cache, runner: Runner) -> Path:
 
 
 def _package_dirs() -> list[Path]:
-    import chaoskit_operator  # the operator ships in the same wheel
-
-    return [Path(chaoskit.__file__).parent, Path(chaoskit_operator.__file__).parent]
+    operator = importlib.util.find_spec("chaoskit_operator")  # ships in the same wheel; found, not imported
+    if operator is None or operator.origin is None:
+        raise LookupError("chaoskit_operator is not installed beside chaoskit")
+    return [Path(chaoskit.__file__).parent, Path(operator.origin).parent]
 
 
 def _files(root: Path, under: str) -> list[FileEntry]:

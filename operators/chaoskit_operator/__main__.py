@@ -1,8 +1,9 @@
-"""`chaoskit-operator`: the ChaosExperiment operator, run beside the kind cluster.
+"""`chaoskit-operator`: the ChaosExperiment operator, in the cluster (`chaoskit install`) or beside a kind cluster.
 
-It runs on the host, as `chaoskit run` does, because it reaches the nodes with `docker exec` into the kind node
-containers. It installs its CRD, serves chaoskit's Prometheus metrics for the runs it makes, and hands the rest to
-kopf.
+In the cluster (--in-cluster) it reaches the nodes through chaoskit's node agents with the client pair of
+--agent-tls-dir, and its CRD is the install's; beside a kind cluster it reaches them with `docker exec`, as
+`chaoskit run` does, and installs its CRD itself. Either way it serves chaoskit's Prometheus metrics for the runs
+it makes and hands the rest to kopf.
 """
 
 from __future__ import annotations
@@ -40,17 +41,25 @@ def install_crd(kube: Kube) -> None:
               help="Where run journals go (default ~/.local/state/chaoskit/operator).")  # fmt: skip
 @click.option("--metrics-port", type=int, default=9464, show_default=True, help="Prometheus metrics; 0: off.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run experiments on clusters chaoskit did not build.")
+@click.option("--in-cluster", is_flag=True, help="Run in a pod: its service account, and the agents for the nodes.")
+@click.option("--agent-tls-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The clients' pair (ca.crt, tls.crt, tls.key) for the node agents; needs --in-cluster.")  # fmt: skip
 @click.option("-v", "--verbose", is_flag=True, help="kopf's own log lines too.")
 def main(kubeconfig: str | None, context: str, namespaces: tuple[str, ...], journal_dir: Path | None,
-         metrics_port: int, allow_any_cluster: bool, verbose: bool) -> None:  # fmt: skip
+         metrics_port: int, allow_any_cluster: bool, in_cluster: bool, agent_tls_dir: Path | None,
+         verbose: bool) -> None:  # fmt: skip
     """Run ChaosExperiment resources with chaoskit's engine until interrupted."""
     kopf.configure(verbose=verbose)  # the log format of `kopf run`; INFO and up unless --verbose
     load_catalog()
     journals = journal_dir or state_home() / "operator"
     journals.mkdir(parents=True, exist_ok=True)
+    if (agent_tls_dir is not None) != in_cluster:
+        raise click.UsageError("--in-cluster and --agent-tls-dir go together: in the cluster, nodes are reached "
+                               "through the agents")  # fmt: skip
     try:
-        kube = Kube.connect(kubeconfig, context)
-        install_crd(kube)
+        kube = Kube.in_cluster() if in_cluster else Kube.connect(kubeconfig, context)
+        if not in_cluster:
+            install_crd(kube)  # in the cluster the install applied it, and the operator may not change CRDs
     except KubeError as exc:
         raise click.ClickException(str(exc)) from exc
     stop = threading.Event()
@@ -62,7 +71,8 @@ def main(kubeconfig: str | None, context: str, namespaces: tuple[str, ...], jour
         click.echo(f"metrics on :{metrics_port}/metrics", err=True)
     try:
         kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=namespaces,
-                 memo=kopf.Memo(config=Config(kube, SubprocessRunner(), journals, allow_any_cluster)))  # fmt: skip
+                 memo=kopf.Memo(config=Config(kube, SubprocessRunner(), journals, allow_any_cluster,
+                                              agent_tls_dir if in_cluster else None)))  # fmt: skip
     finally:
         stop.set()
         if metrics_port:

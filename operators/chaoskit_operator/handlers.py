@@ -18,6 +18,7 @@ from typing import Any
 
 import kopf
 
+from chaoskit.cluster.install import in_cluster_node_exec
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.shell import Runner as Shell
 from chaoskit.engine import RevertOutcome, revert_journal
@@ -53,6 +54,13 @@ class Config:
     shell: Shell
     journal_dir: Path
     allow_any_cluster: bool = False
+    agent_tls: Path | None = None  # in the cluster: the nodes are reached through the agents with this client pair
+
+    def env(self, cluster: str) -> Env:
+        """The seams of a run: the agents in the cluster, `docker exec` beside a kind cluster on this host."""
+        if self.agent_tls is not None:
+            return Env(self.kube, in_cluster_node_exec(self.kube, self.agent_tls), cluster)
+        return Env.for_kind(self.kube, cluster, self.shell)
 
 
 @kopf.on.startup(registry=registry)
@@ -64,10 +72,12 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 
 @kopf.on.login(registry=registry)
-def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
-    """The operator talks to the cluster it was pointed at (--kubeconfig/--context), not the default context."""
+def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    """The operator talks to the cluster it was pointed at (--kubeconfig/--context), or the one it runs in."""
+    if memo.config.agent_tls is not None:
+        return kopf.login_with_service_account(**kwargs)
     c = memo.config.kube.api.configuration
-    token = (c.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip() or None
+    token = (c.api_key or {}).get("authorization", "").split(" ", 1)[-1].strip() or None
     return kopf.ConnectionInfo(server=c.host, ca_path=c.ssl_ca_cert, insecure=not c.verify_ssl, token=token,
                                certificate_path=c.cert_file, private_key_path=c.key_file)  # fmt: skip
 
@@ -107,9 +117,9 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
 def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStopped, body: kopf.Body,
          path: str) -> RunRecord:  # fmt: skip
     """The Runner in a thread of its own, so this one can relay its progress and pass on a stop at any time."""
-    if not cfg.allow_any_cluster:
+    if not cfg.allow_any_cluster and cfg.agent_tls is None:  # installed in the cluster: the install was the opt-in
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
-    env = Env.for_kind(cfg.kube, pb.spec.cluster, cfg.shell)
+    env = cfg.env(pb.spec.cluster)
     said: queue.Queue[str] = queue.Queue()
     runner = Runner(env, env.nodes.list_nodes(), journal, said.put)
     done: list[RunRecord] = []
@@ -133,7 +143,7 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
     """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted."""
     outcome = RevertOutcome()
     if journal_path.is_file():
-        outcome = revert_journal(Env.for_kind(cfg.kube, cluster, cfg.shell), Journal(journal_path))
+        outcome = revert_journal(cfg.env(cluster), Journal(journal_path))
     _patch(cfg, path, interrupted_status(outcome, _now()))
     message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
     if outcome.left:

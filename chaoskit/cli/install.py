@@ -1,0 +1,64 @@
+"""`chaoskit install | uninstall`: the operator and the node agents into the current context's cluster."""
+
+from __future__ import annotations
+
+import click
+
+from chaoskit.cli import Globals
+from chaoskit.cli.options import context_of
+from chaoskit.cluster import install as ops
+from chaoskit.cluster import selfimage
+from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.kind import Kind, node_containers
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.progress import Progress
+
+
+@click.command()
+@click.option("--cluster", default="chaoskit", show_default=True,
+              help="kind cluster name: context kind-<name> unless --context; where the image is loaded.")  # fmt: skip
+@click.option("--image", help="chaoskit's image in a registry the cluster pulls from (default: built here and "
+              "loaded into the kind cluster).")  # fmt: skip
+@click.option("--rotate", is_flag=True, help="Issue a new CA and certificates (the agents restart with them).")
+@click.option("--dry-run", is_flag=True, help="Print the manifests (without the Secrets) and change nothing.")
+@click.pass_obj
+def install(g: Globals, cluster: str, image: str | None, rotate: bool, dry_run: bool) -> None:
+    """Install the ChaosExperiment operator and a node agent on every node; idempotent.
+
+    The agents serve chaoskit's node commands on host port 10370 over mutual TLS with a CA made for this install;
+    this CLI keeps the clients' certificate under ~/.local/state/chaoskit/installs/<context>/. Installing is the
+    opt-in that lets chaoskit act on a cluster it did not build.
+    """
+    if dry_run:
+        click.echo(ops.dump(ops.manifests(image or selfimage.CHAOSKIT_IMAGE)), nl=False)
+        return
+    progress, runner = Progress(), SubprocessRunner()
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+    image_id = ""
+    if image is None:
+        if not node_containers(runner, cluster):
+            raise click.UsageError(f"no kind cluster {cluster!r} on this host to load chaoskit's image into: push it "
+                                   "to a registry your cluster pulls from and pass --image REF")  # fmt: skip
+        cache = Cache(default_root())
+        with progress.step("building chaoskit's image (Debian python3, chaoskit and its dependencies)"):
+            archive = selfimage.build(cache, runner)
+        with progress.step(f"loading {selfimage.CHAOSKIT_IMAGE} into kind cluster {cluster}"):
+            Kind(runner, cache.root / "bin" / "kind").load_archive(cluster, archive)
+        image, image_id = selfimage.CHAOSKIT_IMAGE, archive.parent.name
+    took = ops.install(kube, context_of(g, cluster), image, image_id, rotate=rotate, say=progress.info)
+    local = ops.LocalInstall.for_context(context_of(g, cluster))
+    local.save(kube)
+    click.echo(f"chaoskit installed in {took:.0f}s: the operator and {len(local.node_exec().nodes)} node agents "
+               f"(namespace {ops.NAMESPACE}); credentials in {local.dir}")  # fmt: skip
+
+
+@click.command()
+@click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name (context kind-<name>).")
+@click.pass_obj
+def uninstall(g: Globals, cluster: str) -> None:
+    """Remove the operator, the agents and their namespace; ChaosExperiments and their CRD stay."""
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+    gone = ops.uninstall(kube, say=Progress().info)
+    ops.LocalInstall.for_context(context_of(g, cluster)).remove()
+    click.echo(f"uninstalled: {len(gone)} object(s) deleted" if gone else "nothing to uninstall")

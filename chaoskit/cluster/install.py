@@ -1,0 +1,205 @@
+"""`chaoskit install`: the operator and the node agents into a cluster, and the credentials to reach the agents.
+
+Applied with server-side apply, so installing again changes only what changed (a new image rolls the pods through
+an annotation carrying its id). The private CA is made once per install (chaoskit.cluster.pki) and lives only in
+two Secrets: the agents' server pair and the clients' pair. A CLI reaches the agents with the clients' pair, read
+from the API once and kept under ~/.local/state/chaoskit/installs/<context>/ with the node list, so reverts still
+work while the API server is down.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from chaoskit.cluster import pki
+from chaoskit.cluster.agentexec import PORT, AgentNode, AgentNodeExec, client_context
+from chaoskit.cluster.assets import deploy_dir
+from chaoskit.cluster.kube import Kube, KubeError, Obj, condition, object_path
+from chaoskit.cluster.selfimage import CHAOSKIT_IMAGE
+from chaoskit.journal import state_home
+
+NAMESPACE = "chaoskit-system"
+AGENT_SECRET = "chaoskit-agent-tls"
+CLIENT_SECRET = "chaoskit-client-tls"
+MANIFESTS = ("namespace.yaml", "crd.yaml", "rbac.yaml", "operator.yaml", "agent.yaml")  # in the order applied
+IMAGE_ID = "chaoskit.dev/image-id"  # on the pod templates: a rebuilt image of the same tag rolls the pods
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+
+
+def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "") -> list[Obj]:
+    """Every object of deploy/chaoskit, with `image` in place of the shipped reference."""
+    out: list[Obj] = []
+    for name in MANIFESTS:
+        for doc in YAML(typ="safe").load_all((deploy_dir() / name).read_text()):
+            if not doc:
+                continue
+            template = doc.get("spec", {}).get("template")
+            if template is not None:
+                for c in template["spec"]["containers"]:
+                    c["image"] = image
+                if image_id:
+                    template["metadata"].setdefault("annotations", {})[IMAGE_ID] = image_id
+            out.append(doc)
+    return out
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def secret(name: str, ca: bytes, pair: pki.Pair) -> Obj:
+    data = {"ca.crt": _b64(ca), "tls.crt": _b64(pair.cert), "tls.key": _b64(pair.key)}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "chaoskit"}},
+            "data": data}  # fmt: skip
+
+
+def _secret_path(name: str) -> str:
+    return f"/api/v1/namespaces/{NAMESPACE}/secrets/{name}"
+
+
+def ensure_secrets(kube: Kube, install: str, rotate: bool = False) -> bool:
+    """The two TLS Secrets, issued from a fresh CA when either is missing (or `rotate`); True when issued."""
+    if not rotate and all(kube.find(_secret_path(n)) is not None for n in (AGENT_SECRET, CLIENT_SECRET)):
+        return False
+    issued = pki.issue(install)
+    kube.apply(secret(AGENT_SECRET, issued.ca, issued.server))
+    kube.apply(secret(CLIENT_SECRET, issued.ca, issued.client))
+    return True
+
+
+def ready(kube: Kube) -> str | None:
+    """None when every node runs a Ready agent and the operator is available; else what is still missing."""
+    ds = kube.find(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent")
+    st = (ds or {}).get("status", {})
+    want, have = st.get("desiredNumberScheduled", 0), st.get("numberReady", 0)
+    if not ds or not want or have < want or st.get("updatedNumberScheduled", 0) < want:
+        return f"agents ready on {have} of {want or '?'} nodes"
+    dep = kube.find(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/chaoskit-operator")
+    if not dep or not condition(dep, "Available") or dep.get("status", {}).get("updatedReplicas", 0) < 1:
+        return "the operator is not available yet"
+    return None
+
+
+def uninstall_objects() -> Iterator[Obj]:
+    """What uninstall deletes, the namespace (and with it the Secrets) last; the CRD stays with its experiments."""
+    objs = [o for o in manifests() if o["kind"] != "CustomResourceDefinition"]
+    yield from reversed(objs)
+
+
+# --- the CLI's side: credentials and node list kept locally ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalInstall:
+    """What a CLI keeps of an install: the clients' TLS files and the nodes with their agents' addresses."""
+
+    dir: Path
+
+    @classmethod
+    def for_context(cls, context: str) -> LocalInstall:
+        return cls(state_home() / "installs" / context.replace("/", "_"))
+
+    @property
+    def present(self) -> bool:
+        return (self.dir / "nodes.json").is_file()
+
+    def save(self, kube: Kube) -> None:
+        """Fetch the clients' pair and the node list from the API into this folder."""
+        data = kube.get(_secret_path(CLIENT_SECRET))["data"]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for name in ("ca.crt", "tls.crt", "tls.key"):
+            path = self.dir / name
+            path.write_bytes(base64.b64decode(data[name]))
+            path.chmod(0o600)
+        (self.dir / "nodes.json").write_text(json.dumps([n.__dict__ for n in agent_nodes(kube)], indent=1))
+
+    def node_exec(self) -> AgentNodeExec:
+        nodes = [AgentNode(**n) for n in json.loads((self.dir / "nodes.json").read_text())]
+        return AgentNodeExec(nodes, client_context(self.dir / "ca.crt", self.dir / "tls.crt", self.dir / "tls.key"))
+
+    def remove(self) -> None:
+        for path in self.dir.glob("*"):
+            path.unlink()
+        if self.dir.exists():
+            self.dir.rmdir()
+
+
+def agent_nodes(kube: Kube, port: int = PORT) -> list[AgentNode]:
+    """Every node with its role and its agent's address (the node's InternalIP: the agent is on the host network)."""
+    out = []
+    for node in kube.get("/api/v1/nodes")["items"]:
+        meta, addresses = node["metadata"], node.get("status", {}).get("addresses") or []
+        ip = next((a["address"] for a in addresses if a["type"] == "InternalIP"), None)
+        if ip is None:
+            raise KubeError(f"node {meta['name']} has no InternalIP to reach its agent at")
+        host = f"[{ip}]" if ":" in ip else ip
+        role = "control-plane" if CONTROL_PLANE_LABEL in (meta.get("labels") or {}) else "worker"
+        out.append(AgentNode(meta["name"], role, f"{host}:{port}"))
+    return out
+
+
+def in_cluster_node_exec(kube: Kube, tls_dir: Path) -> AgentNodeExec:
+    """The operator's node seam: the nodes from the API, the clients' pair from its mounted Secret."""
+    return AgentNodeExec(
+        agent_nodes(kube), client_context(tls_dir / "ca.crt", tls_dir / "tls.crt", tls_dir / "tls.key")
+    )
+
+
+def describe(objs: list[Obj]) -> list[str]:
+    return [f"{o['kind']}/{o['metadata']['name']}" for o in objs]
+
+
+def dump(objs: list[Any]) -> str:
+    """The manifests as one YAML stream (what --dry-run prints, kubectl-appliable)."""
+    import io
+
+    buf = io.StringIO()
+    y = YAML()
+    y.width = 4096
+    y.dump_all(objs, buf)
+    return buf.getvalue()
+
+
+def _established(kube: Kube, path: str) -> None:
+    kube.wait("the ChaosExperiment CRD to be established", lambda: condition(kube.get(path), "Established"), 60)
+
+
+def install(kube: Kube, install_name: str, image: str, image_id: str, *, rotate: bool = False,
+            timeout: float = 240.0, say: Callable[[str], None] = lambda _: None) -> float:  # fmt: skip
+    """Apply everything (Secrets first, so the pods find them), wait until agents and operator are up; seconds."""
+    t0 = time.monotonic()
+    objs = manifests(image, image_id)
+    kube.apply(objs[0])  # the namespace, for the Secrets
+    if ensure_secrets(kube, install_name, rotate):
+        say("issued a new CA, the agents' and the clients' certificates")
+    for obj in objs[1:]:
+        kube.apply(obj)
+        if obj["kind"] == "CustomResourceDefinition":
+            _established(kube, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{obj['metadata']['name']}")
+    say(f"applied {', '.join(describe(objs))}")
+    kube.wait("the agents on every node and the operator", lambda: ready(kube) is None, timeout, interval=2)
+    return time.monotonic() - t0
+
+
+def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted."""
+    gone = []
+    for obj in uninstall_objects():
+        path = object_path(obj)
+        if kube.find(path) is not None:
+            kube.delete(path, propagation="Background")
+            gone.append(f"{obj['kind']}/{obj['metadata']['name']}")
+    if gone:
+        kube.wait(f"namespace {NAMESPACE} to be gone", lambda: kube.find(f"/api/v1/namespaces/{NAMESPACE}") is None,
+                  180, interval=2)  # fmt: skip
+        say(f"deleted {', '.join(gone)}")
+    return gone

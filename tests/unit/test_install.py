@@ -1,0 +1,63 @@
+"""What `chaoskit install` applies: the manifests with the chosen image, least-privilege RBAC without wildcards,
+the agent on every node in the node's namespaces, one operator at a time; the Secrets issued once."""
+
+from __future__ import annotations
+
+from chaoskit.cluster import install as ops
+from chaoskit.cluster.kube import FakeKube
+
+
+def _kinds() -> dict[str, dict]:  # type: ignore[type-arg]
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in ops.manifests("registry.example/chaoskit:1", "abc")}
+
+
+def test_every_manifest_carries_the_chosen_image_and_its_id() -> None:
+    objs = _kinds()
+    for name in ("DaemonSet/chaoskit-agent", "Deployment/chaoskit-operator"):
+        template = objs[name]["spec"]["template"]
+        assert {c["image"] for c in template["spec"]["containers"]} == {"registry.example/chaoskit:1"}
+        assert template["metadata"]["annotations"][ops.IMAGE_ID] == "abc"
+    assert list(objs)[0] == "Namespace/chaoskit-system"
+
+
+def test_the_operators_role_names_every_verb_and_resource() -> None:
+    role = _kinds()["ClusterRole/chaoskit-operator"]
+    for rule in role["rules"]:
+        for key in ("verbs", "resources", "apiGroups", "nonResourceURLs"):
+            assert "*" not in rule.get(key, []), rule
+        assert not any("*" in r for r in rule.get("resources", [])), rule
+    secrets = [r for r in role["rules"] if "secrets" in r.get("resources", [])]
+    assert secrets == []  # the operator reads its client pair from a mounted Secret, never through the API
+
+
+def test_the_agent_runs_on_every_node_in_the_nodes_namespaces_and_the_operator_alone() -> None:
+    objs = _kinds()
+    spec = objs["DaemonSet/chaoskit-agent"]["spec"]["template"]["spec"]
+    assert spec["hostPID"] and spec["hostNetwork"] and spec["automountServiceAccountToken"] is False
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    (agent,) = spec["containers"]
+    assert agent["securityContext"]["privileged"] and agent["ports"][0]["hostPort"] == 10370
+    operator = objs["Deployment/chaoskit-operator"]["spec"]
+    assert operator["replicas"] == 1 and operator["strategy"] == {"type": "Recreate"}
+
+
+def test_secrets_are_issued_once_and_again_only_when_rotated() -> None:
+    kube = FakeKube()
+    assert ops.ensure_secrets(kube, "kind-x") is True
+    first = kube.get(f"/api/v1/namespaces/{ops.NAMESPACE}/secrets/{ops.AGENT_SECRET}")["data"]["ca.crt"]
+    assert ops.ensure_secrets(kube, "kind-x") is False
+    assert ops.ensure_secrets(kube, "kind-x", rotate=True) is True
+    assert kube.get(f"/api/v1/namespaces/{ops.NAMESPACE}/secrets/{ops.CLIENT_SECRET}")["data"]["ca.crt"] != first
+
+
+def test_agent_nodes_come_from_the_api_with_roles_and_internal_addresses() -> None:
+    kube = FakeKube()
+    kube.objects["/api/v1/nodes"] = {"items": [
+        {"metadata": {"name": "cp", "labels": {ops.CONTROL_PLANE_LABEL: ""}},
+         "status": {"addresses": [{"type": "Hostname", "address": "cp"},
+                                  {"type": "InternalIP", "address": "10.0.0.1"}]}},
+        {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "fd00::2"}]}},
+    ]}  # fmt: skip
+    nodes = ops.agent_nodes(kube)
+    assert [(n.name, n.role, n.address) for n in nodes] == [
+        ("cp", "control-plane", "10.0.0.1:10370"), ("w1", "worker", "[fd00::2]:10370")]  # fmt: skip
