@@ -116,7 +116,7 @@ def run_fault(
         journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
         result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
         return result
-    say(f"armed dead-man switch {switch.unit} on {node} (fires in {deadline:.0f}s)")
+    say(f"armed dead-man switch {switch.unit} on {node} through {env.nodes.via} (fires in {deadline:.0f}s)")
     kill_point("armed")
     injected_at = time.monotonic()
     try:

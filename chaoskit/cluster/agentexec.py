@@ -76,6 +76,7 @@ class AgentNodeExec:
 
     nodes: Sequence[AgentNode]
     tls: ssl.SSLContext = field(repr=False)
+    via: str = "chaoskit agent"
 
     def list_nodes(self) -> list[Node]:
         return ordered([Node(n.name, n.role) for n in self.nodes])

@@ -28,6 +28,11 @@ def ordered(nodes: list[Node]) -> list[Node]:
 
 
 class NodeExec(Protocol):
+    @property
+    def via(self) -> str:
+        """How the nodes are reached, in words for progress lines and events ("docker exec", "chaoskit agent")."""
+        ...
+
     def list_nodes(self) -> list[Node]:
         """The cluster's nodes, control plane first; empty when there is no such cluster."""
         ...
@@ -71,6 +76,7 @@ class PopenStream:
 class DockerNodeExec:
     runner: Runner
     cluster: str = ""  # whose node containers list_nodes() finds
+    via: str = "docker exec"
 
     def list_nodes(self) -> list[Node]:
         from chaoskit.cluster.kind import node_containers  # kind.py is the Docker side of `cluster up` too
@@ -99,6 +105,7 @@ class FakeNodeExec:
     runner: FakeRunner = field(default_factory=FakeRunner)
     streams: dict[str, list[str]] = field(default_factory=dict)  # node -> the lines `lines()` yields
     nodes: list[Node] = field(default_factory=list)  # what list_nodes() answers
+    via: str = "a fake"
 
     def list_nodes(self) -> list[Node]:
         return ordered(self.nodes)
