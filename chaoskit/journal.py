@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -64,8 +64,9 @@ def component_of(fault: str) -> str:
 
 
 class Journal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_append: Callable[[Journal], None] | None = None) -> None:
         self.path = path
+        self.on_append = on_append  # told after each entry is on disk (the operator mirrors it into the cluster)
 
     def append(self, kind: EntryKind, **data: Any) -> Entry:
         entry = Entry(kind, time.time(), data)
@@ -74,6 +75,8 @@ class Journal:
             f.write(json.dumps(asdict(entry), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())  # the record must survive a SIGKILL that follows right after
+        if self.on_append is not None:
+            self.on_append(self)
         return entry
 
     def injection(self, inj: Injection) -> Entry:

@@ -84,11 +84,12 @@ def invalid_status(invalid: Invalid) -> dict[str, Any]:
     }
 
 
-def running_status(journal: str, started_at: str) -> dict[str, Any]:
+def running_status(journal: str, started_at: str, journal_configmap: str = "") -> dict[str, Any]:
     return {
         "phase": "Running",
         "message": "starting",
         "journal": journal,
+        "journalConfigMap": journal_configmap,  # the cluster's copy, which outlives the operator's pod
         "startedAt": started_at,
         "conditions": [_condition("Completed", "False", "Running", "the playbook is running")],
     }

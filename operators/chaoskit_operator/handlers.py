@@ -42,6 +42,7 @@ from chaoskit_operator.experiment import (
     resource_path,
     running_status,
 )
+from chaoskit_operator.journals import Mirror, configmap_name, restore
 
 registry = kopf.OperatorRegistry()
 
@@ -94,19 +95,26 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
         return
     pb = playbook_of(dict(body))
     if status.get("phase") == "Running" and not isinstance(pb, Invalid):  # the operator died mid-run
-        _recover(cfg, body, path, pb.spec.cluster, Path(status.get("journal", "")))
+        journal_path = Path(status.get("journal", ""))
+        if not journal_path.is_file():  # another pod's disk: the cluster's copy is what is left
+            journal_path = cfg.journal_dir / f"{namespace}-{name}-{uid[:8]}.recovered.jsonl"
+            restore(cfg.kube, namespace, name, uid, journal_path)
+        _recover(cfg, body, path, pb.spec.cluster, journal_path)
         return
     if isinstance(pb, Invalid):
         _patch(cfg, path, invalid_status(pb))
         kopf.warn(body, reason="Invalid", message=f"nothing injected: {pb.message}"[:1000])
         return
-    journal = Journal(cfg.journal_dir / f"{namespace}-{name}-{uid[:8]}.jsonl")
-    _patch(cfg, path, running_status(str(journal.path), _now()))
+    mirror = Mirror(cfg.kube, namespace, name, uid)
+    journal = Journal(cfg.journal_dir / f"{namespace}-{name}-{uid[:8]}.jsonl", on_append=mirror)
+    _patch(cfg, path, running_status(str(journal.path), _now(), configmap_name(name, uid)))
     try:
         record = _run(cfg, pb, journal, stopped, body, path)
     except ChaoskitError as exc:  # refused before the Runner started (not our cluster, no nodes)
         record = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(journal.path), "", 0.0)
         record.verdict, record.errors = "error", [str(exc)]
+    finally:
+        mirror.close()
     final = final_status(record, _now())
     _patch(cfg, path, final)
     event = kopf.info if record.verdict == "passed" else kopf.warn

@@ -1,0 +1,118 @@
+"""chaoskit installed in the cluster, as on a cluster it did not build: `chaoskit install`, then ChaosExperiments
+applied with kubectl run by the operator's pod, and every node command goes through the node agents over mutual
+TLS (no `docker exec`, no pods/exec: the events name the agent, and the operator's pod has no Docker to call)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from chaoskit.cluster import install as ops
+from chaoskit.cluster.kube import Kube
+from chaoskit_operator.experiment import FINAL, resource_path
+from tests.e2e.conftest import chaoskit, process_state
+
+NS = "chaoskit-in-cluster-e2e"
+
+
+def kubectl(cluster: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--context", f"kind-{cluster}", *args], input=input, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: str, kube: Kube) -> Iterator[dict[str, Any]]:
+    t0 = time.monotonic()
+    done = chaoskit("install", "--cluster", cluster)
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    kubectl(cluster, "create", "namespace", NS)
+    yield {"took": took, "stdout": done.stdout, "stderr": done.stderr}
+    kubectl(cluster, "delete", "chaosexperiments", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+    kubectl(cluster, "delete", "namespace", NS, "--wait=false")
+    gone = chaoskit("uninstall", "--cluster", cluster)
+    assert gone.returncode == 0, gone.stderr
+
+
+def test_install_runs_an_agent_on_every_node_and_the_operator(installed: dict[str, Any], kube: Kube) -> None:
+    print(f"\nchaoskit install took {installed['took']:.0f}s: {installed['stdout'].strip()}")
+    assert ops.ready(kube) is None
+    pods = kube.get(f"/api/v1/namespaces/{ops.NAMESPACE}/pods", labelSelector="app.kubernetes.io/name=chaoskit-agent")
+    assert sorted(p["spec"]["nodeName"] for p in pods["items"]) == sorted(n.name for n in ops.agent_nodes(kube))
+    # a second install changes nothing and issues no new certificates
+    again = chaoskit("install", "--cluster", "chaoskit")
+    assert again.returncode == 0 and "issued a new CA" not in again.stderr, again.stderr[-2000:]
+
+
+def test_the_operators_permissions_name_every_verb_and_resource(installed: dict[str, Any], kube: Kube) -> None:
+    role = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/chaoskit-operator")
+    wild = [r for r in role["rules"] if any("*" in v for k in ("verbs", "resources", "apiGroups", "nonResourceURLs")
+                                            for v in r.get(k, []))]  # fmt: skip
+    assert role["rules"] and not wild, wild
+
+
+def test_an_agent_runs_in_its_nodes_namespaces_and_refuses_a_peer_without_the_installs_certificate(
+    installed: dict[str, Any], cluster: str, kube: Kube
+) -> None:
+    node = f"{cluster}-worker"
+    done = chaoskit("--via", "agent", "agent", "exec", "--cluster", cluster, node, "--", "sh", "-c",
+                    "cat /etc/hostname; systemctl is-active kubelet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [node, "active"]  # the node's own hostname and systemd, not the pod's
+    address = next(n.address for n in ops.agent_nodes(kube) if n.name == node)
+    # from the control-plane node, with curl and no client certificate: the TLS handshake is refused
+    refused = subprocess.run(["docker", "exec", f"{cluster}-control-plane", "curl", "-sSk", "--max-time", "5",
+                              "-X", "POST", "-d", '{"argv": ["touch", "/tmp/chaoskit-e2e-refused"]}',
+                              f"https://{address}/v1/run"], capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode != 0, refused.stdout
+    marker = subprocess.run(["docker", "exec", node, "test", "-e", "/tmp/chaoskit-e2e-refused"])
+    assert marker.returncode != 0, "a request without the client certificate ran"
+
+
+def _experiment(name: str) -> str:
+    return json.dumps({
+        "apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment", "metadata": {"name": name, "namespace": NS},
+        "spec": {"diagnose": False, "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
+                 "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "10s"}]},
+    })  # fmt: skip
+
+
+def _events(kube: Kube, name: str) -> list[str]:
+    events = kube.get(f"/api/v1/namespaces/{NS}/events", fieldSelector=f"involvedObject.name={name}")
+    return [f"{e.get('reason')}: {e.get('message')}" for e in events.get("items", [])]
+
+
+def test_an_experiment_applied_with_kubectl_runs_in_the_cluster_through_the_agents(
+    installed: dict[str, Any], cluster: str, kube: Kube
+) -> None:
+    t0 = time.monotonic()
+    applied = kubectl(cluster, "apply", "-f", "-", input=_experiment("freeze"))
+    assert applied.returncode == 0, applied.stderr
+    path = resource_path(NS, "freeze")
+    seen: dict[str, float] = {}
+
+    def final() -> dict[str, Any] | None:
+        events = _events(kube, "freeze")
+        if "effect" not in seen and any(e.startswith("EffectObserved") for e in events):
+            seen["effect"] = time.monotonic() - t0
+            seen["stopped"] = process_state(f"{cluster}-worker", "kube-proxy") == "T"
+        status = (kube.find(path) or {}).get("status") or {}
+        return status if status.get("phase") in FINAL else None
+
+    status = kube.wait("the experiment to finish", final, 300, interval=1)
+    events = _events(kube, "freeze")
+    print(f"\nkubectl apply → effect through the agent {seen.get('effect', -1):.1f}s; finished after "
+          f"{time.monotonic() - t0:.1f}s; events: {events}")  # fmt: skip
+    assert status["phase"] == "Passed", (status, events)
+    assert any(re.search(r"armed dead-man switch .* through chaoskit agent", e) for e in events), events
+    assert seen.get("stopped"), "kube-proxy was not seen stopped on the worker while the fault held"
+    assert process_state(f"{cluster}-worker", "kube-proxy") not in ("T", "")
+    no_docker = kubectl(cluster, "exec", "-n", ops.NAMESPACE, "deploy/chaoskit-operator", "--", "sh", "-c",
+                        "command -v docker || echo none")  # fmt: skip
+    assert no_docker.stdout.strip() == "none", no_docker.stdout
