@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import emit, node_exec, output_option
+from chaoskit.cli import via_operator as via
+from chaoskit.cli.options import context_of, emit, node_exec, output_option
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.shell import SubprocessRunner
@@ -52,10 +53,13 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
               help="Write one self-contained HTML report of every playbook.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
+@click.option("--via-operator", is_flag=True, help="Submit each playbook as a ChaosExperiment to the operator "
+              "`chaoskit install` runs (namespace: -n, default 'default') and follow it to its verdict.")  # fmt: skip
 @output_option
 @click.pass_obj
 def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel: int, junit_path: Path | None,
-        html_path: Path | None, dry_run: bool, allow_any_cluster: bool, output: str) -> None:  # fmt: skip
+        html_path: Path | None, dry_run: bool, allow_any_cluster: bool, via_operator: bool,
+        output: str) -> None:  # fmt: skip
     """Run playbooks: steady state, faults (always reverted), steady state again, verdict.
 
     PLAYBOOK is a file or a folder of them (*.yaml, *.yml). Several run as one suite: one summary, one record
@@ -77,6 +81,8 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     if len(clusters) > 1:
         raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
     cluster, runner = clusters[0], SubprocessRunner()
+    if via_operator and not dry_run:
+        _via_operator(g, cluster, files, output)
     seam = node_exec(g, cluster, runner)
     nodes = seam.list_nodes()
     if dry_run:
@@ -197,3 +203,19 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
 
 def _s(v: float | None) -> str:
     return "—" if v is None else f"{v:.1f}s"
+
+
+def _via_operator(g: Globals, cluster: str, files: list[Path], output: str) -> None:
+    """One experiment after another (they may not overlap in the cluster); the worst exit code."""
+    kube, progress = Kube.connect(g.kubeconfig, context_of(g, cluster)), Progress()
+    results = []
+    for f in files:
+        status = via.follow(kube, via.experiment(f, g.namespace or "default"), progress)
+        results.append({"playbook": str(f), **status})
+        progress.info(f"{f.name}: {status.get('phase')} ({status.get('message', '')})")
+    if output == "table":
+        for r in results:
+            click.echo(f"{r['playbook']}: {r.get('phase')} (exit {via.exit_code(r)}) {r.get('message', '')}")
+    else:
+        emit(results[0] if len(results) == 1 else {"runs": results}, output)
+    raise click.exceptions.Exit(max(via.exit_code(r) for r in results))
