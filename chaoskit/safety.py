@@ -1,8 +1,10 @@
-"""Safe by default: chaoskit breaks only a kind cluster it built, and one run per component at a time.
+"""Safe by default: chaoskit breaks only a kind cluster it built or a cluster it was installed in, and one run per
+component at a time.
 
-`cluster up` leaves a marker ConfigMap (kube-system/chaoskit-cluster); a run refuses any cluster without it,
-or without kind node containers of that name, unless told --allow-any-cluster. Per-component locks are
-Leases in kube-system whose duration covers the fault's dead-man deadline, so a killed run's lock expires.
+`cluster up` leaves a marker ConfigMap (kube-system/chaoskit-cluster), `chaoskit install` its agents; a run refuses
+a cluster with neither (or without kind node containers of that name) unless told --allow-any-cluster.
+Per-component locks are Leases in kube-system whose duration covers the fault's dead-man deadline, so a killed
+run's lock expires.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from chaoskit.cluster.install import NAMESPACE
 from chaoskit.cluster.kube import Kube, KubeError, Obj
 from chaoskit.cluster.marker import MARKER
 from chaoskit.cluster.nodeexec import DockerNodeExec
@@ -19,6 +22,7 @@ from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError, UsageError
 
 LOCK_PREFIX = "chaoskit-lock-"
+INSTALLED = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"  # what `chaoskit install` leaves
 
 
 class NotOurCluster(UsageError):
@@ -30,11 +34,14 @@ class Locked(ToolError):
 
 
 def recognise(runner: Runner, kube: Kube, cluster: str) -> None:
-    """Raise NotOurCluster unless `cluster` is a kind cluster with chaoskit's marker."""
+    """Raise NotOurCluster unless chaoskit is installed in the cluster (`chaoskit install`: the explicit opt-in) or
+    `cluster` is a kind cluster with chaoskit's marker."""
+    if kube.find(INSTALLED) is not None:
+        return
     if not DockerNodeExec(runner, cluster).list_nodes():
         raise NotOurCluster(
             f"no kind node containers for cluster {cluster!r}: chaoskit only injects into kind clusters it built "
-            "(chaoskit cluster up), unless given --allow-any-cluster"
+            "(chaoskit cluster up) or clusters it is installed in (chaoskit install), unless given --allow-any-cluster"
         )
     if kube.find(f"/api/v1/namespaces/kube-system/configmaps/{MARKER}") is None:
         raise NotOurCluster(

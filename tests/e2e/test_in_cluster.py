@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -116,3 +117,72 @@ def test_an_experiment_applied_with_kubectl_runs_in_the_cluster_through_the_agen
     no_docker = kubectl(cluster, "exec", "-n", ops.NAMESPACE, "deploy/chaoskit-operator", "--", "sh", "-c",
                         "command -v docker || echo none")  # fmt: skip
     assert no_docker.stdout.strip() == "none", no_docker.stdout
+
+
+def _held_experiment(name: str, deadline: str = "420s") -> str:
+    return json.dumps({
+        "apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment", "metadata": {"name": name, "namespace": NS},
+        "spec": {"diagnose": False, "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
+                 "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "300s",
+                            "deadline": deadline}]},
+    })  # fmt: skip
+
+
+def test_an_operator_pod_killed_mid_fault_is_replaced_and_the_new_one_reverts_from_the_clusters_journal(
+    installed: dict[str, Any], cluster: str, kube: Kube
+) -> None:
+    assert kubectl(cluster, "apply", "-f", "-", input=_held_experiment("orphan")).returncode == 0
+    kube.wait("the freeze to take effect", lambda: any(e.startswith("EffectObserved") for e in _events(kube, "orphan")),
+              180)  # fmt: skip
+    assert process_state(f"{cluster}-worker", "kube-proxy") == "T"
+    t0 = time.monotonic()
+    killed = kubectl(cluster, "delete", "pod", "-n", ops.NAMESPACE, "-l", "app.kubernetes.io/name=chaoskit-operator",
+                     "--grace-period=0", "--force")  # fmt: skip
+    assert killed.returncode == 0, killed.stderr
+    path = resource_path(NS, "orphan")
+    status = kube.wait("the experiment to end", lambda: (s := (kube.find(path) or {}).get("status") or {}).get(
+        "phase") in FINAL and s, 240, interval=1)  # fmt: skip
+    healed = time.monotonic() - t0
+    print(f"\noperator pod force-deleted mid-fault: {status['phase']} after {healed:.1f}s: {status['message']}")
+    assert status["phase"] == "Interrupted" and "reverted 1 fault" in status["message"], status
+    assert process_state(f"{cluster}-worker", "kube-proxy") not in ("T", "")
+
+
+def test_an_agent_pod_deleted_mid_fault_leaves_the_heal_to_the_switch_in_the_node(
+    installed: dict[str, Any], cluster: str, kube: Kube, tmp_path: Any
+) -> None:
+    node = f"{cluster}-worker"
+    proc = subprocess.Popen([sys.executable, "-m", "chaoskit", "--via", "agent", "inject", "kube-proxy.freeze",
+                             "--cluster", cluster, "--node", node, "--duration", "300", "--deadline", "30",
+                             "--journal", str(tmp_path / "j.jsonl")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    t0 = time.monotonic()
+    kube.wait("kube-proxy frozen on the worker", lambda: process_state(node, "kube-proxy") == "T", 60)
+    proc.kill()  # chaoskit gone too: nobody but the node is left to heal it
+    proc.wait()
+    pods = kube.get(f"/api/v1/namespaces/{ops.NAMESPACE}/pods", labelSelector="app.kubernetes.io/name=chaoskit-agent")
+    (pod,) = [p["metadata"]["name"] for p in pods["items"] if p["spec"]["nodeName"] == node]
+    assert kubectl(cluster, "delete", "pod", "-n", ops.NAMESPACE, pod, "--grace-period=0", "--force").returncode == 0
+    kube.wait("the switch to thaw kube-proxy", lambda: process_state(node, "kube-proxy") not in ("T", ""), 90)
+    healed = time.monotonic() - t0
+    print(f"\nagent pod and chaoskit killed mid-fault: the node's switch healed it {healed:.1f}s after the inject "
+          f"(deadline 30s)")  # fmt: skip
+    assert healed <= 30 + 25
+    kube.wait("the agent back on the worker", lambda: ops.ready(kube) is None, 120)
+    done = chaoskit("--via", "agent", "revert", str(tmp_path / "j.jsonl"), "--cluster", cluster)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_chaoskit_run_via_the_operator_follows_the_experiment_to_its_verdict(
+    installed: dict[str, Any], cluster: str, tmp_path: Any
+) -> None:
+    playbook = tmp_path / "freeze.yaml"
+    playbook.write_text(
+        "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: via-operator}\n"
+        "spec:\n  diagnose: false\n  steps:\n    - fault: kube-proxy.freeze\n      target: {node: worker2}\n"
+        "      duration: 5s\n"
+    )  # fmt: skip
+    done = chaoskit("-n", NS, "run", str(playbook), "--via-operator")
+    print(done.stderr[-1500:])
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "Passed" in done.stdout and "through chaoskit agent" in done.stderr
