@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from chaoskit.cluster import install as ops
+from chaoskit.cluster import prometheus as prom
+from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit_operator.experiment import FINAL, resource_path
 from tests.e2e.conftest import chaoskit, process_state
 
@@ -186,3 +189,24 @@ def test_chaoskit_run_via_the_operator_follows_the_experiment_to_its_verdict(
     print(done.stderr[-1500:])
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "Passed" in done.stdout and "through chaoskit agent" in done.stderr
+
+
+def test_prometheus_scrapes_the_operator_through_its_service(
+    installed: dict[str, Any], kube: Kube, tmp_path: Any
+) -> None:
+    tools = prom.install(SubprocessRunner(), Cache(default_root()))
+    workdir = tmp_path / "prometheus"
+    config = prom.prepare(kube, workdir, None)
+    assert "chaoskit-operator" in [j.name for j in config.jobs]
+    srv = prom.start(tools, workdir)
+    try:
+        srv.wait_ready(60)
+        t0 = time.monotonic()
+        up: list[Any] = []
+        while time.monotonic() - t0 < 60 and not up:
+            up = [r for r in srv.query('up{job="chaoskit-operator"} == 1')]
+            time.sleep(1)
+        assert up, srv.query('up{job="chaoskit-operator"}')
+        assert srv.query("chaoskit_fault_injections_total"), "the operator's runs are not in Prometheus"
+    finally:
+        srv.stop()

@@ -72,8 +72,19 @@ def cluster_nodes(kube: Kube) -> list[Node]:
     return sorted(nodes, key=lambda n: n.name)
 
 
-def cluster_jobs(nodes: list[Node], exporter: str | None = None) -> tuple[Job, ...]:
-    """Every scrape job for a kind cluster's nodes (and chaoskit's exporter at host:port, when given)."""
+OPERATOR_SERVICE = "/api/v1/namespaces/chaoskit-system/services/chaoskit-operator-metrics"
+
+
+def operator_node_port(kube: Kube) -> int | None:
+    """The NodePort of the installed operator's metrics Service (`chaoskit install`), if there is one."""
+    svc = kube.find(OPERATOR_SERVICE)
+    ports = [p.get("nodePort") for p in ((svc or {}).get("spec", {}).get("ports") or []) if p.get("nodePort")]
+    return int(ports[0]) if ports else None
+
+
+def cluster_jobs(nodes: list[Node], exporter: str | None = None, operator_port: int | None = None) -> tuple[Job, ...]:
+    """Every scrape job for a kind cluster's nodes (and chaoskit's exporter at host:port, when given; the installed
+    operator through its Service's NodePort on the first node, when there is one)."""
 
     def each(ns: list[Node], port: int) -> tuple[Target, ...]:
         return tuple(Target(f"{n.ip}:{port}", (("node", n.name),)) for n in ns)
@@ -90,6 +101,8 @@ def cluster_jobs(nodes: list[Node], exporter: str | None = None) -> tuple[Job, .
     ]
     if exporter:
         jobs.insert(0, Job("chaoskit", (Target(exporter),)))
+    if operator_port and nodes:
+        jobs.insert(0, Job("chaoskit-operator", (Target(f"{nodes[0].ip}:{operator_port}"),)))
     return tuple(jobs)
 
 
@@ -143,7 +156,8 @@ def prepare(kube: Kube, workdir: Path, exporter: str | None, rules: Path | None 
     _write_private(token_file, ensure_monitoring(kube))
     ca_file.write_text(cluster_ca(kube))
     rules = rules if rules is not None else prometheus_rules()
-    config = Config(cluster_jobs(cluster_nodes(kube), exporter), (rules,) if rules else (), token_file, ca_file)
+    jobs = cluster_jobs(cluster_nodes(kube), exporter, operator_node_port(kube))
+    config = Config(jobs, (rules,) if rules else (), token_file, ca_file)
     (workdir / "prometheus.yml").write_text(render(config))
     return config
 
