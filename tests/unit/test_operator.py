@@ -69,8 +69,8 @@ def test_final_status_carries_the_verdict_steps_and_steady_state() -> None:
     assert status["phase"] == "Passed" and status["exitCode"] == 0
     assert status["steps"][0] == {
         "step": "1-kube-proxy.freeze", "fault": "kube-proxy.freeze", "node": "chaoskit-worker",
-        "effectSeconds": 0.21, "namedSeconds": None, "heldSeconds": 10.0, "recoverySeconds": 0.4, "ok": True, "errors": [],
-        "failures": [],
+        "effectSeconds": 0.21, "namedSeconds": None, "heldSeconds": 10.0, "recoverySeconds": 0.4, "ok": True,
+        "errors": [], "failures": [],
     }  # fmt: skip
     assert status["steadyState"]["before"][0]["ok"] is True
 
