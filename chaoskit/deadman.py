@@ -153,6 +153,17 @@ def armed(nodes: NodeExec, node: str) -> list[str]:
     return sorted(name.removesuffix(".sh") for name in out.split() if name.endswith(".sh"))
 
 
+def fire(nodes: NodeExec, node: str, run: str) -> list[str]:
+    """Start now, without waiting for their deadlines, the switches a run armed on a node; their IDs.
+
+    What recovery falls back on when the run's journal is lost: the node still holds each revert it armed."""
+    header = shlex.quote(f" run {run}")
+    script = (f"for f in {HEAL_DIR}/*.sh; do [ -e \"$f\" ] || continue; head -n 2 \"$f\" | grep -qF -- {header} || "
+              f"continue; id=$(basename \"$f\" .sh); systemctl start --no-block chaoskit-heal-$id.service && "
+              f"echo $id; done")  # fmt: skip
+    return nodes.run(node, ["sh", "-c", script], check=False).stdout.split()
+
+
 def attempts(nodes: NodeExec, switch: Switch) -> list[str]:
     """The switch's own record of its attempts on the node ("<time> attempt N exit S"), oldest first."""
     out = nodes.run(switch.node, ["sh", "-c", f"cat {switch.log_path} 2>/dev/null || true"]).stdout

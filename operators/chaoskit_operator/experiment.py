@@ -130,12 +130,14 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
     }
 
 
-def interrupted_status(outcome: RevertOutcome, finished_at: str) -> dict[str, Any]:
+def interrupted_status(outcome: RevertOutcome, finished_at: str, fired: list[str] | None = None) -> dict[str, Any]:
     """A run the operator lost (it was restarted mid-run): what it found still injected, and reverted."""
     message = f"the operator restarted during the run; reverted {len(outcome.reverted)} fault(s) its journal left"
     if outcome.left:
         left = ", ".join(f"{i.fault} on {i.node}: {error[:200]}" for i, error in outcome.left)
         message += f"; could not revert {left} (their dead-man switches keep retrying on the nodes)"
+    if fired:
+        message += f"; its journal was lost: fired the {len(fired)} dead-man switch(es) it had armed on the nodes"
     return {
         "phase": "Interrupted",
         "verdict": "interrupted",

@@ -21,6 +21,7 @@ import kopf
 from chaoskit.cluster.install import in_cluster_node_exec
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.shell import Runner as Shell
+from chaoskit.deadman import fire
 from chaoskit.engine import RevertOutcome, revert_journal
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
@@ -95,11 +96,12 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
         return
     pb = playbook_of(dict(body))
     if status.get("phase") == "Running" and not isinstance(pb, Invalid):  # the operator died mid-run
-        journal_path = Path(status.get("journal", ""))
+        run = status.get("journal", "")
+        journal_path = Path(run)
         if not journal_path.is_file():  # another pod's disk: the cluster's copy is what is left
             journal_path = cfg.journal_dir / f"{namespace}-{name}-{uid[:8]}.recovered.jsonl"
             restore(cfg.kube, namespace, name, uid, journal_path)
-        _recover(cfg, body, path, pb.spec.cluster, journal_path)
+        _recover(cfg, body, path, pb.spec.cluster, journal_path, run)
         return
     if isinstance(pb, Invalid):
         _patch(cfg, path, invalid_status(pb))
@@ -147,15 +149,21 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
     return done[0]
 
 
-def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path: Path) -> None:
-    """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted."""
-    outcome = RevertOutcome()
+def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path: Path, run: str) -> None:
+    """Finish what the lost run's journal left open: revert it, release its locks, mark it Interrupted. With no
+    journal left anywhere, the switches the run (`run`: its journal's path) armed on the nodes are fired now."""
+    outcome, fired = RevertOutcome(), []
     if journal_path.is_file():
         outcome = revert_journal(cfg.env(cluster), Journal(journal_path))
-    _patch(cfg, path, interrupted_status(outcome, _now()))
+    elif run:
+        env = cfg.env(cluster)
+        fired = [i for n in env.nodes.list_nodes() for i in fire(env.nodes, n.name, run)]
+    _patch(cfg, path, interrupted_status(outcome, _now(), fired))
     message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
     if outcome.left:
         message += f", {len(outcome.left)} left to their dead-man switches"
+    if fired:
+        message += f"; no journal left: fired {len(fired)} dead-man switch(es) the run armed"
     kopf.warn(body, reason="Interrupted", message=message)
 
 

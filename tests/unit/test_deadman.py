@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.deadman import HEAL_DIR, Switch, arm, armed, heal, revert_lines
+from chaoskit.cluster.shell import Completed
+from chaoskit.deadman import HEAL_DIR, Switch, arm, armed, fire, heal, revert_lines
 from chaoskit.errors import CommandError
 
 
@@ -97,3 +99,24 @@ def test_armed_lists_scripts_left_on_the_node() -> None:
     nodes = FakeNodeExec()
     nodes.runner.responses[("chaoskit-worker", "sh")] = "abc.sh\nother.txt\ndef.sh\n"
     assert armed(nodes, "chaoskit-worker") == ["abc", "def"]
+
+
+def test_fire_starts_now_only_the_switches_of_the_lost_run(tmp_path: Path) -> None:
+    heal = tmp_path / "heal"
+    heal.mkdir()
+    for sid, run in (("aaa", "/j/run-1.jsonl"), ("bbb", "/j/run-2.jsonl")):
+        (heal / f"{sid}.sh").write_text(Switch(sid, "n", ("true",), 60, fault="f", run=run).script())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/started\n')
+    (bin_dir / "systemctl").chmod(0o755)
+
+    class Local:
+        def run(self, node: str, argv: list[str], **_: object) -> Completed:
+            script = argv[2].replace(HEAL_DIR, str(heal))
+            done = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                                  env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})  # fmt: skip
+            return Completed(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    assert fire(Local(), "n", "/j/run-1.jsonl") == ["aaa"]  # type: ignore[arg-type]
+    assert (tmp_path / "started").read_text().split() == ["start", "--no-block", "chaoskit-heal-aaa.service"]
