@@ -49,6 +49,7 @@ NAMED = {
 }
 # every diagnosed component but the controller manager (and chaoskit's own switches)
 COMPONENTS = [c for c in registered() if c not in ("controller-manager", "reverts")]
+HOST_DISK = re.compile(r"etcd's disk is slow|the API server's etcd requests are slow")
 PROCESS_BLAMED = re.compile(r"kube-controller-manager is (stopped|not running)|No kube-controller-manager is leading")
 
 
@@ -271,12 +272,17 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
     assert any(re.search(rf"ResourceQuota chaoskit-quota in namespace {ns} refuses pods \(pods used \d+/hard 2\)", f)
                for f in cm), cm  # fmt: skip
     assert all(f.startswith("warning: ResourceQuota") for f in cm), cm
-    # every other component is ok, but where a fault another playbook held meanwhile explains it
+    # every other component is ok, but where a fault another playbook held meanwhile explains it, or this host's
+    # disk does (etcd's fsync and the API server's etcd requests slow while three playbooks start at once: a
+    # warning about the host, which no quota causes)
     besides = [(FAULTS.get(h.split("@")[0])(), h.split("@")[1]) for h in during["held_besides"]]
-    unexplained = {f"{r.component}@{r.subject}": r.status for r in found.reports if r.component in COMPONENTS
+    unexplained = {f"{r.component}@{r.subject}": [f"{x.severity}: {x.title}" for x in r.findings]
+                   for r in found.reports if r.component in COMPONENTS and r.status != "ok"
                    and not any(r.subject == n if f.scope == "node" else r.component == f.named.component
-                               for f, n in besides)}  # fmt: skip
-    assert all(status == "ok" for status in unexplained.values()), (unexplained, during["held_besides"])
+                               for f, n in besides)
+                   and not all(x.severity == "info" or (x.severity == "warning" and HOST_DISK.search(x.title))
+                               for x in r.findings)}  # fmt: skip
+    assert not unexplained, (unexplained, during["held_besides"])
     # the measurement saw the scale-up wait at pod creation for as long as the quota held
     (res,) = [MeasurementResult.from_dict(m) for m in run["measurements"]]
     assert max((s.seconds for s in res.samples if s.stage == "pod_created"), default=0) >= 15, res.notes
