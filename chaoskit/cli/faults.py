@@ -14,6 +14,7 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, emit, node_exec, output_option
+from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
@@ -21,6 +22,7 @@ from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.runner import resolve_node
+from chaoskit.safety import recognise
 
 
 def _fault_class(name: str) -> type[Fault]:
@@ -94,11 +96,12 @@ def _resolve_node(g: Globals, cluster: str, wanted: str | None, role: str) -> st
     help="Journal (JSON lines); default ~/.local/state/chaoskit/journals/.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact node, the steps and their reverse; touch nothing.")
+@click.option("--allow-any-cluster", is_flag=True, help="Inject into a cluster chaoskit did not build or install.")
 @output_option
 @click.pass_obj
 def inject(
     g: Globals, fault: str, cluster: str, node: str | None, duration: float, deadline: float | None,
-    params: tuple[str, ...], journal_path: Path | None, dry_run: bool, output: str,
+    params: tuple[str, ...], journal_path: Path | None, dry_run: bool, allow_any_cluster: bool, output: str,
 ) -> None:  # fmt: skip
     """Inject one fault, hold it, revert it, and report time to effect and time to heal."""
     cls = _fault_class(fault)
@@ -113,12 +116,14 @@ def inject(
                  "deadline_s": deadline or default_deadline(cls(), duration)}  # fmt: skip
         emit(shown, "yaml" if output == "table" else output)
         return
-    progress = Progress()
+    progress, env = Progress(), cluster_env(g, cluster)
+    if not allow_any_cluster:
+        recognise(SubprocessRunner(), env.kube, cluster)
     journal = Journal(journal_path or default_journal_dir() / f"inject-{fault}-{int(time.time())}.jsonl")
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
-        result = run_fault(cluster_env(g, cluster), cls(), target, p, duration=duration, deadline=deadline,
-                           journal=journal, say=progress.info)  # fmt: skip
+        result = run_fault(env, cls(), target, p, duration=duration, deadline=deadline, journal=journal,
+                           say=progress.info)  # fmt: skip
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
             "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
             "failures": result.failures}  # fmt: skip
