@@ -168,6 +168,8 @@ class AgentServer(ThreadingHTTPServer):
         """The TLS handshake in the request's own thread: a slow or refused peer holds up nobody else."""
         try:
             conn = self.ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLEOFError, ConnectionError):
+            return  # connected and left without a word: the kubelet's tcpSocket probe
         except (ssl.SSLError, OSError) as exc:
             sys.stderr.write(f"agent {client_address[0]}: refused: {exc}\n")
             return
