@@ -190,8 +190,22 @@ def install(kube: Kube, install_name: str, image: str, image_id: str, *, rotate:
     return time.monotonic() - t0
 
 
+EXPERIMENTS = "/apis/chaoskit.dev/v1alpha1/chaosexperiments"
+
+
 def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:
-    """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted."""
+    """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted.
+
+    Refused while an experiment still holds the operator's finalizer: without the operator nobody would revert its
+    faults (before their switches' deadlines) or let it go."""
+    try:
+        held = [f"{e['metadata']['namespace']}/{e['metadata']['name']}" for e in kube.get(EXPERIMENTS)["items"]
+                if e["metadata"].get("finalizers")]  # fmt: skip
+    except KubeError:
+        held = []  # no CRD: nothing can be held
+    if held:
+        raise KubeError(f"ChaosExperiments still held by the operator: {', '.join(held)}; delete them first "
+                        "(kubectl delete chx --all -A: the operator reverts their faults), then uninstall")  # fmt: skip
     gone = []
     for obj in uninstall_objects():
         path = object_path(obj)
