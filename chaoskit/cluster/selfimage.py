@@ -19,7 +19,7 @@ from pathlib import Path
 import chaoskit
 from chaoskit import __version__
 from chaoskit.cluster import debian
-from chaoskit.cluster.cache import Cache, cache_key, tree_digest
+from chaoskit.cluster.cache import Cache, cache_key
 from chaoskit.cluster.oci import PATH_ENV, FileEntry, ImageSpec, write_archive
 from chaoskit.cluster.shell import Runner
 
@@ -106,17 +106,21 @@ def _files(root: Path, under: str) -> list[FileEntry]:
     return out
 
 
+def _identity(f: FileEntry) -> tuple[str, str, bytes]:
+    assert f.source is not None
+    return f.path, oct(f.mode), f.source.read_bytes()
+
+
 def build(cache: Cache, runner: Runner) -> Path:
     """The image as a docker-archive tarball (for `kind load image-archive`), cached by everything in it."""
     base = debian.build(PYTHON, cache, runner)
     deps = site_packages(cache, runner)
-    packages = _package_dirs()
-    key = cache_key(PYTHON.key(), deps.parent.name, *(tree_digest(p) for p in packages))
+    own = [f for pkg in _package_dirs() for f in _files(pkg, f"{SITE}/{pkg.name}")]
+    # keyed by exactly what goes in (compiled caches left out: they differ between checkouts of the same tree)
+    key = cache_key(PYTHON.key(), deps.parent.name, *(part for f in own for part in _identity(f)))
     if (hit := cache.get("images", "chaoskit", key)) is not None:
         return hit / "image.tar"
-    files = _files(deps, SITE)
-    for pkg in packages:
-        files += _files(pkg, f"{SITE}/{pkg.name}")
+    files = _files(deps, SITE) + own
     spec = ImageSpec(name=CHAOSKIT_IMAGE, files=tuple(files), base_rootfs=base,
                      entrypoint=("python3", "-m", "chaoskit"),
                      env=(PATH_ENV, f"PYTHONPATH={SITE}", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"),
