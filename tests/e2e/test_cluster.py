@@ -8,6 +8,7 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster import versions
+from chaoskit.cluster.cache import default_root
 from chaoskit.cluster.kube import Kube, KubeError, condition
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
@@ -149,9 +150,17 @@ def single_node_config(tmp_path):  # type: ignore[no-untyped-def]
     return path
 
 
-def test_down_leaves_no_containers_and_a_second_down_is_fine(single_node_config) -> None:  # type: ignore[no-untyped-def]
+def test_down_leaves_no_containers_and_a_second_down_is_fine(single_node_config, cluster) -> None:  # type: ignore[no-untyped-def]
+    # a one-node cluster made by kind itself, on the session cluster's node image: what is tested is `down` (making
+    # a cluster with `cluster up` is what every CI run on a fresh host starts with)
+    import subprocess
+
     name = "chaoskit-e2e-down"
-    up = chaoskit("cluster", "up", "--name", name, "--config", str(single_node_config))
+    image = subprocess.run(["docker", "inspect", "-f", "{{.Config.Image}}", f"{cluster}-control-plane"],
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    kind = str(default_root() / "bin" / "kind")
+    up = subprocess.run([kind, "create", "cluster", "--name", name, "--image", image, "--config",
+                         str(single_node_config), "--wait", "0s"], capture_output=True, text=True)  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr[-3000:]
     finally:
@@ -159,8 +168,6 @@ def test_down_leaves_no_containers_and_a_second_down_is_fine(single_node_config)
     assert down.returncode == 0, down.stderr
     left = chaoskit("cluster", "status", "--name", name, "-o", "json")
     assert json.loads(left.stdout)["exists"] is False
-    import subprocess
-
     ps = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label=io.x-k8s.kind.cluster={name}"], capture_output=True, text=True
     )
