@@ -23,7 +23,7 @@ from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.faults.base import Fault, FaultPlan, HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
-from chaoskit.safety import release_run_locks
+from chaoskit.safety import holder_id, release_run_locks
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
 DEFAULT_DEADLINE_MARGIN = 60.0
@@ -192,9 +192,10 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         journal.append("reverted", id=inj.id, by="chaoskit revert")
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
         out.reverted.append(inj)
-    run_ids = [e.data["run_id"] for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
+    started = [e.data for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
     still_broken = {i.lock_name for i, _ in out.left}
     freed = sorted({i.lock_name for i in out.reverted} - still_broken)
-    if run_ids and freed:
-        release_run_locks(env.kube, run_ids[-1], freed)
+    if started and freed:
+        # the holder as the run wrote it: the reverting process may be another host's, or another operator pod's
+        release_run_locks(env.kube, started[-1].get("holder") or holder_id(started[-1]["run_id"]), freed)
     return out

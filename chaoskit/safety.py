@@ -127,7 +127,7 @@ def release(kube: Kube, lock: Lock) -> None:
         pass  # the API server may be the broken component; the lease expires on its own
 
 
-def release_run_locks(kube: Kube, run_id: str, components: list[str]) -> None:
-    """Release the locks a (killed) run held, once its injections are reverted."""
+def release_run_locks(kube: Kube, holder: str, components: list[str]) -> None:
+    """Release the locks a (killed) run held (as `holder`), once its injections are reverted."""
     for component in components:
-        release(kube, Lock(component, holder_id(run_id)))
+        release(kube, Lock(component, holder))

@@ -164,6 +164,16 @@ def test_revert_journal_frees_every_lock_once_all_is_reverted(tmp_path: Path) ->
     assert journal.pending() == []
 
 
+def test_a_revert_from_another_host_frees_the_locks_the_run_took_under_its_own_name(tmp_path: Path) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = Journal(tmp_path / "dead.jsonl")
+    journal.append("run-started", run_id="r1", playbook="p", holder="operator-pod-a/r1")  # the pod that died
+    journal.injection(Injection("aaa", "kube-proxy.freeze", NODE, ("thaw",), 0.0))
+    acquire(kube, "kube-proxy", "operator-pod-a/r1", 600)
+    revert_journal(Env(kube, nodes, "chaoskit"), journal)  # by operator-pod-b, on another host name
+    assert _locked(kube) == set()
+
+
 @pytest.mark.parametrize("point", ["journaled", "armed", "applied-1", "applied-2", "holding", "reverting"])
 def test_every_kill_point_is_reached_on_a_clean_run(
     point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
