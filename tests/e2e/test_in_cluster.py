@@ -224,13 +224,15 @@ def test_prometheus_scrapes_the_operator_through_its_service(
         srv.stop()
 
 
-CONTROL_PATH = [  # one fault per component, those that break the path to the nodes included
-    {"fault": "apiserver.down", "duration": "15s"},
-    {"fault": "scheduler.down", "duration": "10s"},
-    {"fault": "controller-manager.hung", "duration": "10s"},
-    {"fault": "kubelet.stop", "target": {"node": "worker"}, "duration": "55s"},  # NotReady after the grace period
-    {"fault": "kubelet.runtime-unresponsive", "target": {"node": "worker2"}, "duration": "15s"},
-]
+def control_path(cluster: str) -> list[dict[str, Any]]:
+    """One fault per component, those that break the path to the nodes included."""
+    return [
+        {"fault": "apiserver.down", "duration": "15s"},
+        {"fault": "scheduler.down", "duration": "10s"},
+        {"fault": "controller-manager.hung", "duration": "10s"},
+        {"fault": "kubelet.stop", "target": {"node": "worker"}, "duration": "60s"},  # NotReady after the grace period
+        {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
+    ]
 
 
 def test_one_fault_per_component_through_the_agents_with_status_and_events_right(
@@ -239,7 +241,7 @@ def test_one_fault_per_component_through_the_agents_with_status_and_events_right
     body = {"apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment",
             "metadata": {"name": "control-path", "namespace": NS},
             "spec": {"steadyState": [{"check": "cluster-healthy", "timeout": "300s"}],
-                     "steps": CONTROL_PATH}}  # fmt: skip
+                     "steps": control_path(cluster)}}  # fmt: skip
     t0 = time.monotonic()
     assert kubectl(cluster, "apply", "-f", "-", input=json.dumps(body)).returncode == 0
     path = resource_path(NS, "control-path")
@@ -251,10 +253,11 @@ def test_one_fault_per_component_through_the_agents_with_status_and_events_right
         print(f"  {step['fault']}: effect {step.get('effectSeconds')}s, named {step.get('namedSeconds')}s, "
               f"recovered {step.get('recoverySeconds')}s after the revert")  # fmt: skip
     assert status["phase"] == "Passed", (status, events[-20:])
-    assert [s["fault"] for s in status["steps"]] == [s["fault"] for s in CONTROL_PATH]
+    assert [s["fault"] for s in status["steps"]] == [s["fault"] for s in control_path(cluster)]
     for step in status["steps"]:
         assert step["ok"] and step["effectSeconds"] is not None and step["recoverySeconds"] is not None, step
     reasons = [e.split(":", 1)[0] for e in events]
-    assert reasons.count("EffectObserved") == len(CONTROL_PATH) and reasons.count("Reverted") >= len(CONTROL_PATH)
+    steps = len(control_path(cluster))
+    assert reasons.count("EffectObserved") == steps and reasons.count("Reverted") >= steps, reasons
     armed = [e for e in events if "armed dead-man switch" in e]
-    assert len(armed) == len(CONTROL_PATH) and all("through chaoskit agent" in e for e in armed), armed
+    assert len(armed) == steps and all("through chaoskit agent" in e for e in armed), armed
