@@ -246,8 +246,9 @@ class Runner:
 
     def run(self, pb: Playbook) -> RunRecord:
         rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
-        self.journal.append("run-started", playbook=pb.name, run_id=self.run_id, cluster=pb.spec.cluster,
-                            holder=holder_id(self.run_id))  # whoever reverts it later may run on another host or pod
+        self.journal.append(
+            "run-started", playbook=pb.name, run_id=self.run_id, cluster=pb.spec.cluster, holder=holder_id(self.run_id)
+        )  # whoever reverts it later may run on another host or pod
         try:
             self._run(pb, rec)
         except KeyboardInterrupt:
