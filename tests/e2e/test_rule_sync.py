@@ -23,6 +23,7 @@ from chaoskit.measurements.probe import INTERVAL
 from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_changes, start_measurement, wait_converged
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
+from tests.e2e.test_faults import wait_healthy
 
 pytestmark = pytest.mark.e2e
 FROZEN_FOR = 10.0  # seconds kube-proxy stays frozen after the endpoint change
@@ -33,7 +34,11 @@ BOUNDS = {"rules_programmed": (INTERVAL, 1.5), "traffic_follows": (INTERVAL, 2.5
 
 @pytest.fixture
 def env(kube: Kube, cluster: str) -> Env:
-    return Env.for_kind(kube, cluster)
+    env = Env.for_kind(kube, cluster)
+    # earlier tests' API-server outages leave the controller manager under the kubelet's crash-loop back-off (up to
+    # 5 min): the workload's pods come only once it is back
+    wait_healthy(env, 360)
+    return env
 
 
 def by_node(result: MeasurementResult, stage: str, run: int | None = None) -> dict[str, list[Sample]]:
