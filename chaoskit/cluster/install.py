@@ -213,7 +213,9 @@ def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[s
             kube.delete(path, propagation="Background")
             gone.append(f"{obj['kind']}/{obj['metadata']['name']}")
     if gone:
+        # the namespace controller runs in kube-controller-manager, which an API-server outage leaves under the
+        # kubelet's crash-loop back-off (up to 5 min)
         kube.wait(f"namespace {NAMESPACE} to be gone", lambda: kube.find(f"/api/v1/namespaces/{NAMESPACE}") is None,
-                  180, interval=2)  # fmt: skip
+                  360, interval=2)  # fmt: skip
         say(f"deleted {', '.join(gone)}")
     return gone
