@@ -24,7 +24,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -180,10 +179,8 @@ class AgentServer(ThreadingHTTPServer):
 
 
 def serve(files: TLSFiles, node: str, port: int = PORT, host: str = "0.0.0.0",
-          prefix: Sequence[str] = HOST_NAMESPACES, ready: threading.Event | None = None) -> None:  # fmt: skip
+          prefix: Sequence[str] = HOST_NAMESPACES) -> None:  # fmt: skip
     server = AgentServer((host, port), server_context(files), node, prefix)
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sys.stderr.write(f"chaoskit agent {__version__} on {node}, port {server.server_address[1]}\n")
-    if ready is not None:
-        ready.set()
     server.serve_forever()

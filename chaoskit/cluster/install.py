@@ -10,6 +10,7 @@ work while the API server is down.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -160,8 +161,6 @@ def describe(objs: list[Obj]) -> list[str]:
 
 def dump(objs: list[Any]) -> str:
     """The manifests as one YAML stream (what --dry-run prints, kubectl-appliable)."""
-    import io
-
     buf = io.StringIO()
     y = YAML()
     y.width = 4096
