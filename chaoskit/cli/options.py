@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
@@ -64,8 +65,10 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
     `chaoskit install` (their credentials and node list read from the API once, then kept locally).
     """
     docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
-    if g.via == "docker" or (g.via == "auto" and docker.list_nodes()):
+    if g.via == "docker":
         return docker
+    if g.via == "auto" and (found := docker.list_nodes()):
+        return replace(docker, known=tuple(found))  # listed once per command
     local = LocalInstall.for_context(context_of(g, cluster))
     if not local.present:
         try:
@@ -73,6 +76,6 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
         except KubeError as exc:
             if g.via == "agent":
                 raise UsageError(f"chaoskit's agents are not reachable for context {context_of(g, cluster)!r}: "
-                                 f"{exc} (chaoskit install)") from exc  # fmt: skip
+                                 f"{exc}; `chaoskit install` puts them there") from exc  # fmt: skip
             return docker  # neither: callers say there is no such cluster
     return local.node_exec()

@@ -115,7 +115,10 @@ class LocalInstall:
 
     def save(self, kube: Kube) -> None:
         """Fetch the clients' pair and the node list from the API into this folder."""
-        data = kube.get(_secret_path(CLIENT_SECRET))["data"]
+        found = kube.find(_secret_path(CLIENT_SECRET))
+        if found is None:
+            raise KubeError(f"chaoskit is not installed there (no Secret {NAMESPACE}/{CLIENT_SECRET})")
+        data = found["data"]
         self.dir.mkdir(parents=True, exist_ok=True)
         for name in ("ca.crt", "tls.crt", "tls.key"):
             path = self.dir / name

@@ -6,6 +6,7 @@ Only this module imports `kubernetes`; everything else takes a `Kube`.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,16 @@ Timeout = tuple[float, float]  # (connect, read) seconds: the client ignores a b
 
 class KubeError(ToolError):
     pass
+
+
+def _said(exc: ApiException) -> str:
+    """What the API server said: its Status message when the body is one, else the body's start."""
+    body = exc.body.decode(errors="replace") if isinstance(exc.body, bytes) else str(exc.body or "")
+    try:
+        message = json.loads(body).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message) if message else body[:300]
 
 
 @dataclass
@@ -70,7 +81,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(f"{method} {path}: HTTP {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
+            raise KubeError(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}") from exc
         except Exception as exc:  # urllib3 connection errors: API server unreachable
             raise KubeError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         return data
@@ -115,9 +126,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(
-                f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {(exc.body or '')[:300]}"
-            ) from exc
+            raise KubeError(f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {_said(exc)}") from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
@@ -158,7 +167,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {(exc.body or b'')[:300]!r}") from exc
+            raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}") from exc
         except Exception as exc:
             raise KubeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
         return resp.data.decode()  # type: ignore[no-any-return]

@@ -77,10 +77,13 @@ class DockerNodeExec:
     runner: Runner
     cluster: str = ""  # whose node containers list_nodes() finds
     via: str = "docker exec"
+    known: tuple[Node, ...] = ()  # the nodes a caller already listed: list_nodes() answers them without `docker ps`
 
     def list_nodes(self) -> list[Node]:
         from chaoskit.cluster.kind import node_containers  # kind.py is the Docker side of `cluster up` too
 
+        if self.known:
+            return list(self.known)
         return [Node(c.name, c.role) for c in node_containers(self.runner, self.cluster)]
 
     def run(

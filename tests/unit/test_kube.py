@@ -110,3 +110,16 @@ def test_a_watch_asks_the_api_server_to_end_it_after_its_window() -> None:
     (query,) = api.queries
     # a misspelt timeout is ignored by the API server, and the watch then runs for 30-60 min
     assert ("timeoutSeconds", "5") in query and ("resourceVersion", "7") in query and ("watch", "true") in query
+
+
+def test_an_api_error_says_the_servers_message_not_its_json() -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    from chaoskit.cluster.kube import _said
+
+    status = ApiException(status=404, reason="Not Found")
+    status.body = '{"kind":"Status","message":"secrets \\"x\\" not found","code":404}'
+    assert _said(status) == 'secrets "x" not found'
+    plain = ApiException(status=502, reason="Bad Gateway")
+    plain.body = b"<html>upstream down</html>"
+    assert _said(plain) == "<html>upstream down</html>"

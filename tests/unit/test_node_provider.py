@@ -46,6 +46,7 @@ def test_auto_takes_docker_where_the_kind_nodes_are_on_this_host() -> None:
     runner = FakeRunner(responses={("docker", "ps"): KIND_NODE})
     seam = node_exec(Globals(None, None, None, "auto"), "c", runner, _installed())
     assert isinstance(seam, DockerNodeExec) and [n.name for n in seam.list_nodes()] == ["c-control-plane"]
+    assert [c for c in runner.calls if c[:2] == ("docker", "ps")] == [runner.calls[0]]  # listed once, then kept
 
 
 def test_auto_takes_the_agents_elsewhere_and_keeps_their_credentials(state: Path) -> None:
@@ -60,9 +61,10 @@ def test_auto_takes_the_agents_elsewhere_and_keeps_their_credentials(state: Path
     assert isinstance(again, AgentNodeExec)
 
 
-def test_agent_without_an_install_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="chaoskit install"):
+def test_agent_without_an_install_is_a_usage_error_in_words() -> None:
+    with pytest.raises(UsageError, match=r"not installed there \(no Secret .*`chaoskit install`") as caught:
         node_exec(Globals(None, "elsewhere", None, "agent"), "c", FakeRunner(), FakeKube())
+    assert "{" not in str(caught.value)  # no raw API JSON
 
 
 def test_a_playbook_becomes_an_experiment_with_its_spec_as_written(tmp_path: Path) -> None:
