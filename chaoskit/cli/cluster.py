@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, cluster_name_option, emit, output_option
+from chaoskit.cli.options import cluster_env, cluster_name_option, emit, output_option, stdout_console
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
@@ -71,7 +70,7 @@ def status(name: str, output: str) -> None:
     if output != "table":
         emit(st.to_dict(), output)
         return
-    console = Console(highlight=False)
+    console = stdout_console()
     if not st.docker:
         console.print("docker engine: not running")
         return

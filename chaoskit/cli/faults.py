@@ -9,11 +9,10 @@ from pathlib import Path
 
 import click
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, emit, node_exec, output_option
+from chaoskit.cli.options import cluster_env, emit, node_exec, output_option, stdout_console
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
@@ -54,7 +53,7 @@ def list_faults(output: str) -> None:
     table = Table("fault", "component", "default target", "what it does")
     for r in rows:
         table.add_row(r["name"], r["component"], r["target"], r["summary"])
-    Console().print(table)
+    stdout_console().print(table)
 
 
 @faults.command()

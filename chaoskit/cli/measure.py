@@ -10,7 +10,7 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.measure_rule_sync import precision_cell, rule_sync
-from chaoskit.cli.options import cluster_env, cluster_name_option, emit
+from chaoskit.cli.options import cluster_env, cluster_name_option, emit, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.measurements.hpa_driver import measure as measure_hpa
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult
@@ -50,7 +50,7 @@ def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, outpu
     if output == "json":
         emit(result.to_dict(), "json")
     else:
-        print_stages(result, Console(highlight=False, width=max(110, Console().width)))
+        print_stages(result, stdout_console(110))
 
 
 def _s(v: float | None) -> str:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option, emit, node_exec
+from chaoskit.cli.options import cluster_name_option, emit, node_exec, stdout_console
 from chaoskit.cluster.kube import Kube
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
@@ -64,7 +64,7 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
     if output == "json":
         emit(result.to_dict(), "json")
     else:
-        print_result(result, Console(highlight=False, width=max(Console().width, WIDTH)))
+        print_result(result, stdout_console(WIDTH))
     if unconverged := [a for a in result.extra.get("actions", []) if not a["converged"]]:
         click.secho(f"{len(unconverged)} change(s) did not converge on every node within {timeout:g}s", fg="red",
                     err=True)  # fmt: skip

@@ -14,11 +14,10 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option
+from chaoskit.cli.options import cluster_name_option, stdout_console
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kube import Kube
@@ -153,7 +152,7 @@ def status(state_dir: Path) -> None:
     for t in sorted(server.targets(), key=lambda t: (t["labels"].get("job", ""), t["labels"].get("instance", ""))):
         table.add_row(t["labels"].get("job", ""), t["labels"].get("instance", ""), t.get("health", ""),
                       _ago(t.get("lastScrape", "")), t.get("lastError", ""))  # fmt: skip
-    Console(highlight=False).print(table)
+    stdout_console().print(table)
 
 
 @prometheus.command()

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
+from rich.console import Console
 from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
@@ -46,6 +47,14 @@ def emit(data: object, fmt: str) -> None:
         y.default_flow_style = False
         y.width = 4096  # a command line in a plan must stay on one line to be pasteable
         y.dump(json.loads(json.dumps(data, default=str)), sys.stdout)
+
+
+def stdout_console(min_width: int = 0) -> Console:
+    """Tables on stdout: a terminal's own width (at least `min_width`); in a pipe (CI logs) wide enough that no
+    identifier is ever cut."""
+    if sys.stdout.isatty():
+        return Console(highlight=False, width=max(min_width, Console().width))
+    return Console(highlight=False, width=250)
 
 
 def context_of(g: Globals, cluster: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
-from chaoskit.cli.options import context_of, emit, node_exec, output_option
+from chaoskit.cli.options import context_of, emit, node_exec, output_option, stdout_console
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.shell import SubprocessRunner
@@ -171,7 +170,7 @@ def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], pa
 
 
 def _table(suite: SuiteRecord) -> None:
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 250)  # CI logs: never cut identifiers
+    console = stdout_console()
     several = len(suite.runs) > 1
     table = Table(*(["playbook"] if several else []), "step", "fault", "node", "effect after", "named after", "held",
                   "healthy after revert", "result")  # fmt: skip

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,14 @@ VARIANTS = [
 def test_a_fault_summary_is_one_whole_line_because_faults_list_shows_only_that(fault: Fault) -> None:
     lines = (inspect.getdoc(fault) or "").split("\n")
     assert lines[0].endswith(".") and len(lines) > 2 and lines[1] == ""
+
+
+def test_faults_list_in_a_pipe_cuts_no_fault_name_and_no_summary() -> None:
+    out = subprocess.run([sys.executable, "-m", "chaoskit", "faults", "list"], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert "…" not in out
+    for fault in CATALOG:
+        assert f"│ {fault.name} " in out and (inspect.getdoc(fault) or "").split("\n")[0] in out
 
 
 @pytest.mark.parametrize("fault", CATALOG, ids=lambda f: f.name)

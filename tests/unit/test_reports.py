@@ -168,3 +168,14 @@ def test_the_table_names_every_component_and_finding() -> None:
 def test_every_format_renders() -> None:
     assert FORMATS == ("table", "json", "markdown", "html", "junit")
     assert all(render(diagnosis(), f).strip() for f in FORMATS)
+
+
+def test_html_says_a_threshold_in_words_with_its_result() -> None:
+    from chaoskit.model.thresholds import ThresholdResult
+
+    record = hpa_record()
+    t = ThresholdResult("scale-up", "max", "total", None, 120.0, 33.3, False, "max of total is 33.300s, within limits")
+    record["thresholds"] = [t.to_dict()]
+    text = " ".join(parse(render(diagnosis(), "html", record)).text)
+    assert "scale-up: max of total ≤ 120s" in text and "held" in text and "within limits" in text
+    assert "{" not in text.split("scale-up: max")[1][:200]  # no raw dict
