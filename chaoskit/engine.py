@@ -17,6 +17,7 @@ from types import FrameType
 
 from pydantic import BaseModel
 
+from chaoskit import subject as subjects
 from chaoskit.cluster.poll import poll
 from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.env import Env
@@ -171,6 +172,8 @@ def run_fault(
 class RevertOutcome:
     reverted: list[Injection] = field(default_factory=list)
     left: list[tuple[Injection, str]] = field(default_factory=list)  # with the error that kept each
+    restored: list[str] = field(default_factory=list)  # changes to the user's objects put back, in words
+    unrestored: list[str] = field(default_factory=list)  # changes to the user's objects not put back (the errors)
 
 
 def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lambda _: None) -> RevertOutcome:
@@ -192,6 +195,13 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         journal.append("reverted", id=inj.id, by="chaoskit revert")
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
         out.reverted.append(inj)
+    try:
+        out.restored = subjects.put_back(env.kube, journal)
+        for what in out.restored:
+            say(f"put back: {what}")
+    except ChaoskitError as exc:
+        say(f"could not put back what the run changed: {exc}")
+        out.unrestored.append(str(exc))
     started = [e.data for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
     still_broken = {i.lock_name for i, _ in out.left}
     freed = sorted({i.lock_name for i in out.reverted} - still_broken)

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-EntryKind = Literal["run-started", "injection", "reverted", "revert-failed", "run-finished"]
+# "changed"/"restored": a change made to the user's own objects (an HPA's minReplicas) and its undo
+EntryKind = Literal["run-started", "injection", "reverted", "revert-failed", "changed", "restored", "run-finished"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,16 @@ class Journal:
                 except json.JSONDecodeError:
                     continue  # a line cut short by a kill: everything before it still counts
                 yield Entry(raw["kind"], raw["at"], raw.get("data") or {})
+
+    def pending_changes(self) -> list[dict[str, Any]]:
+        """Changes to the user's objects not restored yet, in the order they were made."""
+        changed: dict[str, dict[str, Any]] = {}
+        for e in self.entries():
+            if e.kind == "changed":
+                changed[e.data["id"]] = e.data
+            elif e.kind == "restored":
+                changed.pop(e.data.get("id", ""), None)
+        return list(changed.values())
 
     def pending(self) -> list[Injection]:
         """Injections with no successful revert recorded, in the order they were made."""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from chaoskit import subject as subjects
 from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.cluster.nodeexec import Node
@@ -31,7 +32,7 @@ from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL, ChaoskitError, UsageError
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
-from chaoskit.measurements.base import Measurement
+from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
 from chaoskit.model.thresholds import evaluate
 from chaoskit.model.timeline import MeasurementResult
@@ -87,6 +88,7 @@ class RunRecord:
     measurements: list[dict[str, Any]] = field(default_factory=list)  # MeasurementResult.to_dict()
     thresholds: list[dict[str, Any]] = field(default_factory=list)  # each threshold with its observed value
     diagnoses: list[dict[str, Any]] = field(default_factory=list)  # {"when": before|during|after, "report": ...}
+    subject: str = ""  # the user's objects under test, in words (empty: chaoskit's workload or none)
     verdict: Verdict = "passed"
     errors: list[str] = field(default_factory=list)
 
@@ -205,11 +207,26 @@ def plan_steps(pb: Playbook, nodes: list[Node]) -> list[dict[str, Any]]:
             "step": step.name, "fault": step.fault, "node": node, "summary": plan.summary,
             "after_s": step.after, "hold_s": step.duration, "deadline_s": step_deadline(step),
             **plan.steps(),
-            **({"scale_up": f"at {step.scale_up.at}: raise HPA {pb.spec.namespace}/web minReplicas to "
-                            f"{step.scale_up.min_replicas} (gone with the namespace after the run)"}
-               if step.scale_up else {}),
+            **({"scale_up": f"at {step.scale_up.at}: raise {_scaled_hpa(pb)} minReplicas to "
+                            f"{step.scale_up.min_replicas} ({_undone(pb)})"} if step.scale_up else {}),
         })  # fmt: skip
     return out
+
+
+def _scaled_hpa(pb: Playbook) -> str:
+    s = pb.spec.subject
+    if s is None:
+        return f"HPA {pb.spec.namespace}/web"
+    if s.hpa:
+        return f"HPA {s.namespace}/{s.hpa}"
+    what = f"Deployment {s.namespace}/{s.deployment}" if s.deployment else f"StatefulSet {s.namespace}/{s.stateful_set}"
+    return f"the HPA of {what}" if s.selector is None else f"the HPA of the Deployment {s.namespace} selects"
+
+
+def _undone(pb: Playbook) -> str:
+    if pb.spec.subject is None:
+        return "gone with the namespace after the run"
+    return "its minReplicas put back after the run, or by chaoskit revert"
 
 
 def _check(env: Env, name: str, params: dict[str, Any], timeout: float,
@@ -240,6 +257,7 @@ class Runner:
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
+        self.subject: subjects.Subject | None = None  # what scaleUp and the measurements aim at
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
         self.diagnose_enabled = False
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
@@ -259,7 +277,8 @@ class Runner:
             rec.verdict = "error"
             rec.errors.append(str(exc))
         finally:
-            if pb.spec.workload is not None:
+            self._put_back(rec)
+            if pb.spec.workload is not None or (pb.spec.subject and pb.spec.subject.load):
                 self._cleanup(pb)
             if self.restore_proxy_mode is not None:
                 self._proxy_mode(self.restore_proxy_mode)
@@ -274,6 +293,9 @@ class Runner:
             self._proxy_mode(pb.spec.kube_proxy_mode)
         if pb.spec.workload is not None:
             self._deploy(pb)
+            self.subject = subjects.chaoskits(pb.spec.namespace)
+        elif pb.spec.subject is not None:
+            self.subject = self._subject(pb, rec)
         self._go_on()
         rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
         if not all(c.ok for c in rec.before):
@@ -317,6 +339,7 @@ class Runner:
         try:
             for ref in pb.spec.measurements:
                 params = MEASUREMENTS.params_model(ref.type).model_validate(ref.params)
+                params = self._aimed(params)
                 namespace = getattr(params, "namespace", "") or pb.spec.namespace
                 m: Measurement = MEASUREMENTS.get(ref.type)(self.env, params, ref.name, namespace)  # type: ignore[call-arg,assignment]
                 m.start()
@@ -427,7 +450,7 @@ class Runner:
 
         def during() -> None:
             if step.scale_up is not None and step.scale_up.at == "effect":
-                self._scale_up(step.scale_up, srec, rec.namespace)
+                self._scale_up(step.scale_up, srec)
             self._diagnose_during(rec, srec, fault, key, until=started + max(deadline - margin, step.duration))
 
         self.peers.hold(key, fault, node)  # from before the first apply line: others may see it
@@ -442,13 +465,14 @@ class Runner:
         srec.recovery_s = result.recovery_s
         srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
         if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
-            self._scale_up(step.scale_up, srec, rec.namespace)
+            self._scale_up(step.scale_up, srec)
         return srec
 
-    def _scale_up(self, scale_up: ScaleUp, srec: StepRecord, namespace: str) -> None:
-        """The step's scaleUp: the workload HPA asked for more pods now (a failure is chaoskit's, not the system's)."""
+    def _scale_up(self, scale_up: ScaleUp, srec: StepRecord) -> None:
+        """The step's scaleUp: the subject's HPA asked for more pods now (a failure is chaoskit's, not the system's)."""
         try:
-            workloads.raise_min_replicas(self.env.kube, namespace, scale_up.min_replicas)
+            assert self.subject is not None  # the playbook's rules demand a workload or a subject for a scaleUp
+            subjects.raise_min_replicas(self.env.kube, self.subject, scale_up.min_replicas, self.journal)
         except ChaoskitError as exc:
             srec.failures.append(f"could not raise the HPA's minReplicas to {scale_up.min_replicas}: {exc}")
             return
@@ -476,6 +500,46 @@ class Runner:
         time.sleep(w.load.start_after)
         url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
         kube.apply(workloads.load_generator(ns, url, concurrency=w.load.concurrency))
+
+    def _subject(self, pb: Playbook, rec: RunRecord) -> subjects.Subject:
+        """The user's objects, found before anything is injected; their HPA must have room for every scaleUp."""
+        assert pb.spec.subject is not None
+        found = subjects.resolve(self.env.kube, pb.spec.subject)
+        rec.subject = found.words()
+        self.say(f"subject: {rec.subject}")
+        wanted = [s.scale_up.min_replicas for s in pb.spec.fault_steps() if s.scale_up is not None]
+        if wanted:
+            low, high = subjects.hpa_bounds(self.env.kube, found)
+            if bad := [n for n in wanted if not low < n <= high]:
+                raise UsageError(f"scaleUp minReplicas {bad[0]} must be above HPA {found.hpa}'s minReplicas ({low}) "
+                                 f"and at most its maxReplicas ({high})")  # fmt: skip
+        if (load := pb.spec.subject.load) is not None:
+            self._load(pb.spec.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
+        return found
+
+    def _aimed(self, params: BaseModel) -> BaseModel:
+        """A measurement's target defaults to the subject's objects (chaoskit's workload: already its defaults)."""
+        if self.subject is None or self.subject.ours or not isinstance(params, TargetParams):
+            return params
+        given, s = params.model_fields_set, self.subject
+        update = {"namespace": s.namespace, "deployment": s.name, "hpa": s.hpa or "", "service": s.service or ""}
+        return params.model_copy(update={k: v for k, v in update.items() if k not in given})
+
+    def _load(self, ns: str, url: str, concurrency: int) -> None:
+        kube = self.env.kube
+        kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns), 180)
+        kube.apply(workloads.namespace(ns))
+        kube.apply(workloads.load_generator(ns, url, concurrency=concurrency))
+        self.say(f"load: {concurrency} request loop(s) on {url}")
+
+    def _put_back(self, rec: RunRecord) -> None:
+        """What the run changed of the user's objects, as it was (a failure leaves it to `chaoskit revert`)."""
+        try:
+            for what in subjects.put_back(self.env.kube, self.journal):
+                self.say(f"put back: {what}")
+        except ChaoskitError as exc:
+            rec.errors.append(f"could not put back what the run changed (chaoskit revert retries): {exc}")
+            rec.verdict = "error"
 
     def _cleanup(self, pb: Playbook) -> None:
         try:

@@ -262,6 +262,19 @@ def condition(obj: Obj, kind: str) -> bool:
     )
 
 
+def merge_patch(obj: Any, patch: Any) -> Any:
+    """A JSON merge patch (RFC 7386) applied, as the API server applies one: maps merge, None deletes."""
+    if not isinstance(patch, dict) or not isinstance(obj, dict):
+        return copy.deepcopy(patch)
+    out = dict(obj)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(obj.get(key), value)
+    return out
+
+
 class FakeKube(Kube):
     """An in-memory API for unit tests: objects by path; create answers 409 on a taken name, get 404 on none."""
 
@@ -289,7 +302,7 @@ class FakeKube(Kube):
         if method in ("PUT", "PATCH"):
             if method == "PATCH" and path not in self.objects:
                 raise KubeError(f"PATCH {path}: HTTP 404 Not Found")  # as the API server: a patch creates nothing
-            return self._store(path, body if method == "PUT" else {**self.objects.get(path, {}), **body})
+            return self._store(path, body if method == "PUT" else merge_patch(self.objects.get(path, {}), body))
         if method == "DELETE":
             if self.objects.pop(path, None) is None:
                 raise KubeError(f"DELETE {path}: HTTP 404 Not Found")

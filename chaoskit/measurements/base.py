@@ -38,6 +38,7 @@ class TargetParams(FaultParams):
     namespace: str = Field(default="", description="Namespace of the workload (default: the playbook's).")
     deployment: str = Field(default="web", description="The Deployment (and its HPA, if any) to watch.")
     service: str = Field(default="web", description="The Service in front of it.")
+    hpa: str = Field(default="", description="Its HorizontalPodAutoscaler; default: named as the Deployment.")
 
 
 class Measurement(ABC):

@@ -55,7 +55,8 @@ class HpaScaleUp(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker = HpaTracker(self.result.started_at, time.time)
         self.stop_event = threading.Event()
-        hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{p.deployment}", "HPA")
+        hpa_name = p.hpa or p.deployment
+        hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")
         deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/deployments/{p.deployment}", "Deployment")
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         try:

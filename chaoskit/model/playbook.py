@@ -24,10 +24,12 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 KIND_CLUSTER_NAME = r"^[a-z0-9.-]+$"  # what kind itself accepts
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"  # default names look like "2.1-kube-proxy.freeze"
+URL_PATH = r"^/"
 PATTERN_WORDS = {
     DNS_LABEL: "is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
     DNS_SUBDOMAIN: "is not a node name, control-plane, worker or any",
     KIND_CLUSTER_NAME: "is not a kind cluster name: lowercase letters, digits, '.' and '-'",
+    URL_PATH: "is not a URL path: it starts with /",
     STEP_NAME: "is not a step name: lowercase letters, digits, '-', '_' and '.', "
     "starting and ending with a letter or digit",
 }
@@ -209,6 +211,44 @@ class Workload(_Model):
     load: Load = Field(default_factory=Load, description="The load generator.")
 
 
+class SubjectLoad(_Model):
+    """chaoskit's load generator (in chaoskit's namespace) sending requests to one of your Services."""
+
+    service: str = Field(max_length=63, pattern=DNS_LABEL, description="The Service, in the subject's namespace.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="Its port; default: its first.")
+    path: str = Field(default="/", pattern=URL_PATH, description="The request path (and query), e.g. /?item=tea.")
+    concurrency: int = Field(default=4, ge=1, le=256, description="Parallel request loops.")
+
+
+class Subject(_Model):
+    """Your own system under test: a Deployment or StatefulSet with its HPA and Service. chaoskit creates and deletes
+    nothing of it; what it changes to drive the test (the HPA's minReplicas, for a step's scaleUp) it records in the
+    run's journal and restores after the run (or `chaoskit revert` does)."""
+
+    namespace: str = Field(max_length=63, pattern=DNS_LABEL, description="Where your objects are.")
+    deployment: str | None = Field(
+        default=None, max_length=253, pattern=DNS_SUBDOMAIN, description="Your Deployment, by name."
+    )
+    stateful_set: str | None = Field(
+        default=None, max_length=253, pattern=DNS_SUBDOMAIN, description="Or your StatefulSet, by name."
+    )
+    selector: dict[str, str] | None = Field(
+        default=None, description="Or labels that select exactly one Deployment in the namespace."
+    )
+    hpa: str | None = Field(
+        default=None, description="Its HorizontalPodAutoscaler; default: the one whose scaleTargetRef names it."
+    )
+    service: str | None = Field(
+        default=None, description="The Service in front of it; default: the one whose selector matches its pods."
+    )
+    load: SubjectLoad | None = Field(default=None, description="Drive CPU through one of your Services.")
+
+    @model_validator(mode="after")
+    def _one_workload(self) -> Subject:
+        _raise_rule_problems(rules.subject_problems(self.model_dump()))
+        return self
+
+
 class MeasurementRef(_Model):
     """A measurement taken while the steps run."""
 
@@ -244,11 +284,15 @@ class Spec(_Model):
         default="",
         max_length=63,
         pattern=DNS_LABEL,
-        description="Namespace for the workload; default chaoskit-<metadata.name>.",
+        description="chaoskit's own namespace for the run (its workload, load generator and probes); default "
+        "chaoskit-<metadata.name>.",
         json_schema_extra=_drop_default,
     )
     workload: Workload | None = Field(
-        default=None, description="Deploy chaoskit's test workload (omit to bring your own)."
+        default=None, description="Deploy chaoskit's test workload (or name your own system in subject)."
+    )
+    subject: Subject | None = Field(
+        default=None, description="Your own Deployment, HPA and Service to test, instead of chaoskit's workload."
     )
     diagnose: bool = Field(
         default=True,

@@ -109,6 +109,8 @@ def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
         else:
             seen[name] = path
     found += scale_up_problems(spec, at)
+    if spec.get("workload") is not None and spec.get("subject") is not None:
+        found.append(((*at, "subject"), "give workload (chaoskit's) or subject (yours), not both"))
     measurements: dict[str, Path] = {}
     for i, measurement in mappings(spec.get("measurements")):
         name = measurement.get("name")
@@ -135,16 +137,27 @@ def scale_up_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
     low, high = _int(hpa.get("minReplicas", HPA_MIN_REPLICAS)), _int(hpa.get("maxReplicas", HPA_MAX_REPLICAS))
     for path, _, step in fault_steps(spec, at):
         scale_up = step.get("scaleUp")
-        if not isinstance(scale_up, Mapping):
-            continue
+        if not isinstance(scale_up, Mapping) or isinstance(spec.get("subject"), Mapping):
+            continue  # a subject's HPA bounds are known only in the cluster: checked there, before anything runs
         if not isinstance(workload, Mapping):
-            found.append(((*path, "scaleUp"), "needs spec.workload: chaoskit raises minReplicas on the workload's HPA"))
+            found.append(((*path, "scaleUp"), "needs spec.workload or spec.subject: chaoskit raises an HPA's "
+                          "minReplicas"))  # fmt: skip
             continue
         wanted = _int(scale_up.get("minReplicas"))
         if wanted is not None and low is not None and high is not None and not low < wanted <= high:
             why = f"must be above the HPA's minReplicas ({low}) and at most its maxReplicas ({high})"
             found.append(((*path, "scaleUp", "minReplicas"), why))
     return found
+
+
+def subject_problems(subject: Mapping[str, Any], at: Path = ()) -> Found:
+    """A subject names exactly one workload: a Deployment, a StatefulSet or a selector."""
+    given = [k for k in ("deployment", "statefulSet", "selector") if subject.get(k) is not None]
+    if len(given) == 1:
+        return []
+    if not given:
+        return [(at, "name your workload: deployment, statefulSet or selector")]
+    return [((*at, given[1]), f"give one of deployment, statefulSet and selector, not {' and '.join(given)}")]
 
 
 def _no_such_measurement(ref: str, names: list[str]) -> str:
@@ -187,4 +200,6 @@ def document_problems(doc: Mapping[str, Any]) -> Found:
     hpa = workload.get("hpa") if isinstance(workload, Mapping) else None
     if isinstance(hpa, Mapping):
         found += hpa_problems(hpa, (*at, "workload", "hpa"))
+    if isinstance(subject := spec.get("subject"), Mapping):
+        found += subject_problems(subject, (*at, "subject"))
     return found

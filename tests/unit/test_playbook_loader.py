@@ -310,7 +310,7 @@ def test_without_registries_the_real_catalog_is_used() -> None:
 
 def test_a_scale_up_needs_the_workload_and_room_in_its_hpa() -> None:
     assert problems(MINIMAL + "      scaleUp: {minReplicas: 3}\n") == [
-        "pb.yaml:9:16: spec.steps[0].scaleUp: needs spec.workload: chaoskit raises minReplicas on the workload's HPA"
+        "pb.yaml:9:16: spec.steps[0].scaleUp: needs spec.workload or spec.subject: chaoskit raises an HPA's minReplicas"
     ]
     with_workload = MINIMAL.replace("spec:\n", "spec:\n  workload: {hpa: {minReplicas: 2, maxReplicas: 4}}\n")
     assert problems(with_workload + "      scaleUp: {minReplicas: 5, at: effect}\n") == [
@@ -319,3 +319,20 @@ def test_a_scale_up_needs_the_workload_and_room_in_its_hpa() -> None:
     ]
     step = load(with_workload + "      scaleUp: {minReplicas: 4, at: recovered}\n").spec.fault_steps()[0]
     assert step.scale_up is not None and (step.scale_up.min_replicas, step.scale_up.at) == (4, "recovered")
+
+
+def test_a_subject_names_exactly_one_workload_and_excludes_chaoskits() -> None:
+    subject = "  subject: {namespace: shop, deployment: prices, statefulSet: db}\n"
+    assert problems(MINIMAL.replace("spec:\n", "spec:\n" + subject)) == [
+        "pb.yaml:6:63: spec.subject.statefulSet: give one of deployment, statefulSet and selector, not deployment "
+        "and statefulSet"
+    ]
+    both = "  workload: {}\n  subject: {namespace: shop, selector: {app: prices}}\n"
+    assert problems(MINIMAL.replace("spec:\n", "spec:\n" + both)) == [
+        "pb.yaml:7:12: spec.subject: give workload (chaoskit's) or subject (yours), not both"
+    ]
+    none = "  subject: {namespace: shop, load: {service: web, path: nope}}\n"
+    assert problems(MINIMAL.replace("spec:\n", "spec:\n" + none)) == [
+        "pb.yaml:6:12: spec.subject: name your workload: deployment, statefulSet or selector",
+        "pb.yaml:6:57: spec.subject.load.path: 'nope' is not a URL path: it starts with /",
+    ]

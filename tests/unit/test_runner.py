@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from chaoskit import subject as subjects
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.env import Env
@@ -190,6 +191,7 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     seen: list[str] = []
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
     pb = parse_playbook(SCALED % at)
+    runner.subject = subjects.chaoskits(pb.spec.namespace)  # what _run sets after deploying the workload
     step = pb.spec.fault_steps()[0]
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
     srec = runner._step(step, runner._target(step), rec)
@@ -202,6 +204,7 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
 def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: None, tmp_path: Path) -> None:
     runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
     pb = parse_playbook(SCALED % "effect")
+    runner.subject = subjects.chaoskits(pb.spec.namespace)
     step = pb.spec.fault_steps()[0]
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
     srec = runner._step(step, runner._target(step), rec)
@@ -244,3 +247,76 @@ def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: None) -> 
     assert step["scale_up"] == ("at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the "
                                 "namespace after the run)")  # fmt: skip
     assert "scale_up" not in plan_steps(parse_playbook(PLAYBOOK), NODES)[0]
+
+
+SHOP = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {name: shop}
+spec:
+  diagnose: false
+  subject: {namespace: shop, deployment: prices%s}
+  steps:
+    - fault: test.noop
+      duration: 100ms
+      scaleUp: {minReplicas: %d}
+  measurements:
+    - {name: m, type: test_fixed_delays}
+"""
+SHOP_HPA = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/prices"
+
+
+def _shop_kube() -> FakeKube:
+    return FakeKube({
+        "/apis/apps/v1/namespaces/shop/deployments/prices": {
+            "metadata": {"name": "prices"}, "spec": {"selector": {"matchLabels": {"app": "prices"}}}},
+        SHOP_HPA: {"metadata": {"name": "prices"}, "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "prices"}, "minReplicas": 2, "maxReplicas": 6}},
+        "/api/v1/namespaces/shop/services/prices": {
+            "metadata": {"name": "prices"}, "spec": {"selector": {"app": "prices"}, "ports": [{"port": 8080}]}},
+    })  # fmt: skip
+
+
+def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_nothing_else(
+    registered: None, tmp_path: Path
+) -> None:
+    kube, journal, said = _shop_kube(), Journal(tmp_path / "j.jsonl"), []
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append)
+    started: list[Measurement] = []
+    MEASUREMENTS._classes["test_fixed_delays"] = type("Seen", (FixedMeasurement,), {
+        "start": lambda self: started.append(self)})  # fmt: skip
+    rec = runner.run(parse_playbook(SHOP % ("", 4)))
+    assert rec.verdict == "passed", rec.errors
+    assert rec.subject == "Deployment shop/prices, HPA prices, Service prices"
+    assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2  # put back
+    assert [e.kind for e in journal.entries() if e.kind in ("changed", "restored")] == ["changed", "restored"]
+    assert any("put back: HPA shop/prices minReplicas 2 -> 4" in line for line in said), said
+    writes = [c for c in kube.calls if c[0] != "GET" and "/leases" not in c[1]]  # leases: chaoskit's locks
+    assert writes == [("PATCH", SHOP_HPA), ("PATCH", SHOP_HPA)]  # nothing of the user's created or deleted
+    params = started[0].params
+    assert (started[0].namespace, params.deployment, params.hpa, params.service) == ("shop", "prices", "prices",
+                                                                                    "prices")  # fmt: skip
+
+
+def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected(
+    registered: None, tmp_path: Path
+) -> None:
+    kube = _shop_kube()
+    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(
+        parse_playbook(SHOP % ("", 7))
+    )
+    assert rec.verdict == "error" and "at most its maxReplicas (6)" in rec.errors[0] and rec.steps == []
+    assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2
+
+
+def test_dry_run_says_a_subjects_hpa_is_put_back() -> None:
+    FAULTS.add("test.noop", NoopFault)
+    try:
+        (step,) = plan_steps(parse_playbook(SHOP.replace("  measurements:\n    - {name: m, type: test_fixed_delays}\n",
+                                                         "") % (", hpa: prices", 3)), NODES)  # fmt: skip
+    finally:
+        FAULTS._classes.pop("test.noop")
+    assert (
+        step["scale_up"] == "at effect: raise HPA shop/prices minReplicas to 3 (its minReplicas put back after "
+        "the run, or by chaoskit revert)"
+    )
