@@ -13,8 +13,8 @@ from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
+from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
-from chaoskit.model.playbook import DNS_LABEL
 from chaoskit.model.timeline import api_time
 
 QUOTA = "chaoskit-quota"

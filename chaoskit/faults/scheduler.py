@@ -14,8 +14,8 @@ from chaoskit.components import scheduler
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
+from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
-from chaoskit.model.playbook import DNS_LABEL, DNS_SUBDOMAIN
 
 
 @register

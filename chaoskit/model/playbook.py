@@ -8,31 +8,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
 from chaoskit.model import rules
+from chaoskit.model.base import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    KIND_CLUSTER_NAME,
+    STEP_NAME,
+    URL_PATH,
+    Model,
+    drop_default,
+    raise_rule_problems,
+)
 from chaoskit.model.duration import Duration, PositiveDuration
-from chaoskit.model.paths import dotted
+from chaoskit.model.probes import Probe
 
 API_VERSION = "chaoskit.dev/v1alpha1"
 KIND = "Playbook"
 DEFAULT_CLUSTER = "chaoskit"
 
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-KIND_CLUSTER_NAME = r"^[a-z0-9.-]+$"  # what kind itself accepts
-STEP_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"  # default names look like "2.1-kube-proxy.freeze"
-URL_PATH = r"^/"
-PATTERN_WORDS = {
-    DNS_LABEL: "is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
-    DNS_SUBDOMAIN: "is not a node name, control-plane, worker or any",
-    KIND_CLUSTER_NAME: "is not a kind cluster name: lowercase letters, digits, '.' and '-'",
-    URL_PATH: "is not a URL path: it starts with /",
-    STEP_NAME: "is not a step name: lowercase letters, digits, '-', '_' and '.', "
-    "starting and ending with a letter or digit",
-}
 Stat = Literal["p50", "p90", "p99", "max", "mean", "count"]
 Role = Literal["control-plane", "worker", "any"]
 ROLES: tuple[Role, ...] = ("control-plane", "worker", "any")
@@ -41,28 +36,6 @@ ROLES: tuple[Role, ...] = ("control-plane", "worker", "any")
 FAULT_STEP_TAG = "FaultStep"
 CONCURRENT_STEP_TAG = "ConcurrentStep"
 UNION_TAGS = frozenset({FAULT_STEP_TAG, CONCURRENT_STEP_TAG})
-RULE_ERROR = "chaoskit_rule"  # pydantic error type of a broken cross-field rule (the loader reports those itself)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=True,  # Python callers use snake_case; the loader turns this off for YAML
-        serialize_by_alias=True,
-    )
-
-
-def _raise_rule_problems(found: rules.Found) -> None:
-    if found:
-        detail = "; ".join(f"{dotted(path)}: {message}" if path else message for path, message in found)
-        raise PydanticCustomError(RULE_ERROR, "{detail}", {"detail": detail})
-
-
-def _drop_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)  # the real default depends on other fields; the description says which
 
 
 def _set(model: BaseModel, field: str, value: object) -> None:
@@ -75,14 +48,14 @@ RawParams = Annotated[
 ]
 
 
-class Metadata(_Model):
+class Metadata(Model):
     """Who the playbook is."""
 
     name: str = Field(max_length=63, pattern=DNS_LABEL, description="The playbook's name, a DNS-1123 label.")
     description: str = Field(default="", description="What the playbook does, for people.")
 
 
-class Target(_Model):
+class Target(Model):
     """Where a fault lands."""
 
     node: str = Field(
@@ -97,7 +70,7 @@ class Target(_Model):
         return next((r for r in ROLES if r == self.node), None)
 
 
-class ScaleUp(_Model):
+class ScaleUp(Model):
     """A scale-up at a known moment: the workload HPA's minReplicas raised, whatever the load does."""
 
     min_replicas: int = Field(ge=2, le=100, description="The HPA's minReplicas from then on, for the rest of the run.")
@@ -108,7 +81,7 @@ class ScaleUp(_Model):
     )
 
 
-class FaultStep(_Model):
+class FaultStep(Model):
     """Inject one fault, hold it for `duration`, revert it."""
 
     name: str = Field(
@@ -116,7 +89,7 @@ class FaultStep(_Model):
         max_length=63,
         pattern=STEP_NAME,
         description='Unique step name; default "<position>-<fault>": "1-scheduler.down", "2.1-kube-proxy.freeze".',
-        json_schema_extra=_drop_default,
+        json_schema_extra=drop_default,
     )
     fault: str = Field(description='A fault from the catalog, "<component>.<fault>", e.g. scheduler.down.')
     target: Target | None = Field(default=None, description="Where to inject; may be omitted for cluster-wide faults.")
@@ -128,24 +101,24 @@ class FaultStep(_Model):
         default=0.0,
         description="Dead-man switch, counted from injection: the node heals itself by then even if chaoskit dies. "
         "Must exceed duration; default: the longer of duration and the fault's effect timeout, + 60s.",
-        json_schema_extra=_drop_default,
+        json_schema_extra=drop_default,
     )
     after: Duration = Field(default=0.0, description="Wait this long before injecting.")
     scale_up: ScaleUp | None = Field(
         default=None,
         description="Ask the workload's HPA for more pods during this step (needs spec.workload).",
-        json_schema_extra=_drop_default,
+        json_schema_extra=drop_default,
     )
 
     @model_validator(mode="after")
     def _deadline(self) -> FaultStep:
-        _raise_rule_problems(rules.step_problems(self.model_dump(exclude_unset=True)))
+        raise_rule_problems(rules.step_problems(self.model_dump(exclude_unset=True)))
         if "deadline" not in self.model_fields_set:
             _set(self, "deadline", self.duration + rules.DEFAULT_DEADLINE_MARGIN)
         return self
 
 
-class ConcurrentStep(_Model):
+class ConcurrentStep(Model):
     """Fault steps that run together; the step after waits for all of them."""
 
     concurrent: list[FaultStep] = Field(min_length=1, description="The fault steps to run together.")
@@ -163,7 +136,7 @@ Step = Annotated[
 ]
 
 
-class Check(_Model):
+class Check(Model):
     """A steady-state check: must pass before the first step and after the last revert."""
 
     check: str = Field(description="A check from the catalog, e.g. nodes-ready.")
@@ -171,7 +144,7 @@ class Check(_Model):
     timeout: PositiveDuration = Field(default=60.0, description="How long the check may take to pass.")
 
 
-class Hpa(_Model):
+class Hpa(Model):
     """The HorizontalPodAutoscaler on the test workload."""
 
     min_replicas: int = Field(default=rules.HPA_MIN_REPLICAS, ge=1, le=100, description="HPA minReplicas.")
@@ -182,11 +155,11 @@ class Hpa(_Model):
 
     @model_validator(mode="after")
     def _range(self) -> Hpa:
-        _raise_rule_problems(rules.hpa_problems(self.model_dump()))
+        raise_rule_problems(rules.hpa_problems(self.model_dump()))
         return self
 
 
-class Load(_Model):
+class Load(Model):
     """The load generator that drives the workload's CPU."""
 
     concurrency: int = Field(
@@ -203,7 +176,7 @@ class Load(_Model):
     )
 
 
-class Workload(_Model):
+class Workload(Model):
     """chaoskit's test workload: a web Deployment, its Service, an HPA and a load generator."""
 
     replicas: int = Field(default=1, ge=1, le=100, description="Initial replicas of the web Deployment.")
@@ -211,7 +184,7 @@ class Workload(_Model):
     load: Load = Field(default_factory=Load, description="The load generator.")
 
 
-class SubjectLoad(_Model):
+class SubjectLoad(Model):
     """chaoskit's load generator (in chaoskit's namespace) sending requests to one of your Services."""
 
     service: str = Field(max_length=63, pattern=DNS_LABEL, description="The Service, in the subject's namespace.")
@@ -220,7 +193,7 @@ class SubjectLoad(_Model):
     concurrency: int = Field(default=4, ge=1, le=256, description="Parallel request loops.")
 
 
-class Subject(_Model):
+class Subject(Model):
     """Your own system under test: a Deployment or StatefulSet with its HPA and Service. chaoskit creates and deletes
     nothing of it; what it changes to drive the test (the HPA's minReplicas, for a step's scaleUp) it records in the
     run's journal and restores after the run (or `chaoskit revert` does)."""
@@ -245,11 +218,11 @@ class Subject(_Model):
 
     @model_validator(mode="after")
     def _one_workload(self) -> Subject:
-        _raise_rule_problems(rules.subject_problems(self.model_dump()))
+        raise_rule_problems(rules.subject_problems(self.model_dump()))
         return self
 
 
-class MeasurementRef(_Model):
+class MeasurementRef(Model):
     """A measurement taken while the steps run."""
 
     name: str = Field(max_length=63, pattern=DNS_LABEL, description="Unique id that thresholds refer to.")
@@ -257,7 +230,7 @@ class MeasurementRef(_Model):
     params: RawParams = Field(default_factory=dict)
 
 
-class Threshold(_Model):
+class Threshold(Model):
     """A limit on a measurement's statistic; a breach is a verdict (exit 1), never an error."""
 
     measurement: str = Field(description="The name of a measurement in spec.measurements.")
@@ -270,11 +243,11 @@ class Threshold(_Model):
 
     @model_validator(mode="after")
     def _bounds(self) -> Threshold:
-        _raise_rule_problems(rules.threshold_problems(self.model_dump()))
+        raise_rule_problems(rules.threshold_problems(self.model_dump()))
         return self
 
 
-class Spec(_Model):
+class Spec(Model):
     """What to run."""
 
     cluster: str = Field(
@@ -286,7 +259,7 @@ class Spec(_Model):
         pattern=DNS_LABEL,
         description="chaoskit's own namespace for the run (its workload, load generator and probes); default "
         "chaoskit-<metadata.name>.",
-        json_schema_extra=_drop_default,
+        json_schema_extra=drop_default,
     )
     workload: Workload | None = Field(
         default=None, description="Deploy chaoskit's test workload (or name your own system in subject)."
@@ -308,6 +281,9 @@ class Spec(_Model):
         default_factory=list, description="Checked before the first step and after the last revert."
     )
     steps: list[Step] = Field(min_length=1, description="Run in order.")
+    probes: list[Probe] = Field(
+        default_factory=list, description="Your steady state, sampled before, during and after the faults."
+    )
     measurements: list[MeasurementRef] = Field(default_factory=list, description="Taken while the steps run.")
     thresholds: list[Threshold] = Field(
         default_factory=list, description="Limits on measurements; a breach is a verdict (exit 1), never an error."
@@ -317,7 +293,7 @@ class Spec(_Model):
     def _names(self) -> Spec:
         steps = [_named(step, f"{i + 1}") for i, step in enumerate(self.steps)]
         _set(self, "steps", steps)
-        _raise_rule_problems(rules.spec_problems(self.model_dump()))
+        raise_rule_problems(rules.spec_problems(self.model_dump()))
         return self
 
     def fault_steps(self) -> list[FaultStep]:
@@ -337,7 +313,7 @@ def _named(step: FaultStep | ConcurrentStep, position: str) -> FaultStep | Concu
     return step.model_copy(update={"name": rules.default_step_name(position, step.fault)})
 
 
-class Playbook(_Model):
+class Playbook(Model):
     """A chaos experiment: faults to inject in order, what must hold before and after, what to measure."""
 
     api_version: Literal["chaoskit.dev/v1alpha1"] = Field(description="Always chaoskit.dev/v1alpha1.")
@@ -347,7 +323,7 @@ class Playbook(_Model):
 
     @model_validator(mode="after")
     def _namespace(self) -> Playbook:
-        _raise_rule_problems(rules.namespace_problems(self.model_dump()))
+        raise_rule_problems(rules.namespace_problems(self.model_dump()))
         if not self.spec.namespace:
             spec = self.spec.model_copy(update={"namespace": rules.default_namespace(self.metadata.name)})
             _set(self, "spec", spec)

@@ -121,6 +121,14 @@ def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
             found.append((path, f"measurement name {name!r} is already used by {dotted(measurements[name][:-1])}"))
         else:
             measurements[name] = path
+    probes: dict[str, Path] = {}
+    for i, probe in mappings(spec.get("probes")):
+        name = probe.get("name")
+        if isinstance(name, str) and name in probes:
+            found.append(((*at, "probes", i, "name"), f"probe name {name!r} is already used by "
+                          f"{dotted(probes[name])}"))  # fmt: skip
+        elif isinstance(name, str):
+            probes[name] = (*at, "probes", i)
     for i, threshold in mappings(spec.get("thresholds")):
         ref = threshold.get("measurement")
         if isinstance(ref, str) and ref not in measurements:
@@ -158,6 +166,36 @@ def subject_problems(subject: Mapping[str, Any], at: Path = ()) -> Found:
     if not given:
         return [(at, "name your workload: deployment, statefulSet or selector")]
     return [((*at, given[1]), f"give one of deployment, statefulSet and selector, not {' and '.join(given)}")]
+
+
+def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
+    """A probe is exactly one kind, with something to judge it by."""
+    kinds = [k for k in ("http", "promql", "k8s", "command") if probe.get(k) is not None]
+    if len(kinds) != 1:
+        given = " and ".join(kinds) if kinds else "none"
+        return [(at, f"give exactly one of http, promql, k8s and command (given: {given})")]
+    kind, body = kinds[0], probe[kinds[0]]
+    slo = probe.get("slo")
+    if kind == "http" and not isinstance(slo, Mapping):
+        return [(at, "an http probe needs an slo: successRate, p50, p99 or max")]
+    if kind == "http" and isinstance(slo, Mapping) and all(slo.get(k) is None for k in ("successRate", "p50", "p99",
+                                                                                        "max")):  # fmt: skip
+        return [((*at, "slo"), "give successRate, p50, p99 or max")]
+    if kind != "http" and slo is not None:
+        return [((*at, "slo"), f"only an http probe has an slo; a {kind} probe is judged by its own bounds")]
+    if not isinstance(body, Mapping):
+        return []
+    if kind == "promql" and body.get("min") is None and body.get("max") is None:
+        return [((*at, kind), "a promql probe needs min, max or both")]
+    if kind == "k8s":
+        if (body.get("condition") is None) == (body.get("field") is None):
+            return [((*at, kind), "give condition or field (one of them)")]
+        bounds = [b for b in ("equals", "min", "max") if body.get(b) is not None]
+        if body.get("field") is not None and not bounds:
+            return [((*at, kind, "field"), "a field needs equals, min or max")]
+        if body.get("condition") is not None and bounds:
+            return [((*at, kind, bounds[0]), "a condition is judged True or not: no equals, min or max")]
+    return []
 
 
 def _no_such_measurement(ref: str, names: list[str]) -> str:
@@ -202,4 +240,6 @@ def document_problems(doc: Mapping[str, Any]) -> Found:
         found += hpa_problems(hpa, (*at, "workload", "hpa"))
     if isinstance(subject := spec.get("subject"), Mapping):
         found += subject_problems(subject, (*at, "subject"))
+    for i, probe in mappings(spec.get("probes")):
+        found += probe_problems(probe, (*at, "probes", i))
     return found

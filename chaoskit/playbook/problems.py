@@ -8,9 +8,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from chaoskit.errors import Problem
+from chaoskit.model.base import PATTERN_WORDS, RULE_ERROR
 from chaoskit.model.kinds import yaml_kind
 from chaoskit.model.paths import Path, dotted
-from chaoskit.model.playbook import PATTERN_WORDS, RULE_ERROR, UNION_TAGS
+from chaoskit.model.playbook import UNION_TAGS
 from chaoskit.playbook.fields import known_keys
 from chaoskit.playbook.locations import Anchor, Locations
 from chaoskit.registry import close_matches

@@ -5,6 +5,9 @@
 //	workload serve [-addr :8080]          serve /, /healthz, /readyz, /burn?ms=N
 //	workload load URL [-c N] [-for D]      keep N concurrent requests going
 //	workload get URL [-timeout D]          one request; prints the body, exit 1 on failure
+//	workload probe URL [-every D] [-timeout D]
+//	                                       one request every D until killed; a line per request:
+//	                                       "<start unix ms> <HTTP status, or 0> <latency ms> [error]"
 package main
 
 import (
@@ -35,6 +38,8 @@ func main() {
 		err = load(os.Args[2:])
 	case "get":
 		err = get(os.Args[2:])
+	case "probe":
+		err = probe(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -161,6 +166,57 @@ func get(args []string) error {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// probe asks URL every interval (not after the last answer: a slow answer must not thin the samples) and prints
+// one line per request as it completes, so a reader of the pod's log gets every sample with its own start time.
+func probe(args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ExitOnError)
+	every := fs.Duration("every", 500*time.Millisecond, "time between two requests")
+	timeout := fs.Duration("timeout", 2*time.Second, "request timeout")
+	_ = fs.Parse(reorder(args))
+	if fs.NArg() != 1 {
+		return fmt.Errorf("probe needs one URL")
+	}
+	url := fs.Arg(0)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	client := &http.Client{Timeout: *timeout}
+	var out sync.Mutex
+	tick := time.NewTicker(*every)
+	defer tick.Stop()
+	for {
+		start := time.Now()
+		go func() {
+			status, errText := 0, ""
+			resp, err := client.Get(url)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				status = resp.StatusCode
+			} else {
+				errText = " " + oneLine(err.Error())
+			}
+			out.Lock()
+			fmt.Printf("%d %d %.1f%s\n", start.UnixMilli(), status, float64(time.Since(start).Microseconds())/1000, errText)
+			out.Unlock()
+		}()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func oneLine(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
 }
 
 func fetch(ctx context.Context, c *http.Client, url string) error {

@@ -1,0 +1,104 @@
+"""Probes: the user's steady state measured while a playbook runs, not asserted once.
+
+A probe is one of four kinds (http, promql, k8s, command). It is sampled every `every` over the phases in `when`,
+and each phase is judged on its own samples: an http probe against its SLO (success rate, latency percentiles), the
+others sample by sample against their bound. Every sample goes into the run record.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from chaoskit.model import rules
+from chaoskit.model.base import DNS_LABEL, HTTP_URL, Model, raise_rule_problems
+from chaoskit.model.duration import Duration, PositiveDuration
+
+Phase = Literal["before", "during", "after", "effect"]
+PHASES: tuple[Phase, ...] = ("before", "during", "after", "effect")
+JUDGED_BY_DEFAULT: tuple[Phase, ...] = ("before", "during", "after")
+KINDS = ("http", "promql", "k8s", "command")
+
+
+class HttpProbe(Model):
+    """Requests from inside the cluster (a probe pod in chaoskit's namespace), e.g. through your Service."""
+
+    url: str = Field(max_length=2048, pattern=HTTP_URL, description="The URL, as a pod in the cluster reaches it.")
+    timeout: PositiveDuration = Field(default=2.0, description="A request slower than this counts as failed.")
+
+
+class Slo(Model):
+    """What an http probe must keep in each judged phase."""
+
+    success_rate: float | None = Field(
+        default=None, ge=0, le=100, description="Percent of requests answered with a status below 400, at least."
+    )
+    p50: Duration | None = Field(default=None, description="Median latency of the answered requests, at most.")
+    p99: Duration | None = Field(default=None, description="99th percentile latency, at most.")
+    max: Duration | None = Field(default=None, description="Slowest answered request, at most.")
+
+
+class PromqlProbe(Model):
+    """A PromQL query, its first result's value compared with a bound."""
+
+    query: str = Field(min_length=1, description="An instant query, e.g. sum(rate(http_requests_total[1m])).")
+    url: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=HTTP_URL,
+        description="The Prometheus to ask; default: the one `chaoskit metrics prometheus up` runs.",
+    )
+    min: float | None = Field(default=None, description="Failed when the value is below this.")
+    max: float | None = Field(default=None, description="Failed when the value is above this.")
+
+
+class K8sProbe(Model):
+    """A field or condition of one object, read through the API."""
+
+    api_version: str = Field(min_length=1, description="e.g. apps/v1.")
+    kind: str = Field(min_length=1, description="e.g. Deployment (a kind the cluster serves).")
+    namespace: str | None = Field(
+        default=None, max_length=63, pattern=DNS_LABEL, description="Its namespace (none: a cluster-wide kind)."
+    )
+    name: str = Field(min_length=1, max_length=253, description="Its name.")
+    condition: str | None = Field(default=None, description="A status condition that must be True, e.g. Available.")
+    field: str | None = Field(default=None, description="A dotted path, e.g. status.readyReplicas.")
+    equals: str | int | float | bool | None = Field(default=None, description="The field must equal this.")
+    min: float | None = Field(default=None, description="The field must be at least this.")
+    max: float | None = Field(default=None, description="The field must be at most this.")
+
+
+class CommandProbe(Model):
+    """A command run where chaoskit runs; exit 0 is a success."""
+
+    argv: list[str] = Field(min_length=1, description="The command and its arguments (no shell).")
+    timeout: PositiveDuration = Field(default=10.0, description="A command slower than this has failed.")
+
+
+class Probe(Model):
+    """One probe: exactly one of http, promql, k8s and command."""
+
+    name: str = Field(max_length=63, pattern=DNS_LABEL, description="Unique name, as the verdict and reports say it.")
+    http: HttpProbe | None = Field(default=None, description="Requests from inside the cluster.")
+    promql: PromqlProbe | None = Field(default=None, description="A Prometheus query against a bound.")
+    k8s: K8sProbe | None = Field(default=None, alias="k8s", description="A field or condition of an object.")
+    command: CommandProbe | None = Field(default=None, description="A command's exit code.")
+    every: PositiveDuration = Field(default=1.0, description="Time between two samples.")
+    when: list[Phase] = Field(
+        default_factory=lambda: list(JUDGED_BY_DEFAULT),
+        min_length=1,
+        description="The phases judged: before the first fault, during (while a fault holds), after the last "
+        "revert, effect (the first sample after each fault's effect shows).",
+    )
+    slo: Slo | None = Field(default=None, description="For http: what each judged phase must keep.")
+    weight: float = Field(default=1.0, ge=0, le=100, description="Its weight in the resilience score.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Probe:
+        raise_rule_problems(rules.probe_problems(self.model_dump(by_alias=True)))
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in KINDS if getattr(self, k) is not None)
