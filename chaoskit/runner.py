@@ -24,6 +24,8 @@ from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.poll import poll
+from chaoskit.cluster.shell import Runner as ShellRunner
+from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
@@ -36,6 +38,7 @@ from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
 from chaoskit.model.thresholds import evaluate
 from chaoskit.model.timeline import MeasurementResult
+from chaoskit.probes.run import ProbeSet, prober_for
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS
 from chaoskit.safety import acquire, check_free, holder_id, release
 
@@ -89,6 +92,7 @@ class RunRecord:
     thresholds: list[dict[str, Any]] = field(default_factory=list)  # each threshold with its observed value
     diagnoses: list[dict[str, Any]] = field(default_factory=list)  # {"when": before|during|after, "report": ...}
     subject: str = ""  # the user's objects under test, in words (empty: chaoskit's workload or none)
+    probes: list[dict[str, Any]] = field(default_factory=list)  # ProbeRecord.to_dict(): phases judged, samples
     verdict: Verdict = "passed"
     errors: list[str] = field(default_factory=list)
 
@@ -252,8 +256,10 @@ def _check(env: Env, name: str, params: dict[str, Any], timeout: float,
 
 class Runner:
     def __init__(self, env: Env, nodes: list[Node], journal: Journal, say: Callable[[str], None],
-                 peers: Peers | None = None) -> None:  # fmt: skip
+                 peers: Peers | None = None, shell: ShellRunner | None = None) -> None:  # fmt: skip
         self.env, self.nodes, self.journal, self.say = env, nodes, journal, say
+        self.shell = shell or SubprocessRunner()  # where command probes run
+        self.probes: ProbeSet | None = None
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
@@ -278,7 +284,7 @@ class Runner:
             rec.errors.append(str(exc))
         finally:
             self._put_back(rec)
-            if pb.spec.workload is not None or (pb.spec.subject and pb.spec.subject.load):
+            if pb.spec.workload is not None or (pb.spec.subject and pb.spec.subject.load) or pb.spec.probes:
                 self._cleanup(pb)
             if self.restore_proxy_mode is not None:
                 self._proxy_mode(self.restore_proxy_mode)
@@ -297,10 +303,20 @@ class Runner:
         elif pb.spec.subject is not None:
             self.subject = self._subject(pb, rec)
         self._go_on()
+        self._start_probes(pb)
+        try:
+            self._measured(pb, rec)
+        finally:
+            if self.probes is not None:
+                self._finish_probes(rec)
+
+    def _measured(self, pb: Playbook, rec: RunRecord) -> None:
         rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
-        if not all(c.ok for c in rec.before):
+        failed_probes = self.probes.before_ends(self.stop) if self.probes is not None else []
+        if not all(c.ok for c in rec.before) or failed_probes:
             rec.verdict = "aborted"
-            rec.errors.append("steady state not met before injecting; nothing was injected")
+            why = "; ".join(f"probe {p.name}: {p.phases[0].reason}" for p in failed_probes)
+            rec.errors.append(f"steady state not met before injecting{': ' + why if why else ''}; nothing was injected")
             return
         self.diagnose_enabled = pb.spec.diagnose
         self._diagnose(rec, "before")
@@ -316,6 +332,8 @@ class Runner:
                     rec.verdict = "error"
                     rec.errors.append("chaoskit could not run a step (see its failures); later steps not run")
                     return
+            if self.probes is not None:
+                self.probes.after_starts()
             rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
             self._diagnose(rec, "after")
         finally:
@@ -326,6 +344,31 @@ class Runner:
         for b in breaches:
             self.say(f"threshold {b.measurement} {b.stat} {b.stage}: {'BREACHED' if b.breached else 'ok'} ({b.reason})")
         if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
+            rec.verdict = "deviated"
+
+    def _start_probes(self, pb: Playbook) -> None:
+        """The probes sampling from now on (an http probe's pod in chaoskit's namespace); one that cannot start is
+        chaoskit's error (exit 4), with nothing injected."""
+        if not pb.spec.probes:
+            return
+        ns = pb.spec.namespace
+        if pb.spec.workload is None:  # chaoskit's namespace exists already with its workload
+            kube = self.env.kube
+            kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns),
+                      180)  # fmt: skip
+            kube.apply(workloads.namespace(ns))
+        probes = ProbeSet([(p, prober_for(self.env, p, ns, self.shell)) for p in pb.spec.probes], self.say)
+        probes.start()
+        self.probes = probes
+
+    def _finish_probes(self, rec: RunRecord) -> None:
+        assert self.probes is not None
+        done = self.probes.finish(self.stop)
+        rec.probes = [p.to_dict() for p in done]
+        for p in done:
+            self.say(f"probe {p.name}: " + "; ".join(f"{r.phase} {'ok' if r.ok else 'FAILED'} ({r.reason})"
+                                                       for r in p.phases))  # fmt: skip
+        if rec.verdict == "passed" and not all(p.ok for p in done):
             rec.verdict = "deviated"
 
     def _go_on(self) -> None:
@@ -449,6 +492,8 @@ class Runner:
         margin = 30.0  # the revert must start well before the node's own switch fires
 
         def during() -> None:
+            if self.probes is not None:
+                self.probes.holding(key)
             if step.scale_up is not None and step.scale_up.at == "effect":
                 self._scale_up(step.scale_up, srec)
             self._diagnose_during(rec, srec, fault, key, until=started + max(deadline - margin, step.duration))
@@ -461,6 +506,8 @@ class Runner:
             )  # fmt: skip
         finally:
             self.peers.drop(key)
+            if self.probes is not None:
+                self.probes.released(key)
         srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
         srec.recovery_s = result.recovery_s
         srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held

@@ -165,3 +165,25 @@ def terminating(kube: Kube, ns: str) -> bool:
     """True while namespace `ns` is being deleted; False when it is active or absent."""
     found = kube.find(f"/api/v1/namespaces/{ns}")
     return found is not None and bool(found.get("metadata", {}).get("deletionTimestamp"))
+
+
+def probe_pod(ns: str, name: str, url: str, every: float, timeout: float) -> Obj:
+    """A pod that asks `url` every `every` seconds and logs a line per request (an http probe's samples)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": "chaoskit-probe", "chaoskit.dev/probe": name}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "restartPolicy": "Never",  # a restarted prober would lose nothing, but it must not hide a crash
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": WORKLOAD_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "args": ["probe", url, "-every", f"{every:g}s", "-timeout", f"{timeout:g}s"],
+                    "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}},
+                }
+            ],
+        },
+    }

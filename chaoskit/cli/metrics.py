@@ -26,12 +26,12 @@ from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
 from chaoskit.exporters.prometheus import Exporter, JournalDir
 from chaoskit.exporters.prometheus import serve as serve_exporter
-from chaoskit.journal import default_journal_dir, state_home
+from chaoskit.journal import default_journal_dir
 from chaoskit.progress import Progress
 
 
 def default_prometheus_dir() -> Path:
-    return state_home() / "prometheus"
+    return prom.default_dir()
 
 
 @click.group()

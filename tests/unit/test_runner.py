@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -320,3 +320,50 @@ def test_dry_run_says_a_subjects_hpa_is_put_back() -> None:
         step["scale_up"] == "at effect: raise HPA shop/prices minReplicas to 3 (its minReplicas put back after "
         "the run, or by chaoskit revert)"
     )
+
+
+PROBED = """\
+apiVersion: chaoskit.dev/v1alpha1
+kind: Playbook
+metadata: {name: probed}
+spec:
+  diagnose: false
+  probes:
+    - name: shop-ok
+      command: {argv: [sh, -c, check-the-shop]}
+      every: 20ms
+      when: [before, during, after, effect]
+  steps:
+    - fault: test.noop
+      duration: 300ms
+"""
+
+
+def _probed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool]) -> RunRecord:
+    from chaoskit.cluster.shell import Completed, FakeRunner
+    from chaoskit.probes import run as probes_run
+
+    monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
+    shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))
+    runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"),
+                    lambda _: None, shell=shell)  # fmt: skip
+    return runner.run(parse_playbook(PROBED))
+
+
+def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
+    registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = _probed_run(tmp_path, monkeypatch, lambda: False)
+    assert rec.verdict == "passed", rec.errors
+    (probe,) = rec.probes
+    assert [(p["phase"], p["ok"]) for p in probe["phases"]] == [("before", True), ("during", True), ("after", True),
+                                                                ("effect", True)]  # fmt: skip
+    assert all(p["samples"] >= 1 for p in probe["phases"]) and len(probe["samples"]) >= 10
+
+
+def test_a_probe_failing_before_the_faults_aborts_the_run_with_nothing_injected(
+    registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = _probed_run(tmp_path, monkeypatch, lambda: True)
+    assert rec.verdict == "aborted" and rec.steps == [] and rec.exit_code == 4
+    assert "probe shop-ok: " in rec.errors[0] and "exit 1: shop down" in rec.errors[0]

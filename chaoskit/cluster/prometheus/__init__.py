@@ -30,7 +30,7 @@ from chaoskit.cluster.prometheus.rbac import (
     ensure_monitoring,
     monitoring_objects,
 )
-from chaoskit.cluster.prometheus.server import PrometheusError, Server, adopt, free_port, start
+from chaoskit.cluster.prometheus.server import PrometheusError, Server, adopt, default_dir, free_port, start
 
 __all__ = [
     "APISERVER_PORT",
@@ -58,6 +58,7 @@ __all__ = [
     "cluster_ca",
     "cluster_jobs",
     "cluster_nodes",
+    "default_dir",
     "ensure_monitoring",
     "free_port",
     "install",

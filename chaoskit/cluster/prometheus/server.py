@@ -17,6 +17,7 @@ from typing import Any
 from chaoskit.cluster.prometheus.install import Install
 from chaoskit.cluster.shell import Process, spawn
 from chaoskit.errors import ToolError
+from chaoskit.journal import state_home
 
 
 class PrometheusError(ToolError):
@@ -127,6 +128,11 @@ def start(tools: Install, workdir: Path, port: int | None = None, address: str =
     (workdir / "prometheus.pid").write_text(f"{proc.pid}\n")
     (workdir / "url").write_text(f"{server.url}\n")
     return server
+
+
+def default_dir() -> Path:
+    """Where `chaoskit metrics prometheus up` keeps its server (config, data, pid file, URL)."""
+    return state_home() / "prometheus"
 
 
 def adopt(workdir: Path) -> Server | None:

@@ -1,0 +1,65 @@
+"""http probe: a pod in chaoskit's namespace asks the URL every `every` and logs one line per request; its log,
+read through the API whenever the API answers, is the samples. The pod keeps sampling through an API-server outage
+(its log is on the node), so a fault of the control plane costs no samples, only their reading until it is back."""
+
+from __future__ import annotations
+
+import time
+
+from chaoskit import workloads
+from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.model.probes import HttpProbe
+from chaoskit.model.slo import ProbeSample
+from chaoskit.probes.base import ProbeError, Prober
+
+START_TIMEOUT = 60.0
+
+
+def parse_line(line: str) -> ProbeSample | None:
+    """ "<start unix ms> <HTTP status, or 0> <latency ms> [error]" (images/workload: probe) as a sample."""
+    parts = line.split(" ", 3)
+    try:
+        at, status, latency = int(parts[0]) / 1000, int(parts[1]), float(parts[2]) / 1000
+    except (IndexError, ValueError):
+        return None
+    if 0 < status < 400:
+        return ProbeSample(at, True, latency, f"HTTP {status}")
+    return ProbeSample(at, False, None, f"HTTP {status}" if status else (parts[3] if len(parts) > 3 else "no answer"))
+
+
+class HttpProber(Prober):
+    polled = False
+
+    def __init__(self, kube: Kube, spec: HttpProbe, every: float, namespace: str, name: str) -> None:
+        self.kube, self.spec, self.every, self.namespace, self.name = kube, spec, every, namespace, name
+        self.path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        self.samples: list[ProbeSample] = []
+
+    def start(self) -> None:
+        self.kube.apply(workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout))
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            pod = self.kube.find(self.path) or {}
+            phase = pod.get("status", {}).get("phase")
+            if phase == "Running":
+                return
+            if phase in ("Failed", "Succeeded"):
+                break
+            time.sleep(0.5)
+        raise ProbeError(f"http probe {self.name}: its pod did not start within {START_TIMEOUT:.0f}s "
+                         f"(phase {phase or 'none'}; is chaoskit's workload image in the cluster?)")  # fmt: skip
+
+    def collect(self) -> list[ProbeSample]:
+        try:
+            text = self.kube.raw(f"{self.path}/log")
+        except KubeError:
+            return self.samples  # the API is down: what was read before, and the rest later
+        self.samples = [s for s in map(parse_line, text.splitlines()) if s is not None]
+        return self.samples
+
+    def stop(self) -> None:
+        try:
+            self.collect()
+            self.kube.delete(self.path, propagation="Background")
+        except KubeError:
+            pass  # it goes with chaoskit's namespace
