@@ -20,6 +20,7 @@ from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.model.playbook import Playbook
+from chaoskit.model.probes import probe_words
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
@@ -157,7 +158,10 @@ def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], pa
              output: str) -> None:  # fmt: skip
     fmt = "yaml" if output == "table" else output
     plans = [{"playbook": pb.name, "cluster": pb.spec.cluster, "namespace": pb.spec.namespace,
-              "steadyState": [c.check for c in pb.spec.steady_state], "steps": plan_steps(pb, nodes)}
+              **({"subject": pb.spec.subject.model_dump(exclude_none=True)} if pb.spec.subject else {}),
+              "steadyState": [c.check for c in pb.spec.steady_state],
+              **({"probes": [probe_words(p) for p in pb.spec.probes]} if pb.spec.probes else {}),
+              "steps": plan_steps(pb, nodes)}
              for pb in playbooks]  # fmt: skip
     if len(files) == 1:
         emit(plans[0], fmt)

@@ -103,3 +103,33 @@ class Probe(Model):
     @property
     def kind(self) -> str:
         return next(k for k in KINDS if getattr(self, k) is not None)
+
+
+def probe_words(probe: Probe) -> str:
+    """One line for a plan or a summary: what is asked, how often, what must hold, when."""
+    if probe.http is not None:
+        what = f"GET {probe.http.url} (timeout {probe.http.timeout:g}s)"
+    elif probe.promql is not None:
+        what = f"PromQL {probe.promql.query}"
+    elif probe.k8s is not None:
+        k = probe.k8s
+        what = f"{k.kind} {k.namespace + '/' if k.namespace else ''}{k.name} " + (
+            f"condition {k.condition} True" if k.condition else f"{k.field}"
+        )
+    else:
+        assert probe.command is not None
+        what = "command " + " ".join(probe.command.argv)
+    bounds = ""
+    if probe.slo is not None:
+        parts = [f"success >= {probe.slo.success_rate:g}%"] if probe.slo.success_rate is not None else []
+        parts += [f"{k} <= {getattr(probe.slo, k) * 1000:g}ms" for k in ("p50", "p99", "max") if getattr(probe.slo, k)]
+        bounds = "; " + ", ".join(parts)
+    elif probe.promql is not None or (probe.k8s is not None and probe.k8s.field):
+        src: PromqlProbe | K8sProbe | None = probe.promql or probe.k8s
+        assert src is not None
+        equals = src.equals if isinstance(src, K8sProbe) else None
+        parts = [f"== {equals!r}"] if equals is not None else []
+        parts += [f">= {src.min:g}"] if src.min is not None else []
+        parts += [f"<= {src.max:g}"] if src.max is not None else []
+        bounds = "; " + ", ".join(parts)
+    return f"{probe.name}: {what} every {probe.every:g}s{bounds}; judged {', '.join(probe.when)}"

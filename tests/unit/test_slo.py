@@ -42,3 +42,12 @@ def test_a_polled_probe_fails_a_phase_on_its_first_failed_sample() -> None:
     samples = [ProbeSample(12, True), ProbeSample(14, False, None, "Available is False"), ProbeSample(16, True)]
     (during,) = judge(k8s, samples, PHASES)
     assert not during.ok and during.reason == "1 of 3 samples failed, first: Available is False"
+
+
+def test_a_probe_in_words_says_what_is_asked_how_often_what_must_hold_and_when() -> None:
+    from chaoskit.model.probes import probe_words
+
+    assert probe_words(HTTP) == ("shop: GET http://shop/ (timeout 2s) every 1s; success >= 99%, p99 <= 300ms; "
+                                 "judged before, during, after, effect")  # fmt: skip
+    promql = Probe.model_validate({"name": "up", "promql": {"query": "sum(up)", "min": 3}, "when": ["effect"]})
+    assert probe_words(promql) == "up: PromQL sum(up) every 1s; >= 3; judged effect"
