@@ -23,6 +23,7 @@ from ruamel.yaml import YAML
 from chaoskit.cluster import pki
 from chaoskit.cluster.agentexec import PORT, AgentNode, AgentNodeExec, client_context
 from chaoskit.cluster.assets import deploy_dir
+from chaoskit.cluster.experiments import FINAL, FINALIZER
 from chaoskit.cluster.kube import Kube, KubeError, Obj, condition, object_path
 from chaoskit.cluster.selfimage import CHAOSKIT_IMAGE
 from chaoskit.journal import state_home
@@ -195,19 +196,32 @@ def install(kube: Kube, install_name: str, image: str, image_id: str, *, rotate:
 EXPERIMENTS = "/apis/chaoskit.dev/v1alpha1/chaosexperiments"
 
 
+def _ref(experiment: Obj) -> str:
+    return f"{experiment['metadata']['namespace']}/{experiment['metadata']['name']}"
+
+
 def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:
     """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted.
 
-    Refused while an experiment still holds the operator's finalizer: without the operator nobody would revert its
-    faults (before their switches' deadlines) or let it go."""
+    Refused while an experiment still runs: without the operator nobody would revert its faults (before their
+    switches' deadlines) or let it go. A finished experiment stays, let go of by the operator's finalizer."""
     try:
-        held = [f"{e['metadata']['namespace']}/{e['metadata']['name']}" for e in kube.get(EXPERIMENTS)["items"]
-                if e["metadata"].get("finalizers")]  # fmt: skip
+        experiments = kube.get(EXPERIMENTS)["items"]
     except KubeError:
-        held = []  # no CRD: nothing can be held
-    if held:
-        raise KubeError(f"ChaosExperiments still held by the operator: {', '.join(held)}; delete them first "
-                        "(kubectl delete chx --all -A: the operator reverts their faults), then uninstall")  # fmt: skip
+        experiments = []  # no CRD: nothing can be held
+    held = [e for e in experiments if e["metadata"].get("finalizers")]
+    running = [_ref(e) for e in held if (e.get("status") or {}).get("phase") not in FINAL]
+    if running:
+        raise KubeError(
+            f"ChaosExperiments still running: {', '.join(running)}; delete them first (kubectl "
+            "delete chx NAME: the operator reverts their faults) or let them finish, then uninstall"
+        )
+    for e in held:  # finished: nothing of them in place; the operator would let go of each on its deletion
+        meta = e["metadata"]
+        kept = [f for f in meta["finalizers"] if f != FINALIZER]
+        kube.patch(f"/apis/chaoskit.dev/v1alpha1/namespaces/{meta['namespace']}/chaosexperiments/{meta['name']}",
+                   {"metadata": {"finalizers": kept}})  # fmt: skip
+        say(f"released finished ChaosExperiment {_ref(e)} from the operator's finalizer")
     gone = []
     for obj in uninstall_objects():
         path = object_path(obj)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ruamel.yaml import YAML
 
 from chaoskit.cluster.assets import deploy_dir
+from chaoskit.cluster.experiments import PHASES
 from chaoskit.engine import RevertOutcome
 from chaoskit.errors import PlaybookError
 from chaoskit.model.playbook import Playbook
@@ -17,14 +18,6 @@ from chaoskit.playbook import parse_playbook
 from chaoskit.runner import RunRecord
 
 GROUP, VERSION, PLURAL = "chaoskit.dev", "v1alpha1", "chaosexperiments"
-FINALIZER = "chaoskit.dev/revert"  # held while a run may have faults in place: deletion waits for the revert
-
-Phase = Literal["Running", "Passed", "Deviated", "Aborted", "Error", "Interrupted", "Invalid"]
-PHASES: dict[str, Phase] = {
-    "passed": "Passed", "deviated": "Deviated", "aborted": "Aborted", "error": "Error",
-    "interrupted": "Interrupted",
-}  # fmt: skip
-FINAL: frozenset[str] = frozenset({*PHASES.values(), "Invalid"})
 
 
 def crd() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import kopf
 
+from chaoskit.cluster.experiments import FINAL, FINALIZER
 from chaoskit.cluster.install import in_cluster_node_exec
 from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.cluster.shell import Runner as Shell
@@ -30,8 +31,6 @@ from chaoskit.model.playbook import Playbook
 from chaoskit.runner import Runner, RunRecord
 from chaoskit.safety import recognise
 from chaoskit_operator.experiment import (
-    FINAL,
-    FINALIZER,
     GROUP,
     PLURAL,
     VERSION,

@@ -17,9 +17,10 @@ import pytest
 from chaoskit.cluster import install as ops
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.experiments import FINAL
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit_operator.experiment import FINAL, resource_path
+from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import chaoskit, process_state
 
 NS = "chaoskit-in-cluster-e2e"
@@ -194,9 +195,9 @@ def test_chaoskit_run_via_the_operator_follows_the_experiment_to_its_verdict(
     playbook = tmp_path / "freeze.yaml"
     playbook.write_text(
         "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: via-operator}\n"
-        "spec:\n  diagnose: false\n  steps:\n    - fault: kube-proxy.freeze\n      target: {node: worker}\n"
-        "      duration: 5s\n"
-    )  # fmt: skip
+        "spec:\n  diagnose: false\n  workload: {load: {concurrency: 0}}\n  steps:\n    - fault: kube-proxy.freeze\n"
+        "      target: {node: worker}\n      duration: 5s\n"
+    )  # fmt: skip  (a workload: the operator's own RBAC must let it deploy one)
     done = chaoskit("-n", NS, "run", str(playbook), "--via-operator")
     print(done.stderr[-1500:])
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
@@ -231,10 +232,22 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
     return [
         {"fault": "controller-manager.hung", "duration": "10s"},
         {"fault": "scheduler.down", "duration": "10s"},
-        {"fault": "kubelet.stop", "target": {"node": "worker"}, "duration": "60s"},  # NotReady after the grace period
-        {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
+        {
+            "concurrent": [  # two nodes: one waits out the node grace period while the other's runtime is frozen
+                {
+                    "fault": "kubelet.stop",
+                    "target": {"node": "worker"},
+                    "duration": "60s",
+                },  # NotReady after the grace period
+                {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
+            ]
+        },
         {"fault": "apiserver.down", "duration": "15s"},
     ]
+
+
+def _faults(steps: list[dict[str, Any]]) -> list[str]:
+    return [f["fault"] for s in steps for f in s.get("concurrent", [s])]
 
 
 def test_one_fault_per_component_through_the_agents_with_status_and_events_right(
@@ -255,11 +268,16 @@ def test_one_fault_per_component_through_the_agents_with_status_and_events_right
         print(f"  {step['fault']}: effect {step.get('effectSeconds')}s, named {step.get('namedSeconds')}s, "
               f"recovered {step.get('recoverySeconds')}s after the revert")  # fmt: skip
     assert status["phase"] == "Passed", (status, events[-20:])
-    assert [s["fault"] for s in status["steps"]] == [s["fault"] for s in control_path(cluster)]
+    assert sorted(s["fault"] for s in status["steps"]) == sorted(_faults(control_path(cluster)))
     for step in status["steps"]:
         assert step["ok"] and step["effectSeconds"] is not None and step["recoverySeconds"] is not None, step
     reasons = [e.split(":", 1)[0] for e in events]
-    steps = len(control_path(cluster))
-    assert reasons.count("EffectObserved") == steps and reasons.count("Reverted") >= steps, reasons
+    steps = len(_faults(control_path(cluster)))
+    # an event is posted through the API server: the one made during its own outage may be lost (the status has it)
+    effects = [e for e in events if e.startswith("EffectObserved")]
+    for fault in _faults(control_path(cluster)):
+        if fault != "apiserver.down":
+            assert any(fault in e for e in effects), (fault, effects)
+    assert reasons.count("Reverted") >= steps, reasons
     armed = [e for e in events if "armed dead-man switch" in e]
     assert len(armed) == steps and all("through chaoskit agent" in e for e in armed), armed

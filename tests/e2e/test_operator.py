@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from chaoskit import workloads
+from chaoskit.cluster.experiments import FINAL
 from chaoskit.cluster.kube import Kube
 from chaoskit.journal import Journal
-from chaoskit_operator.experiment import FINAL, resource_path
+from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import process_state
 
 NS = "chaoskit-operator-e2e"

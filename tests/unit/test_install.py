@@ -3,8 +3,12 @@ the agent on every node in the node's namespaces, one operator at a time; the Se
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from chaoskit.cluster import install as ops
-from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.kube import FakeKube, KubeError
 
 
 def _kinds() -> dict[str, dict]:  # type: ignore[type-arg]
@@ -61,3 +65,22 @@ def test_agent_nodes_come_from_the_api_with_roles_and_internal_addresses() -> No
     nodes = ops.agent_nodes(kube)
     assert [(n.name, n.role, n.address) for n in nodes] == [
         ("cp", "control-plane", "10.0.0.1:10370"), ("w1", "worker", "[fd00::2]:10370")]  # fmt: skip
+
+
+def _experiment(name: str, phase: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "team", "finalizers": ["chaoskit.dev/revert", "theirs/keep"]},
+            "status": {"phase": phase}}  # fmt: skip
+
+
+def test_uninstall_lets_go_of_finished_experiments_and_refuses_while_one_runs() -> None:
+    path = "/apis/chaoskit.dev/v1alpha1/namespaces/team/chaosexperiments"
+    done, busy = _experiment("done", "Passed"), _experiment("busy", "Running")
+    kube = FakeKube({f"{path}/done": done, f"{path}/busy": busy, ops.EXPERIMENTS: {"items": [done, busy]}})
+    with pytest.raises(KubeError, match=r"still running: team/busy;"):
+        ops.uninstall(kube)
+    assert kube.objects[f"{path}/done"]["metadata"]["finalizers"] == ["chaoskit.dev/revert", "theirs/keep"]
+    kube.objects[ops.EXPERIMENTS] = {"items": [done]}
+    said: list[str] = []
+    ops.uninstall(kube, said.append)
+    assert kube.objects[f"{path}/done"]["metadata"]["finalizers"] == ["theirs/keep"]  # it stays, let go of
+    assert said[0] == "released finished ChaosExperiment team/done from the operator's finalizer"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaoskit.cluster.experiments import FINAL
 from chaoskit.engine import RevertOutcome
 from chaoskit.journal import Injection
 from chaoskit.registry import load_catalog
 from chaoskit.runner import CheckRecord, RunRecord, StepRecord
 from chaoskit_operator.experiment import (
-    FINAL,
     Invalid,
     crd,
     final_status,
