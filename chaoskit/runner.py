@@ -36,6 +36,7 @@ from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
+from chaoskit.model.score import run_score
 from chaoskit.model.thresholds import evaluate
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.probes.run import ProbeSet, prober_for
@@ -70,6 +71,7 @@ class StepRecord:
     scaled_up_at: float | None = None  # when the step's scaleUp raised the HPA's minReplicas (wall clock)
     errors: list[str] = field(default_factory=list)  # the system deviated
     failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
+    weight: float = 1.0  # in the resilience score
 
     @property
     def ok(self) -> bool:
@@ -101,7 +103,8 @@ class RunRecord:
         return EXIT_CODES[self.verdict]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "exit_code": self.exit_code}
+        data = {**asdict(self), "exit_code": self.exit_code}
+        return {**data, "score": run_score(data)}
 
 
 def resolve_node(nodes: list[Node], wanted: str | None, default_role: str) -> str:
@@ -485,7 +488,7 @@ class Runner:
 
     def _step(self, step: FaultStep, target: tuple[Fault, str, BaseModel], rec: RunRecord) -> StepRecord:
         fault, node, params = target
-        srec = StepRecord(step.name, step.fault, node)
+        srec = StepRecord(step.name, step.fault, node, weight=step.weight)
         if step.after and self.stop.wait(step.after):
             return srec
         key, deadline, started = f"{self.run_id}/{step.name}", step_deadline(step), time.monotonic()

@@ -30,6 +30,7 @@ from typing import Any
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
+from chaoskit.model.score import suite_score
 from chaoskit.registry import FAULTS
 from chaoskit.runner import EXIT_CODES, Peers, Runner, RunRecord, Verdict, fault_for, resolve_node
 
@@ -130,7 +131,7 @@ class SuiteRecord:
         return {
             "suite": self.name, "cluster": self.cluster, "started_at": self.started_at,
             "finished_at": self.finished_at, "parallel": self.parallel, "verdict": self.verdict,
-            "exit_code": self.exit_code,
+            "exit_code": self.exit_code, "score": suite_score(e.record.to_dict() for e in self.runs),
             "diagnoses": self.diagnoses,
             "runs": [{"file": e.file, "radius": e.radius, "started_s": round(e.started_s, 1),
                       "finished_s": round(e.finished_s, 1), **e.record.to_dict()} for e in self.runs],

@@ -21,6 +21,7 @@ from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
+from chaoskit.model.score import run_score
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
@@ -184,6 +185,14 @@ def _table(suite: SuiteRecord) -> None:
                           _s(s.named_s), _s(s.held_s), _s(s.recovery_s),
                           "ok" if s.ok else "; ".join(s.failures + s.errors))  # fmt: skip
     console.print(table)
+    probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
+    if probes:
+        ptable = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
+        for playbook, p in probes:
+            for ph in p["phases"]:
+                ptable.add_row(*([playbook] if several else []), p["name"], ph["phase"], str(ph["samples"]),
+                               ("ok: " if ph["ok"] else "FAILED: ") + ph["reason"])  # fmt: skip
+        console.print(ptable)
     for e in suite.runs:
         _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")
     if several:
@@ -191,7 +200,9 @@ def _table(suite: SuiteRecord) -> None:
         for e in suite.runs:
             runs.add_row(e.record.playbook, e.record.verdict, e.radius, _s(e.started_s), _s(e.finished_s - e.started_s))
         console.print(runs)
-        console.print(f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}) in "
+        scored = suite.to_dict()["score"]
+        console.print(f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}), resilience score "
+                      f"{'—' if scored is None else f'{scored:g}/100'}, in "
                       f"{suite.finished_at - suite.started_at:.0f}s")  # fmt: skip
 
 
@@ -201,7 +212,9 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
             console.print(f"{prefix}steady state {when}: {c.check}: {'ok' if c.ok else 'FAILED'} — {c.detail}")
     for e in rec.errors:
         console.print(f"{prefix}[red]{e}[/red]")
-    console.print(f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); journal {rec.journal}")
+    scored = run_score(rec.to_dict())
+    console.print(f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); resilience score "
+                  f"{'—' if scored is None else f'{scored:g}/100'}; journal {rec.journal}")  # fmt: skip
 
 
 def _s(v: float | None) -> str:

@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from chaoskit.errors import UsageError
 from chaoskit.journal import Injection, Journal, component_of
 from chaoskit.model.duration import DurationError, parse_duration
+from chaoskit.model.score import run_score
 from chaoskit.model.timeline import MeasurementResult, Sample
 
 __all__ = ["BUCKETS", "ActiveFault", "Exporter", "JournalDir", "JournalError", "serve"]
@@ -80,6 +81,14 @@ class Exporter:
             "chaoskit_last_run_timestamp_seconds", "When the latest run of a playbook with this verdict finished.",
             ["playbook", "verdict"], registry=r,
         )  # fmt: skip
+        self.score = Gauge(
+            "chaoskit_resilience_score", "The resilience score (0-100) of the latest scored run of a playbook.",
+            ["playbook"], registry=r,
+        )  # fmt: skip
+        self.probe_failures = Counter(
+            "chaoskit_probe_phase_failures", "Judged probe phases that did not hold.", ["playbook", "probe", "phase"],
+            registry=r,
+        )  # fmt: skip
         self.breaches = Counter(
             "chaoskit_threshold_breaches", "Thresholds a run's measurements breached.",
             ["playbook", "measurement", "stage", "stat"], registry=r,
@@ -90,6 +99,7 @@ class Exporter:
         self._lock = threading.Lock()
         self._seen: set[str] = set()  # run ids and journal entry keys already counted
         self._last_run: dict[tuple[str, str], float] = {}
+        self._last_scored: dict[str, float] = {}  # playbook -> when its scored run shown finished
         self._pending: dict[Path, tuple[ActiveFault, ...]] = {}  # per journal, from Journal.pending()
         r.register(_ActiveFaults(self))
 
@@ -113,6 +123,17 @@ class Exporter:
             latest = max(finished, self._last_run.get((playbook, verdict), 0.0))  # an older journal read later
             self._last_run[(playbook, verdict)] = latest
         self.last_run.labels(playbook, verdict).set(latest)
+        scored = run_score(record)
+        with self._lock:
+            newest = finished >= self._last_scored.get(playbook, 0.0)
+            if scored is not None and newest:
+                self._last_scored[playbook] = finished
+        if scored is not None and newest:
+            self.score.labels(playbook).set(scored)
+        for probe in record.get("probes") or []:
+            for phase in probe.get("phases") or []:
+                if not phase.get("ok"):
+                    self.probe_failures.labels(playbook, str(probe.get("name")), str(phase.get("phase"))).inc()
         for measurement in measurements:
             self.observe_measurement(measurement)
         for threshold in record.get("thresholds") or []:

@@ -104,9 +104,10 @@ class FaultStep(Model):
         json_schema_extra=drop_default,
     )
     after: Duration = Field(default=0.0, description="Wait this long before injecting.")
+    weight: float = Field(default=1.0, ge=0, le=100, description="Its weight in the resilience score.")
     scale_up: ScaleUp | None = Field(
         default=None,
-        description="Ask the workload's HPA for more pods during this step (needs spec.workload).",
+        description="Ask the HPA of the workload or subject for more pods during this step.",
         json_schema_extra=drop_default,
     )
 

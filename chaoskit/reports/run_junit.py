@@ -1,5 +1,6 @@
 """A run (or suite of runs) as JUnit XML for CI: one testsuite per playbook; one testcase per steady-state check,
-fault step and threshold. A step fails with what deviated; chaoskit's own failure (arm, inject, revert) is an error,
+fault step, threshold and judged probe phase; the resilience score as a property of each testsuite (and of the
+suite). A step fails with what deviated; chaoskit's own failure (arm, inject, revert) is an error,
 so a CI view tells "the system broke" from "the tool broke"."""
 
 from __future__ import annotations
@@ -54,11 +55,17 @@ def _playbook(run: Record) -> TestSuite:
                 out=str(t.get("reason", "")),
             )
         )
+    for p in run.get("probes") or []:
+        for ph in p.get("phases") or []:
+            cases.append(_case(f"probe {p['name']} {ph['phase']}", cls, 0.0,
+                               failure="" if ph["ok"] else ph["reason"], out=ph["reason"]))  # fmt: skip
     cases += _steady(run, "after", cls)
     if run.get("verdict") in ("error", "aborted", "interrupted") and run.get("errors"):
         cases.append(_case("run", cls, 0.0, error="\n".join(run["errors"])))
     for case in cases:
         suite.add_testcase(case)
+    if (scored := run.get("score")) is not None:
+        suite.add_property("resilience_score", f"{scored:g}")
     return suite
 
 
@@ -67,7 +74,10 @@ def render_run_junit(record: Record) -> str:
     runs = record.get("runs") if "runs" in record else [record]
     xml = JUnitXml(f"chaoskit run {record.get('suite') or record.get('playbook')}")
     for run in runs or []:
-        xml.add_testsuite(_playbook(run))
+        suite = _playbook(run)
+        if "runs" in record and record.get("score") is not None:  # <testsuites> has no properties of its own
+            suite.add_property("suite_resilience_score", f"{record['score']:g}")
+        xml.add_testsuite(suite)
     xml.update_statistics()  # type: ignore[no-untyped-call]
     text = xml.tostring()  # type: ignore[no-untyped-call]
     return (text.decode() if isinstance(text, bytes) else str(text)) + "\n"

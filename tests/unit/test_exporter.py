@@ -277,3 +277,15 @@ def test_metrics_textfile_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["metrics", "textfile", str(other), "-o", str(tmp_path / "x.prom")])
     assert isinstance(result.exception, JournalError) and result.exception.exit_code == 2
     assert not (tmp_path / "x.prom").exists()
+
+
+def test_the_resilience_score_is_the_latest_scored_runs_and_failed_probe_phases_are_counted() -> None:
+    ex = Exporter()
+    probe = {"name": "storefront", "weight": 1.0, "phases": [{"phase": "before", "ok": True},
+                                                             {"phase": "during", "ok": False}]}  # fmt: skip
+    ex.observe_record({**_record("new"), "probes": [probe]})
+    ex.observe_record({**_record("old"), "finished_at": NOW - 3600})  # read later, older: the score stays
+    m = _scrape(ex)
+    assert m.value("chaoskit_resilience_score", playbook="scheduler-down") == 50.0
+    assert m.value("chaoskit_probe_phase_failures_total", playbook="scheduler-down", probe="storefront",
+                   phase="during") == 1  # fmt: skip

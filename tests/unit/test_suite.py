@@ -273,3 +273,28 @@ def test_an_equally_severe_finding_nothing_explains_does_not_hide_the_fault_but_
     etcd_down = _report("etcd", "cp", "etcd is not running", "critical")
     assert names_fault(Diagnosis("c", (slow_etcd, refused), 0.0, 1.0), quota, "cp", [])
     assert not names_fault(Diagnosis("c", (etcd_down, refused), 0.0, 1.0), quota, "cp", [])
+
+
+def test_junit_has_a_case_per_judged_probe_phase_and_the_score_as_a_property(tmp_path: Path) -> None:
+    rec = RunRecord("shop", "chaoskit", "ns", "j", "r", 0.0, verdict="deviated")
+    rec.steps = [StepRecord("1-kube-proxy.freeze", "kube-proxy.freeze", "w", "frozen", 1.0, 20.0, 0.2)]
+    rec.probes = [
+        {
+            "name": "storefront",
+            "kind": "http",
+            "weight": 1.0,
+            "ok": False,
+            "samples": [],
+            "phases": [
+                {"phase": "before", "ok": True, "samples": 20, "reason": "success 100.0% of 20"},
+                {"phase": "during", "ok": False, "samples": 80, "reason": "success 90.0% < 99% (8 of 80 failed)"},
+            ],
+        }
+    ]
+    path = tmp_path / "j.xml"
+    path.write_text(render_run_junit(rec.to_dict()))
+    (suite,) = JUnitXml.fromfile(str(path))
+    cases = {c.name: c for c in suite}
+    assert not cases["probe storefront before"].result
+    assert isinstance(cases["probe storefront during"].result[0], Failure)
+    assert {p.name: p.value for p in suite.properties()} == {"resilience_score": "75"}  # (1 + 0.5) / 2
