@@ -95,6 +95,7 @@ class RunRecord:
     diagnoses: list[dict[str, Any]] = field(default_factory=list)  # {"when": before|during|after, "report": ...}
     subject: str = ""  # the user's objects under test, in words (empty: chaoskit's workload or none)
     probes: list[dict[str, Any]] = field(default_factory=list)  # ProbeRecord.to_dict(): phases judged, samples
+    probe_windows: dict[str, Any] = field(default_factory=dict)  # the phases' time windows the probes were judged by
     verdict: Verdict = "passed"
     errors: list[str] = field(default_factory=list)
 
@@ -368,6 +369,7 @@ class Runner:
         assert self.probes is not None
         done = self.probes.finish(self.stop)
         rec.probes = [p.to_dict() for p in done]
+        rec.probe_windows = self.probes.phases.to_dict()
         for p in done:
             self.say(f"probe {p.name}: " + "; ".join(f"{r.phase} {'ok' if r.ok else 'FAILED'} ({r.reason})"
                                                        for r in p.phases))  # fmt: skip

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
+from chaoskit.cli.measure import print_stages
 from chaoskit.cli.options import context_of, emit, node_exec, output_option, stdout_console
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import Node
@@ -18,10 +19,11 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
-from chaoskit.journal import Journal, default_journal_dir
+from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
 from chaoskit.model.score import run_score
+from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
@@ -51,7 +53,8 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     help="Write JUnit XML: a testsuite per playbook, a testcase per steady-state check, step and threshold.",
 )
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write one self-contained HTML report of every playbook.")  # fmt: skip
+              help="Where to write the self-contained HTML report of every playbook (always written; default "
+              "~/.local/state/chaoskit/reports/<suite>-<time>.html).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
 @click.option("--via-operator", is_flag=True, help="Submit each playbook as a ChaosExperiment to the operator "
@@ -114,6 +117,8 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
         record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=progress.info,
                            diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
     data = record.runs[0].record.to_dict() if len(files) == 1 and record.runs else record.to_dict()
+    html_path = html_path or state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
+    html_path.parent.mkdir(parents=True, exist_ok=True)
     for path, text in ((junit_path, render_run_junit), (html_path, render_run_html)):
         if path is not None:
             path.write_text(text(data))
@@ -193,6 +198,11 @@ def _table(suite: SuiteRecord) -> None:
                 ptable.add_row(*([playbook] if several else []), p["name"], ph["phase"], str(ph["samples"]),
                                ("ok: " if ph["ok"] else "FAILED: ") + ph["reason"])  # fmt: skip
         console.print(ptable)
+    for e in suite.runs:
+        for m in e.record.measurements:
+            if m.get("type") == "hpa_scale_up":
+                console.print(f"{e.record.playbook + ': ' if several else ''}measurement {m.get('label')}:")
+                print_stages(MeasurementResult.from_dict(m), console)
     for e in suite.runs:
         _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")
     if several:

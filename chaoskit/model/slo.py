@@ -37,6 +37,13 @@ class Phases:
     after: Window | None = None
     effects: list[float] = field(default_factory=list)  # when each fault's effect showed
 
+    def to_dict(self) -> dict[str, Any]:
+        finite = [w for w in (self.before, self.after) if w is not None]
+        end = max((e for _, e in finite if e != float("inf")), default=None)
+        after = None if self.after is None else [self.after[0], end if self.after[1] == float("inf") else self.after[1]]
+        return {"before": None if self.before is None else list(self.before), "during": [list(w) for w in self.during],
+                "after": after, "effects": list(self.effects)}  # fmt: skip
+
     def of(self, at: float) -> Phase | None:
         if self.before and self.before[0] <= at < self.before[1]:
             return "before"

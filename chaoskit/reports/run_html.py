@@ -1,6 +1,7 @@
 """A run (or a suite of runs) as one self-contained HTML page: the playbooks with their verdicts and when each ran
 (a bar per playbook shows what overlapped), then per playbook its steady state, steps, thresholds in words, what the
-diagnosis said while each fault held, and the HPA-to-Ready timelines."""
+diagnosis said while each fault held, each probe's phases and samples, the HPA-to-Ready timelines, and the
+resilience score."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from markupsafe import Markup
 
 from chaoskit.diagnosers.base import Diagnosis
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
-from chaoskit.reports.svg import timeline_svg
+from chaoskit.reports.svg import probe_svg, timeline_svg
 
 VERDICT_COLOUR = {"passed": "#2da44e", "deviated": "#bf8700", "error": "#cf222e", "aborted": "#cf222e",
                   "interrupted": "#cf222e"}  # fmt: skip
@@ -72,6 +73,14 @@ def render_run_html(record: Record) -> str:
         problems=problems,
         during={str(r["playbook"]): _during(r) for r in runs},
         timelines=timelines,
+        probe_charts={
+            str(r["playbook"]): {
+                str(p["name"]): Markup(probe_svg(p, r.get("probe_windows") or {}))  # noqa: S704
+                for p in r.get("probes") or []
+            }
+            for r in runs
+        },  # fmt: skip
+        score=record.get("score"),
     )
 
 

@@ -7,7 +7,9 @@ Plain SVG text, no script and no external reference, so the HTML report stays on
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from html import escape
+from typing import Any
 
 from chaoskit.model.timeline import HPA_STAGES, RULE_SYNC_STAGES, STAGE_COMPONENTS, MeasurementResult, Sample
 
@@ -81,3 +83,51 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
         out.append(f'<text x="{PAD + 18}" y="{y + 10}" class="legend">{escape(stage)} — {escape(owner)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def probe_svg(probe: Mapping[str, Any], windows: Mapping[str, Any], width: int = 960, height: int = 160) -> str:
+    """One probe's samples over the run: a dot per sample (its latency or value; failed ones in red on the axis),
+    the windows where a fault held shaded, each fault's effect a dashed line."""
+    samples = [s for s in probe.get("samples") or [] if isinstance(s, list) and len(s) >= 3]
+    if not samples:
+        return ""
+    t0 = min(float(s[0]) for s in samples)
+    span = max(float(s[0]) for s in samples) - t0 or 1.0
+    values = [float(s[2]) * (1000 if probe.get("kind") == "http" else 1) for s in samples if s[1] and s[2] is not None]
+    top = max(values, default=1.0) * 1.1 or 1.0
+    left, bottom, plot_h = 60, height - 22, height - 40
+    plot_w = width - left - PAD
+
+    def x(t: float) -> float:
+        return left + (t - t0) / span * plot_w
+
+    def y(v: float) -> float:
+        return bottom - v / top * plot_h
+
+    parts = []
+    for start, end in windows.get("during") or []:
+        x0, x1 = x(max(start, t0)), x(min(end, t0 + span))
+        parts.append(f'<rect x="{x0:.1f}" y="{bottom - plot_h}" width="{max(1.0, x1 - x0):.1f}" height="{plot_h}" '
+                     'fill="#fff8c5"><title>a fault held</title></rect>')  # fmt: skip
+    for at in windows.get("effects") or []:
+        parts.append(f'<line x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{bottom - plot_h}" y2="{bottom}" stroke="#bf8700" '
+                     'stroke-dasharray="4 3"><title>fault effect</title></line>')  # fmt: skip
+    unit = "ms" if probe.get("kind") == "http" else ""
+    for s in samples:
+        at, ok, value = float(s[0]), bool(s[1]), s[2]
+        detail = escape(str(s[3])) if len(s) > 3 else ""
+        if ok and value is not None:
+            v = float(value) * (1000 if unit else 1)
+            parts.append(f'<circle cx="{x(at):.1f}" cy="{y(v):.1f}" r="2" fill="#0072B2"><title>+{at - t0:.1f}s: '
+                         f'{v:.1f}{unit} {detail}</title></circle>')  # fmt: skip
+        else:
+            parts.append(f'<circle cx="{x(at):.1f}" cy="{bottom:.1f}" r="3" fill="#cf222e"><title>+{at - t0:.1f}s: '
+                         f'failed: {detail}</title></circle>')  # fmt: skip
+    axes = (f'<line x1="{left}" x2="{width - PAD}" y1="{bottom}" y2="{bottom}" stroke="#8c959f"/>'
+            f'<text class="bar-label" x="4" y="{bottom - plot_h + 10}">{top:.0f}{unit}</text>'
+            f'<text class="bar-label" x="4" y="{bottom}">0{unit}</text>'
+            f'<text class="bar-label" x="{left}" y="{height - 6}">+0s</text>'
+            f'<text class="bar-label" x="{width - PAD - 40}" y="{height - 6}">+{span:.0f}s</text>')  # fmt: skip
+    label = escape(str(probe.get("name")))
+    return (f'<svg class="probe" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="probe {label}: its samples over the run">{axes}{"".join(parts)}</svg>')  # fmt: skip
