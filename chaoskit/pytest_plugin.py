@@ -1,0 +1,201 @@
+"""chaoskit as a pytest plugin (installed with the package): resilience tests written as pytest, JUnit from
+`pytest --junitxml`.
+
+Fixtures:
+    chaoskit_cluster   the kind cluster (reused; created with `--chaoskit-create` when missing), session-wide
+    inject             inject(fault, node=None, duration=600, deadline=None, **params): a context manager; the fault
+                       is in place (its effect seen) inside the block and always reverted when the block ends
+    run_playbook       run_playbook(path) -> the run record (a dict, as `chaoskit run -o json` prints it)
+    measure_hpa        measure_hpa(namespace=..., runs=1, trigger="min-replicas") -> MeasurementResult
+
+When a test that uses them fails, its report carries chaoskit's diagnosis of every component that is not ok, so
+the failure says which component broke and why. Options: --chaoskit-cluster NAME, --chaoskit-context CONTEXT,
+--chaoskit-create, --chaoskit-allow-any-cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.nodeexec import DockerNodeExec, Node
+from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.engine import FaultResult, default_deadline, run_fault
+from chaoskit.env import Env
+from chaoskit.errors import ChaoskitError, ToolError
+from chaoskit.journal import Journal, default_journal_dir
+from chaoskit.measurements.hpa_driver import measure
+from chaoskit.model.timeline import MeasurementResult
+from chaoskit.playbook import load_playbook
+from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.runner import Runner, diagnose_cluster, resolve_node
+from chaoskit.safety import acquire, holder_id, recognise, release
+
+
+@dataclass(frozen=True)
+class Injected:
+    """A fault in place inside an `inject` block."""
+
+    fault: str
+    node: str
+    effect_s: float | None
+    result: dict[str, Any] = field(default_factory=dict)  # filled in when the block ends: held, recovery, errors
+
+
+@dataclass
+class ChaoskitCluster:
+    name: str
+    env: Env
+    nodes: list[Node]
+    journal_dir: Path
+    said: list[str] = field(default_factory=list)  # what chaoskit said, for the failure report
+
+    def say(self, message: str) -> None:
+        self.said.append(message)
+
+    @contextmanager
+    def inject(self, fault: str, node: str | None = None, duration: float = 600.0, deadline: float | None = None,
+               **params: Any) -> Iterator[Injected]:  # fmt: skip
+        """The fault in place for the block (its effect seen first); reverted when the block ends, however."""
+        load_catalog()
+        cls = FAULTS.get(fault)
+        model = FAULTS.params_model(fault).model_validate(params)
+        the_fault = cls()
+        target = resolve_node(self.nodes, node, the_fault.target_role)  # type: ignore[attr-defined]
+        seconds = deadline or default_deadline(the_fault, duration)  # type: ignore[arg-type]
+        holder = holder_id(f"pytest-{int(time.time())}")
+        lock = acquire(self.env.kube, the_fault.lock_name(target, model), holder, seconds)  # type: ignore[attr-defined]
+        journal = Journal(self.journal_dir / f"pytest-{fault}-{int(time.time() * 1000)}.jsonl")
+        stop, effect, done = threading.Event(), threading.Event(), []
+
+        def hold() -> None:
+            done.append(run_fault(self.env, the_fault, target, model, duration=duration, deadline=seconds,  # type: ignore[arg-type]
+                                  journal=journal, say=self.say, stop=stop, on_effect=effect.set))  # fmt: skip
+
+        worker = threading.Thread(target=hold, name=f"inject-{fault}", daemon=True)
+        t0 = time.monotonic()
+        worker.start()
+        try:
+            while not effect.wait(0.2) and worker.is_alive():
+                pass
+            if not effect.is_set():
+                worker.join()
+                raise _not_in_place(fault, target, done[0] if done else None)
+            injected = Injected(fault, target, time.monotonic() - t0)
+            yield injected
+        finally:
+            stop.set()
+            worker.join()
+            release(self.env.kube, lock)
+        result = done[0]
+        injected.result.update(held_s=result.held_s, recovery_s=result.recovery_s, errors=result.errors,
+                               failures=result.failures, journal=str(journal.path))  # fmt: skip
+        if result.failures:
+            raise ToolError(f"{fault} on {target}: {'; '.join(result.failures)} (journal {journal.path})")
+
+    def run_playbook(self, path: str | Path) -> dict[str, Any]:
+        """Run one playbook to its verdict; the record (`verdict`, `exit_code`, `score`, steps, probes, ...)."""
+        load_catalog()
+        pb = load_playbook(Path(path))
+        journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
+        return Runner(self.env, self.nodes, journal, self.say).run(pb).to_dict()
+
+    def measure_hpa(self, namespace: str = "chaoskit-pytest-hpa", runs: int = 1, trigger: str = "min-replicas",
+                    max_replicas: int = 4) -> MeasurementResult:  # fmt: skip
+        """HPA-to-Ready stage by stage on chaoskit's workload in a namespace of its own (deleted after)."""
+        return measure(self.env, namespace, runs, trigger, max_replicas, say=self.say)  # type: ignore[arg-type]
+
+    def diagnose(self) -> Diagnosis | None:
+        return diagnose_cluster(self.env, self.nodes, "after a failed test", self.say)
+
+
+def _not_in_place(fault: str, node: str, result: FaultResult | None) -> AssertionError | ToolError:
+    if result is not None and result.failures:
+        return ToolError(f"{fault} on {node}: chaoskit could not inject it: {'; '.join(result.failures)}")
+    why = "; ".join(result.errors) if result is not None else "no result"
+    return AssertionError(f"{fault} on {node} took no effect: {why}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chaoskit", "chaoskit: faults, playbooks and HPA measurements on a kind cluster")
+    group.addoption("--chaoskit-cluster", default="chaoskit", help="kind cluster name (default chaoskit)")
+    group.addoption("--chaoskit-context", default=None, help="kubectl context (default kind-<cluster>)")
+    group.addoption(
+        "--chaoskit-create", action="store_true", help="create the cluster (chaoskit cluster up) if missing"
+    )
+    group.addoption("--chaoskit-allow-any-cluster", action="store_true", help="act on a cluster chaoskit did not build")
+
+
+@pytest.fixture(scope="session")
+def chaoskit_cluster(request: pytest.FixtureRequest) -> ChaoskitCluster:
+    name = request.config.getoption("--chaoskit-cluster")
+    context = request.config.getoption("--chaoskit-context") or f"kind-{name}"
+    runner = SubprocessRunner()
+    nodes = DockerNodeExec(runner, name).list_nodes()
+    if not nodes and request.config.getoption("--chaoskit-create"):
+        runner.run([sys.executable, "-m", "chaoskit", "cluster", "up", "--name", name], timeout=3600)
+        nodes = DockerNodeExec(runner, name).list_nodes()
+    if not nodes:
+        pytest.fail(f"no kind cluster {name!r} on this host: `chaoskit cluster up --name {name}`, or pass "
+                    "--chaoskit-create", pytrace=False)  # fmt: skip
+    kube = Kube.connect(None, context)
+    if not request.config.getoption("--chaoskit-allow-any-cluster"):
+        recognise(runner, kube, name)
+    journals = default_journal_dir() if default_journal_dir().parent.exists() else Path(tempfile.mkdtemp())
+    return ChaoskitCluster(name, Env(kube, DockerNodeExec(runner, name, known=tuple(nodes)), name), nodes, journals)
+
+
+@pytest.fixture
+def inject(chaoskit_cluster: ChaoskitCluster) -> Callable[..., Any]:
+    return chaoskit_cluster.inject
+
+
+@pytest.fixture
+def run_playbook(chaoskit_cluster: ChaoskitCluster) -> Callable[..., dict[str, Any]]:
+    return chaoskit_cluster.run_playbook
+
+
+@pytest.fixture
+def measure_hpa(chaoskit_cluster: ChaoskitCluster) -> Callable[..., MeasurementResult]:
+    return chaoskit_cluster.measure_hpa
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    cluster = getattr(item, "funcargs", {}).get("chaoskit_cluster")
+    if report.when != "call" or not report.failed or cluster is None:
+        return
+    try:
+        found = cluster.diagnose()
+    except ChaoskitError as exc:
+        report.sections.append(("chaoskit diagnosis", f"the diagnosis itself failed: {exc}"))
+        return
+    report.sections.append(("chaoskit diagnosis", diagnosis_text(found)))
+
+
+def diagnosis_text(found: Diagnosis | None) -> str:
+    """Every component that is not ok: its status, what was seen, the probable cause and what to do."""
+    if found is None:
+        return "no diagnosis"
+    lines = []
+    for r in found.reports:
+        if r.status == "ok":
+            continue
+        lines.append(f"{r.component}@{r.subject}: {r.status}")
+        for f in r.findings:
+            lines.append(f"  [{f.severity}] {f.title}\n    cause: {f.probable_cause}")
+            lines += [f"    do: {step}" for step in f.remediation]
+    return "\n".join(lines) or "every component ok"

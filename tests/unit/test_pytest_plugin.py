@@ -1,0 +1,67 @@
+"""chaoskit's pytest plugin: `inject` is a context manager that always reverts; a failure report names the broken
+components (fakes at the seams; the e2e suite runs the plugin against the real cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
+from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan
+from chaoskit.pytest_plugin import ChaoskitCluster, diagnosis_text
+from chaoskit.registry import FAULTS, load_catalog
+
+NODES = [Node("c-control-plane", "control-plane"), Node("c-worker", "worker")]
+
+
+class Marked(Fault):
+    """Breaks nothing; its lines say where they ran."""
+
+    name = "test.marked"
+    component = "test"
+    target_role = "worker"
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="marks")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ChaoskitCluster]:
+    load_catalog()
+    FAULTS.add("test.marked", Marked)
+    try:
+        yield ChaoskitCluster("c", Env(FakeKube(), FakeNodeExec(nodes=NODES), "c"), NODES, tmp_path)
+    finally:
+        FAULTS._classes.pop("test.marked")
+
+
+def _ran(cluster: ChaoskitCluster, line: str) -> bool:
+    calls = cluster.env.nodes.calls  # type: ignore[attr-defined]
+    return any(line in " ".join(c) for c in calls)
+
+
+def test_inject_holds_the_fault_inside_the_block_and_reverts_after_it(cluster: ChaoskitCluster) -> None:
+    with cluster.inject("test.marked", duration=60) as injected:
+        assert injected.node == "c-worker" and _ran(cluster, "echo applied") and not _ran(cluster, "echo reverted")
+    assert _ran(cluster, "echo reverted") and injected.result["held_s"] < 30  # the block's end cut the hold short
+
+
+def test_inject_reverts_when_the_block_raises(cluster: ChaoskitCluster) -> None:
+    with pytest.raises(RuntimeError, match="the test failed"), cluster.inject("test.marked", duration=60):
+        raise RuntimeError("the test failed")
+    assert _ran(cluster, "echo reverted")
+
+
+def test_a_failure_report_names_each_component_that_is_not_ok() -> None:
+    finding = Finding("failed", "scheduler", "kube-scheduler is not running", "its manifest is gone",
+                      remediation=("put the manifest back",))  # fmt: skip
+    found = Diagnosis("c", (ComponentReport("scheduler", "c-control-plane", "failed", (finding,), ()),
+                            ComponentReport("etcd", "c-control-plane", "ok", (), ())), 0.0, 1.0)  # fmt: skip
+    assert diagnosis_text(found) == ("scheduler@c-control-plane: failed\n  [failed] kube-scheduler is not running\n"
+                                     "    cause: its manifest is gone\n    do: put the manifest back")  # fmt: skip
