@@ -8,8 +8,9 @@ Fixtures:
     run_playbook       run_playbook(path) -> the run record (a dict, as `chaoskit run -o json` prints it)
     measure_hpa        measure_hpa(namespace=..., runs=1, trigger="min-replicas") -> MeasurementResult
 
-When a test that uses them fails, its report carries chaoskit's diagnosis of every component that is not ok, so
-the failure says which component broke and why. Options: --chaoskit-cluster NAME, --chaoskit-context CONTEXT,
+When a test fails inside an `inject` block, the failure carries chaoskit's diagnosis made with the fault still in
+place (every component not ok: status, findings, probable cause, what to do); any failed test that uses the fixtures
+gets one made after it too, as a report section. Options: --chaoskit-cluster NAME, --chaoskit-context CONTEXT,
 --chaoskit-create, --chaoskit-allow-any-cluster.
 """
 
@@ -93,7 +94,11 @@ class ChaoskitCluster:
                 worker.join()
                 raise _not_in_place(fault, target, done[0] if done else None)
             injected = Injected(fault, target, time.monotonic() - t0)
-            yield injected
+            try:
+                yield injected
+            except Exception as exc:  # the test failed with the fault in place: say what broke before reverting it
+                exc.add_note(f"chaoskit diagnosis with {fault} in place on {target}:\n{self._diagnosis_text()}")
+                raise
         finally:
             stop.set()
             worker.join()
@@ -118,6 +123,12 @@ class ChaoskitCluster:
 
     def diagnose(self) -> Diagnosis | None:
         return diagnose_cluster(self.env, self.nodes, "after a failed test", self.say)
+
+    def _diagnosis_text(self) -> str:
+        try:
+            return diagnosis_text(self.diagnose())
+        except ChaoskitError as exc:
+            return f"the diagnosis itself failed: {exc}"
 
 
 def _not_in_place(fault: str, node: str, result: FaultResult | None) -> AssertionError | ToolError:
@@ -178,12 +189,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     cluster = getattr(item, "funcargs", {}).get("chaoskit_cluster")
     if report.when != "call" or not report.failed or cluster is None:
         return
-    try:
-        found = cluster.diagnose()
-    except ChaoskitError as exc:
-        report.sections.append(("chaoskit diagnosis", f"the diagnosis itself failed: {exc}"))
-        return
-    report.sections.append(("chaoskit diagnosis", diagnosis_text(found)))
+    report.sections.append(("chaoskit diagnosis after the test", cluster._diagnosis_text()))
 
 
 def diagnosis_text(found: Diagnosis | None) -> str:

@@ -361,7 +361,11 @@ class Runner:
             kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns),
                       180)  # fmt: skip
             kube.apply(workloads.namespace(ns))
-        probes = ProbeSet([(p, prober_for(self.env, p, ns, self.shell)) for p in pb.spec.probes], self.say)
+
+        def node_of(wanted: str) -> str:
+            return resolve_node(self.nodes, wanted, "worker")
+
+        probes = ProbeSet([(p, prober_for(self.env, p, ns, self.shell, node_of)) for p in pb.spec.probes], self.say)
         probes.start()
         self.probes = probes
 

@@ -167,9 +167,9 @@ def terminating(kube: Kube, ns: str) -> bool:
     return found is not None and bool(found.get("metadata", {}).get("deletionTimestamp"))
 
 
-def probe_pod(ns: str, name: str, url: str, every: float, timeout: float) -> Obj:
+def probe_pod(ns: str, name: str, url: str, every: float, timeout: float, node: str | None = None) -> Obj:
     """A pod that asks `url` every `every` seconds and logs a line per request (an http probe's samples)."""
-    return {
+    pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": ns, "labels": {"app": "chaoskit-probe", "chaoskit.dev/probe": name}},
@@ -187,3 +187,6 @@ def probe_pod(ns: str, name: str, url: str, every: float, timeout: float) -> Obj
             ],
         },
     }
+    if node:
+        pod["spec"]["nodeName"] = node  # bound by us: it runs there even while the scheduler is down
+    return pod

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from chaoskit.model import rules
-from chaoskit.model.base import DNS_LABEL, HTTP_URL, Model, raise_rule_problems
+from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN, HTTP_URL, Model, raise_rule_problems
 from chaoskit.model.duration import Duration, PositiveDuration
 
 Phase = Literal["before", "during", "after", "effect"]
@@ -26,6 +26,12 @@ class HttpProbe(Model):
 
     url: str = Field(max_length=2048, pattern=HTTP_URL, description="The URL, as a pod in the cluster reaches it.")
     timeout: PositiveDuration = Field(default=2.0, description="A request slower than this counts as failed.")
+    node: str | None = Field(
+        default=None,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN,
+        description='Ask from this node (a node name, "control-plane" or "worker"); default: wherever it is scheduled.',
+    )
 
 
 class Slo(Model):
@@ -108,7 +114,9 @@ class Probe(Model):
 def probe_words(probe: Probe) -> str:
     """One line for a plan or a summary: what is asked, how often, what must hold, when."""
     if probe.http is not None:
-        what = f"GET {probe.http.url} (timeout {probe.http.timeout:g}s)"
+        what = f"GET {probe.http.url} (timeout {probe.http.timeout:g}s)" + (
+            f" from {probe.http.node}" if probe.http.node else ""
+        )
     elif probe.promql is not None:
         what = f"PromQL {probe.promql.query}"
     elif probe.k8s is not None:

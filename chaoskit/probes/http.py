@@ -30,13 +30,16 @@ def parse_line(line: str) -> ProbeSample | None:
 class HttpProber(Prober):
     polled = False
 
-    def __init__(self, kube: Kube, spec: HttpProbe, every: float, namespace: str, name: str) -> None:
+    def __init__(self, kube: Kube, spec: HttpProbe, every: float, namespace: str, name: str,
+                 node: str | None = None) -> None:  # fmt: skip
         self.kube, self.spec, self.every, self.namespace, self.name = kube, spec, every, namespace, name
+        self.node = node  # resolved from spec.node (a role picks a node)
         self.path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         self.samples: list[ProbeSample] = []
 
     def start(self) -> None:
-        self.kube.apply(workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout))
+        self.kube.apply(workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout,
+                                            self.node))  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             pod = self.kube.find(self.path) or {}

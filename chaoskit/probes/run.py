@@ -27,9 +27,12 @@ from chaoskit.probes.promql import PromqlProber
 MIN_PHASE_S = 5.0  # the shortest before and after phases: a few samples at least, whatever `every` is
 
 
-def prober_for(env: Env, probe: Probe, namespace: str, shell: Runner) -> Prober:
+def prober_for(env: Env, probe: Probe, namespace: str, shell: Runner,
+               node_of: Callable[[str], str] = lambda n: n) -> Prober:  # fmt: skip
+    """`node_of` resolves an http probe's node (a name or a role) to a node name."""
     if probe.http is not None:
-        return HttpProber(env.kube, probe.http, probe.every, namespace, f"probe-{probe.name}")
+        node = node_of(probe.http.node) if probe.http.node else None
+        return HttpProber(env.kube, probe.http, probe.every, namespace, f"probe-{probe.name}", node)
     if probe.promql is not None:
         return PromqlProber(probe.promql)
     if probe.k8s is not None:

@@ -65,3 +65,15 @@ def test_a_failure_report_names_each_component_that_is_not_ok() -> None:
                             ComponentReport("etcd", "c-control-plane", "ok", (), ())), 0.0, 1.0)  # fmt: skip
     assert diagnosis_text(found) == ("scheduler@c-control-plane: failed\n  [failed] kube-scheduler is not running\n"
                                      "    cause: its manifest is gone\n    do: put the manifest back")  # fmt: skip
+
+
+def test_a_failure_inside_the_block_carries_the_diagnosis_made_before_the_revert(
+    cluster: ChaoskitCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    monkeypatch.setattr(cluster, "_diagnosis_text", lambda: seen.append(_ran(cluster, "echo reverted")) or "SCHED")
+    with pytest.raises(AssertionError) as caught, cluster.inject("test.marked", duration=60):
+        raise AssertionError("the shop stopped answering")
+    assert (
+        seen == [False] and "chaoskit diagnosis with test.marked in place on c-worker:\nSCHED" in caught.value.__notes__
+    )
