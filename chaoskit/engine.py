@@ -204,7 +204,10 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         out.unrestored.append(str(exc))
     started = [e.data for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
     still_broken = {i.lock_name for i, _ in out.left}
-    freed = sorted({i.lock_name for i in out.reverted} - still_broken)
+    # every lock of the run whose faults are all healed, by whoever healed them: a run killed just after its own
+    # revert (before it let go of its lock) leaves nothing pending, and its lock held until the lease runs out
+    every = {Injection.from_data(e.data).lock_name for e in journal.entries() if e.kind == "injection"}
+    freed = sorted(every - still_broken)
     if started and freed:
         # the holder as the run wrote it: the reverting process may be another host's, or another operator pod's
         release_run_locks(env.kube, started[-1].get("holder") or holder_id(started[-1]["run_id"]), freed)

@@ -142,7 +142,7 @@ def _locked(kube: FakeKube) -> set[str]:
     return {p.rsplit(LOCK_PREFIX, 1)[1] for p in kube.objects if LOCK_PREFIX in p}
 
 
-def test_revert_journal_tries_every_injection_and_frees_only_what_it_reverted(tmp_path: Path) -> None:
+def test_revert_journal_tries_every_injection_and_frees_only_what_is_healed(tmp_path: Path) -> None:
     kube, nodes = FakeKube(), FakeNodeExec()
     journal = _pending_run(tmp_path, kube)
     nodes.runner.failures[(NODE, "sh", "-c", "thaw")] = "pkill: permission denied"
@@ -183,3 +183,13 @@ def test_every_kill_point_is_reached_on_a_clean_run(
     monkeypatch.setenv("CHAOSKIT_TEST_KILL_AT", point)
     _run(FakeNodeExec(), tmp_path)
     assert reached == [point]
+
+
+def test_a_run_killed_after_its_own_revert_but_before_letting_go_has_its_lock_freed(tmp_path: Path) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = _pending_run(tmp_path, kube)
+    journal.append("reverted", id="aaa")
+    journal.append("reverted", id="bbb")  # then killed: both leases still name the dead run
+    outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
+    assert not outcome.reverted and not outcome.left
+    assert _locked(kube) == set()
