@@ -578,7 +578,13 @@ class Runner:
         if self.subject is None or self.subject.ours or not isinstance(params, TargetParams):
             return params
         given, s = params.model_fields_set, self.subject
-        update = {"namespace": s.namespace, "deployment": s.name, "hpa": s.hpa or "", "service": s.service or ""}
+        update = {
+            "namespace": s.namespace,
+            "deployment": s.name,
+            "hpa": s.hpa or "",
+            "service": s.service or "",
+            "first_request": False,
+        }  # fmt: skip  (your Service does not answer with its pod's name)
         return params.model_copy(update={k: v for k, v in update.items() if k not in given})
 
     def _load(self, ns: str, url: str, concurrency: int) -> None:

@@ -121,7 +121,8 @@ def raise_min_replicas(kube: Kube, subject: Subject, replicas: int, journal: Jou
         before = kube.get(subject.hpa_path)["spec"].get("minReplicas", 1)
         journal.append("changed", id=uuid.uuid4().hex[:12], path=subject.hpa_path,
                        restore={"spec": {"minReplicas": before}},
-                       what=f"HPA {subject.namespace}/{subject.hpa} minReplicas {before} -> {replicas}")  # fmt: skip
+                       what=f"HPA {subject.namespace}/{subject.hpa} minReplicas back to {before} (raised to "
+                            f"{replicas})")  # fmt: skip
     kube.patch(subject.hpa_path, {"spec": {"minReplicas": replicas}})
 
 

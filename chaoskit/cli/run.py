@@ -201,7 +201,7 @@ def _table(suite: SuiteRecord) -> None:
     for e in suite.runs:
         for m in e.record.measurements:
             if m.get("type") == "hpa_scale_up":
-                console.print(f"{e.record.playbook + ': ' if several else ''}measurement {m.get('label')}:")
+                console.print(f"{e.record.playbook + ': ' if several else ''}measurement {m.get('name')}:")
                 print_stages(MeasurementResult.from_dict(m), console)
     for e in suite.runs:
         _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")

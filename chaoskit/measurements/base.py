@@ -39,6 +39,11 @@ class TargetParams(FaultParams):
     deployment: str = Field(default="web", description="The Deployment (and its HPA, if any) to watch.")
     service: str = Field(default="web", description="The Service in front of it.")
     hpa: str = Field(default="", description="Its HorizontalPodAutoscaler; default: named as the Deployment.")
+    first_request: bool = Field(
+        default=True,
+        description="Time each new pod's first answer through the Service (needs a Service whose GET / answers with "
+        "the pod's name, as chaoskit's workload does; off by default for your own subject).",
+    )
 
 
 class Measurement(ABC):

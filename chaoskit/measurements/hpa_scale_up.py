@@ -53,7 +53,7 @@ class HpaScaleUp(Measurement):
         p = self.params if isinstance(self.params, TargetParams) else TargetParams()
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.tracker = HpaTracker(self.result.started_at, time.time)
+        self.tracker = HpaTracker(self.result.started_at, time.time, answers_name_the_pod=p.first_request)
         self.stop_event = threading.Event()
         hpa_name = p.hpa or p.deployment
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")

@@ -77,6 +77,9 @@ class HpaTracker:
     rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
     answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
     rounds: dict[str, Rounds] = field(default_factory=dict)  # node -> its request rounds
+    # the Service answers GET / with the pod's name (chaoskit's workload does): without it no request tells which pod
+    # answered, so a pod's path ends when every node's rules hold its IP (no first_request stage)
+    answers_name_the_pod: bool = True
 
     def hpa(self, kind: str, obj: Obj, at: float) -> None:
         spec, status = obj.get("spec", {}), obj.get("status", {})
@@ -287,9 +290,14 @@ class HpaTracker:
         on_the_way = sum(
             1
             for t in self.pods.values()
-            if t.run and t.name not in self.deleted and any((t.name, n) not in self.answers for n in nodes)
+            if t.run and t.name not in self.deleted and any(not self._at_end(t, n) for n in nodes)
         )
         return int(asked) + on_the_way + max(0, self._uncreated())
+
+    def _at_end(self, times: PodTimes, node: str) -> bool:
+        if self.answers_name_the_pod:
+            return (times.name, node) in self.answers
+        return bool(times.ip) and any(times.ip in o.ips for o in self.rules.get(node, []))
 
     def _asked(self) -> int:
         return sum(u.to_replicas - u.from_replicas for u in self.scale_ups)

@@ -1,6 +1,8 @@
-"""http probe: a pod in chaoskit's namespace asks the URL every `every` and logs one line per request; its log,
-read through the API whenever the API answers, is the samples. The pod keeps sampling through an API-server outage
-(its log is on the node), so a fault of the control plane costs no samples, only their reading until it is back."""
+"""http probe: a pod in chaoskit's namespace asks the URL every `every`, each request on a new connection (as a new
+client would: a kept-alive one rides its conntrack entry through broken Service rules), and logs one line per
+request; its log, read through the API whenever the API answers, is the samples. The pod keeps sampling through an
+API-server outage (its log is on the node), so a fault of the control plane costs no samples, only their reading
+until it is back."""
 
 from __future__ import annotations
 

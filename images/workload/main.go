@@ -181,7 +181,9 @@ func probe(args []string) error {
 	url := fs.Arg(0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	client := &http.Client{Timeout: *timeout}
+	// a new connection per request, as a new client would make: it sees the node's Service rules as they are now
+	// (a kept-alive connection rides its conntrack entry through rules that were flushed or never programmed)
+	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	var out sync.Mutex
 	tick := time.NewTicker(*every)
 	defer tick.Stop()

@@ -300,3 +300,13 @@ def test_a_stage_whose_start_and_end_one_watch_event_showed_reads_0_and_says_so(
     assert by_stage(t)[("ready", "p1")].seconds == 0.0
     assert t.clamped(NODES) == ["ready of p1 (run 1) reported as 0: its start and end carry one timestamp (one watch "
                                 "event showed both)"]  # fmt: skip
+
+
+def test_without_answers_that_name_the_pod_a_pods_path_ends_when_every_nodes_rules_hold_it() -> None:
+    t = HpaTracker(started_at=T0 - 10, clock=clock, answers_name_the_pod=False)
+    scaled_once(t)  # its answers are fed too: a user's Service answers, just not with the pod's name
+    t.answers.clear()
+    assert t.in_flight(NODES) == 0  # in every node's rules: nothing left to wait for
+    assert not any(s.stage == "first_request" for s in t.samples(NODES))
+    t.rules.pop("w1")
+    assert t.in_flight(NODES) == 1

@@ -290,7 +290,7 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
     assert rec.subject == "Deployment shop/prices, HPA prices, Service prices"
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2  # put back
     assert [e.kind for e in journal.entries() if e.kind in ("changed", "restored")] == ["changed", "restored"]
-    assert any("put back: HPA shop/prices minReplicas 2 -> 4" in line for line in said), said
+    assert any("put back: HPA shop/prices minReplicas back to 2 (raised to 4)" in line for line in said), said
     writes = [c for c in kube.calls if c[0] != "GET" and "/leases" not in c[1]]  # leases: chaoskit's locks
     assert writes == [("PATCH", SHOP_HPA), ("PATCH", SHOP_HPA)]  # nothing of the user's created or deleted
     params = started[0].params

@@ -61,10 +61,10 @@ def test_a_raised_min_replicas_is_journaled_first_and_put_back_once(tmp_path: Pa
     subjects.raise_min_replicas(kube, found, 4, journal)
     assert kube.objects[HPA]["spec"] == {"scaleTargetRef": {"kind": "Deployment", "name": "prices"},
                                          "minReplicas": 4, "maxReplicas": 6}  # fmt: skip
-    assert [c["what"] for c in journal.pending_changes()] == ["HPA shop/prices-hpa minReplicas 2 -> 4"]
+    assert [c["what"] for c in journal.pending_changes()] == ["HPA shop/prices-hpa minReplicas back to 2 (raised to 4)"]
     subjects.raise_min_replicas(kube, found, 5, journal)
-    assert subjects.put_back(kube, journal) == ["HPA shop/prices-hpa minReplicas 4 -> 5",
-                                                "HPA shop/prices-hpa minReplicas 2 -> 4"]  # fmt: skip
+    assert subjects.put_back(kube, journal) == ["HPA shop/prices-hpa minReplicas back to 4 (raised to 5)",
+                                                "HPA shop/prices-hpa minReplicas back to 2 (raised to 4)"]  # fmt: skip
     assert kube.objects[HPA]["spec"]["minReplicas"] == 2 and journal.pending_changes() == []
     assert subjects.put_back(kube, journal) == []
 
@@ -89,5 +89,5 @@ def test_chaoskit_revert_puts_back_what_a_dead_run_changed(tmp_path: Path) -> No
     kube, journal = _shop(), Journal(tmp_path / "dead.jsonl")
     subjects.raise_min_replicas(kube, subjects.resolve(kube, Subject(namespace=NS, deployment="prices")), 5, journal)
     outcome = revert_journal(Env(kube, FakeNodeExec(), "chaoskit"), journal)
-    assert outcome.restored == ["HPA shop/prices-hpa minReplicas 2 -> 5"] and not outcome.unrestored
+    assert outcome.restored == ["HPA shop/prices-hpa minReplicas back to 2 (raised to 5)"] and not outcome.unrestored
     assert kube.objects[HPA]["spec"]["minReplicas"] == 2
