@@ -569,6 +569,11 @@ class Runner:
             if bad := [n for n in wanted if not low < n <= high]:
                 raise UsageError(f"scaleUp minReplicas {bad[0]} must be above HPA {found.hpa}'s minReplicas ({low}) "
                                  f"and at most its maxReplicas ({high})")  # fmt: skip
+            running = subjects.replicas(self.env.kube, found)
+            if running >= min(wanted):  # e.g. still up from an earlier scale-up: the HPA scales down only after 5 min
+                raise UsageError(f"scaleUp minReplicas {min(wanted)}: {found.kind} {found.namespace}/{found.name} "
+                                 f"runs {running} replicas already, so nothing would scale up; wait for its HPA to "
+                                 "scale it down, or ask for more")  # fmt: skip
         if (load := pb.spec.subject.load) is not None:
             self._load(pb.spec.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
         return found

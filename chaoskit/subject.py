@@ -115,6 +115,12 @@ def hpa_bounds(kube: Kube, subject: Subject) -> tuple[int, int]:
     return int(spec.get("minReplicas", 1)), int(spec["maxReplicas"])
 
 
+def replicas(kube: Kube, subject: Subject) -> int:
+    """How many replicas its spec asks for now."""
+    path = f"/apis/apps/v1/namespaces/{subject.namespace}/{PLURAL[subject.kind]}/{subject.name}"
+    return int(kube.get(path)["spec"].get("replicas", 1))
+
+
 def raise_min_replicas(kube: Kube, subject: Subject, replicas: int, journal: Journal) -> None:
     """The HPA asked for `replicas` pods now; a user's HPA gets its minReplicas back after the run (journaled)."""
     if not subject.ours:

@@ -269,7 +269,7 @@ SHOP_HPA = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/prices
 def _shop_kube() -> FakeKube:
     return FakeKube({
         "/apis/apps/v1/namespaces/shop/deployments/prices": {
-            "metadata": {"name": "prices"}, "spec": {"selector": {"matchLabels": {"app": "prices"}}}},
+            "metadata": {"name": "prices"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "prices"}}}},
         SHOP_HPA: {"metadata": {"name": "prices"}, "spec": {
             "scaleTargetRef": {"kind": "Deployment", "name": "prices"}, "minReplicas": 2, "maxReplicas": 6}},
         "/api/v1/namespaces/shop/services/prices": {
@@ -307,6 +307,17 @@ def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected
     )
     assert rec.verdict == "error" and "at most its maxReplicas (6)" in rec.errors[0] and rec.steps == []
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2
+
+
+def test_a_scale_up_the_subject_has_already_reached_is_refused_before_anything_is_injected(
+    registered: None, tmp_path: Path
+) -> None:
+    kube = _shop_kube()
+    kube.objects["/apis/apps/v1/namespaces/shop/deployments/prices"]["spec"]["replicas"] = 4
+    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(
+        parse_playbook(SHOP % ("", 4))
+    )
+    assert rec.verdict == "error" and "runs 4 replicas already, so nothing would scale up" in rec.errors[0]
 
 
 def test_dry_run_says_a_subjects_hpa_is_put_back() -> None:
