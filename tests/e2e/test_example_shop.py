@@ -71,7 +71,11 @@ def test_the_shops_scale_up_under_the_scheduler_outage_is_timed_stage_by_stage(g
     summaries = m["summaries"]
     for stage, s in summaries.items():
         print(f"shop-scheduler-down {stage}: p50 {s.get('p50')} max {s.get('max')} (n={s.get('count')})")
-    assert summaries["scheduled"]["max"] >= 10  # the new prices pods waited for the scheduler (held 20 s)
+    # the raise is acted on at the HPA's next sync (up to 15 s), then the new pods wait for the scheduler's return:
+    # scheduling, milliseconds otherwise, is the longest stage of every pod
+    per_pod = ("pod_created", "scheduled", "containers_started", "ready", "endpoint_ready")
+    assert summaries["scheduled"]["max"] >= 3
+    assert max(per_pod, key=lambda stage: summaries[stage]["max"]) == "scheduled"
     assert summaries["total"]["max"] <= 120
 
 
