@@ -120,6 +120,9 @@ def probe_svg(probe: Mapping[str, Any], windows: Mapping[str, Any], width: int =
             v = float(value) * (1000 if unit else 1)
             parts.append(f'<circle cx="{x(at):.1f}" cy="{y(v):.1f}" r="2" fill="#0072B2"><title>+{at - t0:.1f}s: '
                          f'{v:.1f}{unit} {detail}</title></circle>')  # fmt: skip
+        elif ok:  # a pass with no value to plot (a condition, a command): on a line of its own, green
+            parts.append(f'<circle cx="{x(at):.1f}" cy="{bottom - plot_h / 2:.1f}" r="3" fill="#2da44e"><title>'
+                         f'+{at - t0:.1f}s: passed {detail}</title></circle>')  # fmt: skip
         else:
             parts.append(f'<circle cx="{x(at):.1f}" cy="{bottom:.1f}" r="3" fill="#cf222e"><title>+{at - t0:.1f}s: '
                          f'failed: {detail}</title></circle>')  # fmt: skip

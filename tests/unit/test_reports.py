@@ -179,3 +179,18 @@ def test_html_says_a_threshold_in_words_with_its_result() -> None:
     text = " ".join(parse(render(diagnosis(), "html", record)).text)
     assert "scale-up: max of total ≤ 120s" in text and "held" in text and "within limits" in text
     assert "{" not in text.split("scale-up: max")[1][:200]  # no raw dict
+
+
+def test_a_probe_chart_draws_answers_by_latency_passes_without_a_value_green_and_failures_red() -> None:
+    from chaoskit.reports.svg import probe_svg
+
+    http = {
+        "name": "shop",
+        "kind": "http",
+        "samples": [[10.0, True, 0.05, "HTTP 200"], [11.0, False, None, "HTTP 502"]],
+    }
+    cond = {"name": "up", "kind": "k8s", "samples": [[10.0, True, None, "Available is True"]]}
+    windows = {"during": [[10.5, 11.5]], "effects": [10.5]}
+    chart = probe_svg(http, windows)
+    assert chart.count('fill="#0072B2"') == 1 and chart.count('fill="#cf222e"') == 1 and "fault held" in chart
+    assert 'fill="#2da44e"' in probe_svg(cond, windows) and 'fill="#cf222e"' not in probe_svg(cond, windows)
