@@ -17,12 +17,16 @@ KIND_CLUSTER_NAME = r"^[a-z0-9.-]+$"  # what kind itself accepts
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"  # default names look like "2.1-kube-proxy.freeze"
 URL_PATH = r"^/"
 HTTP_URL = r"^https?://[^\s/?#]+[^\s]*$"
+API_VERSION = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$"  # v1, apps/v1, x.io/v1beta1
+KIND = r"^[A-Z][A-Za-z0-9]*$"
 PATTERN_WORDS = {
     DNS_LABEL: "is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
     DNS_SUBDOMAIN: "is not a node name, control-plane, worker or any",
     KIND_CLUSTER_NAME: "is not a kind cluster name: lowercase letters, digits, '.' and '-'",
     URL_PATH: "is not a URL path: it starts with /",
     HTTP_URL: "is not an http:// or https:// URL with a host",
+    API_VERSION: "is not an apiVersion: v1, or group/version like apps/v1",
+    KIND: "is not a kind: CamelCase, like Deployment",
     STEP_NAME: "is not a step name: lowercase letters, digits, '-', '_' and '.', "
     "starting and ending with a letter or digit",
 }

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from chaoskit.model import rules
-from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN, HTTP_URL, Model, raise_rule_problems
+from chaoskit.model.base import API_VERSION, DNS_LABEL, DNS_SUBDOMAIN, HTTP_URL, KIND, Model, raise_rule_problems
 from chaoskit.model.duration import Duration, PositiveDuration
 
 Phase = Literal["before", "during", "after", "effect"]
@@ -62,8 +62,10 @@ class PromqlProbe(Model):
 class K8sProbe(Model):
     """A field or condition of one object, read through the API."""
 
-    api_version: str = Field(min_length=1, description="e.g. apps/v1.")
-    kind: str = Field(min_length=1, description="e.g. Deployment (a kind the cluster serves).")
+    api_version: str = Field(pattern=API_VERSION, description="e.g. apps/v1.")
+    kind: str = Field(
+        pattern=KIND, description="e.g. Deployment (a kind the cluster serves: checked when the run starts)."
+    )
     namespace: str | None = Field(
         default=None, max_length=63, pattern=DNS_LABEL, description="Its namespace (none: a cluster-wide kind)."
     )

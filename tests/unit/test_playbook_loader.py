@@ -378,6 +378,11 @@ def test_probes_of_every_kind_parse() -> None:
                                               "'after' or 'effect', got 'sometimes'"),
     (("- name: rate", "- name: shop"), "pb.yaml:14:13: spec.probes[2].name: probe name 'shop' is already used by "
                                        "spec.probes[0]"),
+    (("query: \"sum(up)\"", "query: \"sum(rate(up[1m])\""), "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
+                                                         "')' missing at the end"),
+    (("kind: Deployment, namespace: shop", "kind: deployment, namespace: shop"), "pb.yaml:12:40: spec.probes[1].k8s."
+                                                                             "kind: 'deployment' is not a kind: "
+                                                                             "CamelCase, like Deployment"),
     (("promql: {query: \"sum(up)\", min: 3}", "promql: {query: \"sum(up)\"}\n      command: {argv: [echo]}"),
      "pb.yaml:14:7: spec.probes[2]: give exactly one of http, promql, k8s and command (given: promql and command)"),
 ])  # fmt: skip
