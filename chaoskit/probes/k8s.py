@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaoskit.cluster.kube import Kube, KubeError, object_path
+from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.model.probes import K8sProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes.base import ProbeError, Prober
@@ -14,29 +14,25 @@ from chaoskit.probes.base import ProbeError, Prober
 class K8sProber(Prober):
     def __init__(self, kube: Kube, spec: K8sProbe) -> None:
         self.kube, self.spec = kube, spec
-        meta = {"name": spec.name} | ({"namespace": spec.namespace} if spec.namespace else {})
-        self.path = object_path({"apiVersion": spec.api_version, "kind": spec.kind, "metadata": meta})
+        self.path = ""  # found at start() from the API's discovery: any kind the cluster serves, CRDs included
 
     def start(self) -> None:
-        try:
-            self.kube.get(self.path)
-        except KubeError as exc:  # the object's absence is a failed sample; a kind the API does not serve is not
-            if "HTTP 404" in str(exc) and self._kind_served():
-                return
-            raise ProbeError(f"k8s probe {self.spec.kind} {self.spec.name}: {exc}") from exc
-
-    def _kind_served(self) -> bool:
-        group = self.spec.api_version
+        group, spec = self.spec.api_version, self.spec
         listing = f"/api/{group}" if "/" not in group else f"/apis/{group}"
         try:
-            return any(r.get("kind") == self.spec.kind for r in self.kube.get(listing).get("resources", []))
-        except KubeError:
-            return False
+            served = self.kube.get(listing).get("resources", [])
+        except KubeError as exc:
+            raise ProbeError(f"k8s probe {spec.kind} {spec.name}: the cluster serves no {group}: {exc}") from exc
+        found = next((r for r in served if r.get("kind") == spec.kind and "/" not in r.get("name", "")), None)
+        if found is None:
+            raise ProbeError(f"k8s probe {spec.kind} {spec.name}: the cluster serves no kind {spec.kind} in {group}")
+        where = f"/namespaces/{spec.namespace}" if found.get("namespaced") and spec.namespace else ""
+        self.path = f"{listing}{where}/{found['name']}/{spec.name}"
 
     def poll(self) -> ProbeSample:
         at = time.time()
         try:
-            obj = self.kube.get(self.path)
+            obj = self.kube.get(self.path)  # absent: a failed sample, as it would fail the user
         except KubeError as exc:
             return ProbeSample(at, False, None, str(exc).splitlines()[0][:200])
         return judge_object(self.spec, obj, at)
