@@ -134,8 +134,8 @@ def test_inject_holds_a_fault_only_inside_its_block(gate: dict[str, Any], inject
 
 
 USER_TEST = """
-def test_the_shop_under_a_scheduler_outage(inject):
-    with inject("scheduler.down"):
+def test_the_shop_with_kube_proxy_frozen(inject):
+    with inject("kube-proxy.freeze", node="worker"):
         assert False, "pretend the shop stopped answering"
 """
 
@@ -147,6 +147,7 @@ def test_a_users_failing_test_shows_the_diagnosis_of_the_broken_component(gate: 
                           timeout=600)  # fmt: skip
     print(done.stdout[-3000:])
     assert done.returncode == 1
-    assert "chaoskit diagnosis with scheduler.down in place on" in done.stdout
-    assert "scheduler@" in done.stdout and ": failed" in done.stdout
-    assert process_state(f"{gate['record']['cluster']}-control-plane", "kube-scheduler") not in ("T", "")
+    cluster = gate["record"]["cluster"]
+    assert f"chaoskit diagnosis with kube-proxy.freeze in place on {cluster}-worker:" in done.stdout
+    assert f"kube-proxy@{cluster}-worker: failed" in done.stdout
+    assert process_state(f"{cluster}-worker", "kube-proxy") not in ("T", "")  # reverted after the diagnosis
