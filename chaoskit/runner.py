@@ -357,10 +357,7 @@ class Runner:
             return
         ns = pb.spec.namespace
         if pb.spec.workload is None:  # chaoskit's namespace exists already with its workload
-            kube = self.env.kube
-            kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns),
-                      180)  # fmt: skip
-            kube.apply(workloads.namespace(ns))
+            self._own_namespace(ns)
 
         def node_of(wanted: str) -> str:
             return resolve_node(self.nodes, wanted, "worker")
@@ -539,10 +536,8 @@ class Runner:
         w, ns = pb.spec.workload, pb.spec.namespace
         assert w is not None
         kube = self.env.kube
-        # an earlier run's namespace may still be terminating: nothing can be created in it until it is gone
-        kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns), 180)
+        self._own_namespace(ns)
         for obj in (
-            workloads.namespace(ns),
             workloads.web_deployment(ns, replicas=w.replicas),
             workloads.service(ns),
             workloads.hpa(ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas,
@@ -592,11 +587,16 @@ class Runner:
         }  # fmt: skip  (your Service does not answer with its pod's name)
         return params.model_copy(update={k: v for k, v in update.items() if k not in given})
 
-    def _load(self, ns: str, url: str, concurrency: int) -> None:
+    def _own_namespace(self, ns: str) -> None:
+        """chaoskit's namespace for the run, made once an earlier run's copy is gone (nothing can be created in a
+        terminating namespace)."""
         kube = self.env.kube
         kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns), 180)
         kube.apply(workloads.namespace(ns))
-        kube.apply(workloads.load_generator(ns, url, concurrency=concurrency))
+
+    def _load(self, ns: str, url: str, concurrency: int) -> None:
+        self._own_namespace(ns)
+        self.env.kube.apply(workloads.load_generator(ns, url, concurrency=concurrency))
         self.say(f"load: {concurrency} request loop(s) on {url}")
 
     def _put_back(self, rec: RunRecord) -> None:

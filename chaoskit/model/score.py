@@ -27,7 +27,7 @@ def run_items(run: Mapping[str, Any]) -> list[Item] | None:
         return None
     if run.get("verdict") == "aborted":
         return [(1.0, 0.0)]
-    items: list[Item] = [(float(s.get("weight", 1.0)), 1.0 if _step_held(s) else 0.0) for s in run.get("steps", [])]
+    items: list[Item] = [(float(s.get("weight", 1.0)), 1.0 if step_held(s) else 0.0) for s in run.get("steps", [])]
     for probe in run.get("probes", []):
         phases = probe.get("phases") or []
         held = sum(1 for p in phases if p.get("ok")) / len(phases) if phases else 0.0
@@ -35,7 +35,8 @@ def run_items(run: Mapping[str, Any]) -> list[Item] | None:
     return items
 
 
-def _step_held(step: Mapping[str, Any]) -> bool:
+def step_held(step: Mapping[str, Any]) -> bool:
+    """StepRecord.ok, read from a record: its effect seen, its component healthy again, nothing deviated or failed."""
     return (step.get("effect_s") is not None and step.get("recovery_s") is not None and not step.get("errors")
             and not step.get("failures"))  # fmt: skip
 

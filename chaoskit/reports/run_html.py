@@ -11,6 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.model.score import step_held
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
 from chaoskit.reports.svg import probe_svg, timeline_svg
 
@@ -69,7 +70,7 @@ def render_run_html(record: Record) -> str:
         took=float(record.get("finished_at", 0)) - float(record.get("started_at", 0)),
         runs=runs,
         gantt=Markup(_gantt(runs)),  # noqa: S704 - built from escaped parts
-        steps_ok={str(r["playbook"]): sum(1 for s in r.get("steps") or [] if _step_ok(s)) for r in runs},
+        steps_ok={str(r["playbook"]): sum(1 for s in r.get("steps") or [] if step_held(s)) for r in runs},
         problems=problems,
         during={str(r["playbook"]): _during(r) for r in runs},
         timelines=timelines,
@@ -87,8 +88,3 @@ def render_run_html(record: Record) -> str:
 def _problems(run: Record) -> list[str]:
     steps = run.get("steps") or []
     return [e for s in steps for e in [*s.get("failures", []), *s.get("errors", [])]] + list(run.get("errors") or [])
-
-
-def _step_ok(s: Record) -> bool:
-    return not s.get("errors") and not s.get("failures") and s.get("effect_s") is not None \
-        and s.get("recovery_s") is not None  # fmt: skip
