@@ -41,8 +41,9 @@ class TargetParams(FaultParams):
     hpa: str = Field(default="", description="Its HorizontalPodAutoscaler; default: named as the Deployment.")
     first_request: bool = Field(
         default=True,
-        description="Time each new pod's first answer through the Service (needs a Service whose GET / answers with "
-        "the pod's name, as chaoskit's workload does; off by default for your own subject).",
+        description="The Service's GET / answers with the pod's name, as chaoskit's workload does: time each new "
+        "pod's first answer through it (hpa_scale_up) and when requests follow an endpoint change (rule_sync). Off by "
+        "default for your own subject: then only the rules are read.",
     )
 
 

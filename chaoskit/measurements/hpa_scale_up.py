@@ -83,7 +83,8 @@ class HpaScaleUp(Measurement):
         ]  # fmt: skip
         self.lock = threading.Lock()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
-        script = probe_script(ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]))
+        script = probe_script(ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]),
+                              requests=p.first_request)  # fmt: skip
         self.probes = [NodeProbe(self.env.nodes, n, script, self._locked_seen) for n in self.nodes]
         self.metrics_gaps: list[Gap] = []
         self.poller = threading.Thread(target=self._poll_metrics, name="metrics poll", daemon=True)

@@ -90,10 +90,13 @@ class Rounds:
         return max(FINEST, at - (self.starts[i] if i >= 0 else floor))
 
 
-def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False) -> str:
+def probe_script(
+    namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False, requests: bool = True
+) -> str:
     """The loops run inside a node: `R <read start> <read end> <previous read start or -> <ip>...` when the rules
-    change, `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures` `F <t sent>` per
-    request that got no answer."""
+    change, and with `requests` `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures`
+    `F <t sent>` per request that got no answer. Without `requests` only the rules are read (a Service whose answers
+    do not name their pod tells nothing by them)."""
     endpoint_ips = endpoint_ips_command(namespace, service)
     url = f"http://{cluster_ip}:{port}/"
     # an HTTP error or an empty body is no answer from a pod: a request DNATed to a gone pod's IP leaves by the default
@@ -106,12 +109,14 @@ def probe_script(namespace: str, service: str, cluster_ip: str, port: int, failu
         f" ips=$({endpoint_ips} | sort -u | tr '\\n' ' '); u=$(date +%s.%N);"
         f' if [ "$ips" != "$last" ]; then echo "R $t $u $p $ips"; last=$ips; fi; p=$t; sleep {INTERVAL}; done'
     )
-    requests = (
+    if not requests:
+        return f"( {rules} ) & wait"
+    asking = (
         'while :; do echo "Q $(date +%s.%N)";'
         + "".join(f" ( {ask} ) &" for _ in range(REQUESTS_PER_ROUND))
         + f" wait; sleep {INTERVAL}; done"
     )
-    return f"( {rules} ) & ( {requests} ) & wait"
+    return f"( {rules} ) & ( {asking} ) & wait"
 
 
 def parse_line(node: str, line: str) -> Seen | None:

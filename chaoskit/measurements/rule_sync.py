@@ -67,16 +67,18 @@ class RuleSync(Measurement):
         kube, ns = self.env.kube, p.namespace or self.namespace
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", f"Service {ns}/{p.service}")
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.tracker = RuleSyncTracker(self.result.started_at)
+        self.tracker = RuleSyncTracker(self.result.started_at, traffic=p.first_request)
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
         self.snapshots: list[list[SliSnapshot]] = []
         if p.sli:
             self.mark()
-        script = probe_script(
-            ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]), failures=True
-        )
+        script = probe_script(ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]),
+                              failures=True, requests=p.first_request)  # fmt: skip
+        if not p.first_request:
+            self.result.notes.append(f"traffic_follows not measured: Service {ns}/{p.service} is not known to answer "
+                                     "with its pod's name (first_request is off); rules_programmed only")  # fmt: skip
         self.probes = [NodeProbe(self.env.nodes, n, script, self._seen) for n in self.nodes]
         self.watcher = Watcher(kube, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", self._slice,
                                self.stop_event, labelSelector=f"kubernetes.io/service-name={p.service}")  # fmt: skip

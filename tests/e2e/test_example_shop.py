@@ -66,9 +66,12 @@ def test_the_gate_passes_the_shop_with_every_probe_phase_held_and_puts_its_hpa_b
         assert kube.find(f"/apis/apps/v1/namespaces/shop/deployments/{name}") is not None
 
 
+def _measurement(gate: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(m for m in _runs(gate)["shop-scheduler-down"]["measurements"] if m["name"] == name)
+
+
 def test_the_shops_scale_up_under_the_scheduler_outage_is_timed_stage_by_stage(gate: dict[str, Any]) -> None:
-    (m,) = _runs(gate)["shop-scheduler-down"]["measurements"]
-    summaries = m["summaries"]
+    summaries = _measurement(gate, "scale-up")["summaries"]
     for stage, s in summaries.items():
         print(f"shop-scheduler-down {stage}: p50 {s.get('p50')} max {s.get('max')} (n={s.get('count')})")
     # the raise is acted on at the HPA's next sync (up to 15 s), then the new pods wait for the scheduler's return:
@@ -77,6 +80,21 @@ def test_the_shops_scale_up_under_the_scheduler_outage_is_timed_stage_by_stage(g
     assert summaries["scheduled"]["max"] >= 3
     assert max(per_pod, key=lambda stage: summaries[stage]["max"]) == "scheduled"
     assert summaries["total"]["max"] <= 120
+
+
+def test_the_rule_sync_of_the_shops_own_service_is_measured_on_every_node_by_its_rules(gate: dict[str, Any]) -> None:
+    m = _measurement(gate, "rule-sync")
+    programmed = [s for s in m["samples"] if s["stage"] == "rules_programmed"]
+    changes = {s["run"] for s in programmed}
+    print(f"\nshop-scheduler-down rule sync of Service shop/prices: {len(changes)} changes, rules_programmed "
+          f"{sorted(round(s['end'] - s['start'], 3) for s in programmed)}s; notes {m['notes'][:2]}")
+    # the two new prices pods, each programmed on every node (a change may carry both when they got Ready together)
+    assert changes and len(programmed) == 3 * len(changes), m["notes"]
+    assert {s["subject"].split("@")[1] for s in programmed} == set(m["extra"]["nodes"])
+    # prices answers with a price, not its pod's name: only the rules tell when the change is programmed
+    assert not [s for s in m["samples"] if s["stage"] == "traffic_follows"]
+    assert any("traffic_follows not measured" in n for n in m["notes"])
+    assert all(0 <= s["end"] - s["start"] <= 5 and s["precision"] > 0 for s in programmed), programmed
 
 
 def test_the_gate_leaves_junit_with_probe_cases_and_the_score_and_an_html_report(gate: dict[str, Any]) -> None:

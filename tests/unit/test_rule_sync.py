@@ -495,6 +495,27 @@ def test_probe_reports_failed_requests_only_when_asked_and_reads_only_live_nft_v
     assert parse_line("w1", "F 12.5") == AnswerSeen("w1", 12.5, FAILED)
 
 
+def test_a_service_whose_answers_name_no_pod_is_probed_for_its_rules_only() -> None:
+    script = probe_script("shop", "storefront", "10.96.0.10", 80, requests=False)
+    assert "curl" not in script and '"Q ' not in script
+    assert "grep -o 'goto endpoint-[A-Z0-9]*-shop/storefront/" in script
+
+
+def test_without_traffic_a_change_is_timed_by_its_rules_and_counts_as_converged_there() -> None:
+    t = RuleSyncTracker(started_at=0.0, traffic=False)
+    t.endpoint_slice("LISTED", eps(A, B), 0.5)
+    for n in NODES:
+        t.seen(RulesSeen(n, 1.0, AB, None, 1.0 + READ))
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 2.0)
+    assert not t.converged(NODES)
+    for n in NODES:
+        rules(t, n, 2.4, ABC)
+    assert t.converged(NODES)  # no answer will ever come, and none is awaited
+    assert {s.stage for s in t.samples(NODES)} == {"rules_programmed"}
+    assert stage(t, "rules_programmed", f"1@{NODES[0]}") == pytest.approx(0.4)
+    assert t.incomplete(NODES) == []
+
+
 def test_changes_are_parsed_and_the_workload_starts_big_enough_never_to_drop_below_two() -> None:
     assert parse_changes("scale-up, pod-deleted") == ("scale-up", "pod-deleted")
     with pytest.raises(UsageError, match="scale-sideways"):
