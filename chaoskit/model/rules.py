@@ -11,6 +11,7 @@ from typing import Any
 
 from chaoskit.model.duration import DurationError, format_duration, parse_duration
 from chaoskit.model.paths import Path, dotted
+from chaoskit.model.promql import promql_problem
 from chaoskit.registry import close_matches
 
 Found = list[tuple[Path, str]]
@@ -168,31 +169,6 @@ def subject_problems(subject: Mapping[str, Any], at: Path = ()) -> Found:
     return [((*at, given[1]), f"give one of deployment, statefulSet and selector, not {' and '.join(given)}")]
 
 
-PAIRS = {"(": ")", "[": "]", "{": "}"}
-
-
-def promql_unbalanced(query: str) -> str:
-    """What of PromQL's syntax can be checked offline: brackets that close in order, quotes that close."""
-    stack: list[str] = []
-    quote = ""
-    for i, ch in enumerate(query):
-        if quote:
-            if ch == quote and query[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'`":
-            quote = ch
-        elif ch in PAIRS:
-            stack.append(PAIRS[ch])
-        elif ch in PAIRS.values():
-            if not stack or stack.pop() != ch:
-                return f"not PromQL: {ch!r} at character {i + 1} closes nothing open"
-    if quote:
-        return f"not PromQL: a string opened with {quote} never closes"
-    if stack:
-        return f"not PromQL: {stack[-1]!r} missing at the end"
-    return ""
-
-
 def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
     """A probe is exactly one kind, with something to judge it by."""
     kinds = [k for k in ("http", "promql", "k8s", "command") if probe.get(k) is not None]
@@ -212,7 +188,8 @@ def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
         return []
     if kind == "promql" and body.get("min") is None and body.get("max") is None:
         return [((*at, kind), "a promql probe needs min, max or both")]
-    if kind == "promql" and isinstance(query := body.get("query"), str) and (why := promql_unbalanced(query)):
+    query = body.get("query") if kind == "promql" else None
+    if isinstance(query, str) and query and (why := promql_problem(query)):  # "" is the field's own error
         return [((*at, kind, "query"), why)]
     if kind == "k8s":
         if (body.get("condition") is None) == (body.get("field") is None):

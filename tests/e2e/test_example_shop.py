@@ -86,8 +86,10 @@ def test_the_rule_sync_of_the_shops_own_service_is_measured_on_every_node_by_its
     m = _measurement(gate, "rule-sync")
     programmed = [s for s in m["samples"] if s["stage"] == "rules_programmed"]
     changes = {s["run"] for s in programmed}
-    print(f"\nshop-scheduler-down rule sync of Service shop/prices: {len(changes)} changes, rules_programmed "
-          f"{sorted(round(s['end'] - s['start'], 3) for s in programmed)}s; notes {m['notes'][:2]}")
+    print(
+        f"\nshop-scheduler-down rule sync of Service shop/prices: {len(changes)} changes, rules_programmed "
+        f"{sorted(round(s['end'] - s['start'], 3) for s in programmed)}s; notes {m['notes'][:2]}"
+    )
     # the two new prices pods, each programmed on every node (a change may carry both when they got Ready together)
     assert changes and len(programmed) == 3 * len(changes), m["notes"]
     assert {s["subject"].split("@")[1] for s in programmed} == set(m["extra"]["nodes"])

@@ -379,7 +379,10 @@ def test_probes_of_every_kind_parse() -> None:
     (("- name: rate", "- name: shop"), "pb.yaml:14:13: spec.probes[2].name: probe name 'shop' is already used by "
                                        "spec.probes[0]"),
     (("query: \"sum(up)\"", "query: \"sum(rate(up[1m])\""), "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
-                                                         "')' missing at the end"),
+                                                         "expected an operator, ',' or ')' after 'rate(up[1m])', "
+                                                         "found the end at character 17"),
+    (("query: \"sum(up)\"", "query: \"sum(up) by job\""), "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
+                                                        "expected '(' after 'by', found 'job' at character 12"),
     (("kind: Deployment, namespace: shop", "kind: deployment, namespace: shop"), "pb.yaml:12:40: spec.probes[1].k8s."
                                                                              "kind: 'deployment' is not a kind: "
                                                                              "CamelCase, like Deployment"),
