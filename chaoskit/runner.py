@@ -581,6 +581,7 @@ class Runner:
         update = {
             "namespace": s.namespace,
             "deployment": s.name,
+            "kind": s.kind,
             "hpa": s.hpa or "",
             "service": s.service or "",
             "first_request": False,

@@ -7,7 +7,7 @@ that could not observe says so in `errors` or `gaps`, it never invents a figure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -36,7 +36,12 @@ class TargetParams(FaultParams):
     """The workload a measurement watches; the namespace defaults to the playbook's."""
 
     namespace: str = Field(default="", description="Namespace of the workload (default: the playbook's).")
-    deployment: str = Field(default="web", description="The Deployment (and its HPA, if any) to watch.")
+    deployment: str = Field(default="web", description="The Deployment (or StatefulSet) to watch.")
+    kind: Literal["Deployment", "StatefulSet"] = Field(
+        default="Deployment",
+        description="What `deployment` names: a StatefulSet's pods come straight from its controller (no "
+        "replicaset_scaled stage).",
+    )
     service: str = Field(default="web", description="The Service in front of it.")
     hpa: str = Field(default="", description="Its HorizontalPodAutoscaler; default: named as the Deployment.")
     first_request: bool = Field(

@@ -4,7 +4,8 @@ the new pod through the Service, from each node", cut into stages each owned by 
 Where each timestamp comes from, and so its precision:
 - metric above target: the metrics API sample's own timestamp (1 s); or, for a scale-up forced by raising
   minReplicas, when we saw that spec change (ms);
-- HPA decision (its write of the Deployment's scale; its status follows later), ReplicaSet scaled, Pod created /
+- HPA decision (its write of the Deployment's or StatefulSet's scale; its status follows later), ReplicaSet scaled
+  (a Deployment's only: a StatefulSet creates its pods itself), Pod created /
   scheduled / containers running / Ready, ready in the EndpointSlice: when our watch received the change (ms);
   after a watch gap, the objects' own timestamps (1 s);
 - rules programmed and first request: the in-node probe (probe.py), whose loops pause 100 ms between rounds that
@@ -57,7 +58,8 @@ class HpaScaleUp(Measurement):
         self.stop_event = threading.Event()
         hpa_name = p.hpa or p.deployment
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")
-        deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/deployments/{p.deployment}", "Deployment")
+        plural = {"Deployment": "deployments", "StatefulSet": "statefulsets"}[p.kind]
+        deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/{plural}/{p.deployment}", p.kind)
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         try:
             kube.get("/apis/metrics.k8s.io/v1beta1/nodes")
@@ -71,8 +73,8 @@ class HpaScaleUp(Measurement):
         base = f"/namespaces/{ns}"
         self.watchers = [
             Watcher(kube, f"/apis/autoscaling/v2{base}/horizontalpodautoscalers", self._locked(self.tracker.hpa),
-                    self.stop_event, fieldSelector=f"metadata.name={p.deployment}"),
-            Watcher(kube, f"/apis/apps/v1{base}/deployments", self._locked(self.tracker.deployment), self.stop_event,
+                    self.stop_event, fieldSelector=f"metadata.name={hpa_name}"),
+            Watcher(kube, f"/apis/apps/v1{base}/{plural}", self._locked(self.tracker.deployment), self.stop_event,
                     fieldSelector=f"metadata.name={p.deployment}"),
             Watcher(kube, f"/apis/apps/v1{base}/replicasets", self._locked(self.tracker.replicaset), self.stop_event,
                     labelSelector=selector),

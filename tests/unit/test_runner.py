@@ -294,8 +294,8 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
     writes = [c for c in kube.calls if c[0] != "GET" and "/leases" not in c[1]]  # leases: chaoskit's locks
     assert writes == [("PATCH", SHOP_HPA), ("PATCH", SHOP_HPA)]  # nothing of the user's created or deleted
     params = started[0].params
-    assert (started[0].namespace, params.deployment, params.hpa, params.service) == ("shop", "prices", "prices",
-                                                                                    "prices")  # fmt: skip
+    assert (started[0].namespace, params.kind, params.deployment, params.hpa, params.service) == (
+        "shop", "Deployment", "prices", "prices", "prices")  # fmt: skip
 
 
 def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected(
