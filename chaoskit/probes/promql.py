@@ -37,5 +37,9 @@ class PromqlProber(Prober):
         if not result:
             return ProbeSample(at, False, None, "the query returned no value")
         value = float(result[0]["value"][1])
-        ok = (self.spec.min is None or value >= self.spec.min) and (self.spec.max is None or value <= self.spec.max)
-        return ProbeSample(at, ok, value, f"{self.spec.query} = {value:g}")
+        low, high = (
+            self.spec.min is not None and value < self.spec.min,
+            self.spec.max is not None and value > self.spec.max,
+        )
+        bound = f", below its min {self.spec.min:g}" if low else f", above its max {self.spec.max:g}" if high else ""
+        return ProbeSample(at, not (low or high), value, f"{self.spec.query} = {value:g}{bound}")
