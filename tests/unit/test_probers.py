@@ -85,6 +85,10 @@ def test_a_promql_probe_compares_the_first_value_and_a_refused_query_is_an_error
     assert ok.poll().ok and ok.poll().value == 3.0
     low = PromqlProber(PromqlProbe(query="sum(up)", url=prometheus, min=4))
     low.start()
-    assert not low.poll().ok
+    sample = low.poll()
+    assert not sample.ok and sample.detail == "sum(up) = 3, below its min 4"
+    high = PromqlProber(PromqlProbe(query="sum(up)", url=prometheus, max=2))
+    high.start()
+    assert high.poll().detail == "sum(up) = 3, above its max 2"
     with pytest.raises(ProbeError, match="promql probe 'bad\\(up\\)'"):
         PromqlProber(PromqlProbe(query="bad(up)", url=prometheus, max=1)).start()
