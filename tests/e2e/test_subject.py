@@ -1,18 +1,24 @@
-"""A user's StatefulSet as a playbook's subject on the real cluster: found by name with its HPA (named otherwise) and
-its Service, scaled out by the load chaoskit sends through that Service, the scale-up measured stage by stage, a
-command probe judged in every phase; chaoskit creates, deletes and leaves changed none of it."""
+"""A user's StatefulSet as a playbook's subject on the real cluster, in one run: found by name with its HPA (named
+otherwise) and its Service, scaled out by the load chaoskit sends through that Service, the scale-up measured stage
+by stage, and judged by a command probe and by promql probes against a real Prometheus, one of which catches the
+fault; chaoskit creates, deletes and leaves changed none of it. (The http and k8s probes: test_example_shop.py.)"""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaoskit import workloads
+from chaoskit.cluster import prometheus as prom
+from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kube import Kube
+from chaoskit.cluster.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
 
 pytestmark = pytest.mark.e2e
@@ -34,16 +40,38 @@ spec:
     - name: cluster-answers
       command: {{argv: [{python}, -m, chaoskit, cluster, status, --name, {cluster}, -o, json], timeout: 20s}}
       every: 3s
+    # kube-proxy frozen on a worker answers no scrape: `up` drops to 0 there while the fault holds
+    - name: every-kube-proxy-scraped
+      promql: {{query: 'min(up{{job="kube-proxy"}})', url: "{prometheus}", min: 1}}
+      every: 1s
+      when: [before, during]
+    - name: kube-proxy-series
+      promql: {{query: 'count(up{{job="kube-proxy"}})', url: "{prometheus}", min: 3}}
+      every: 2s
   steps:
     - fault: kube-proxy.freeze
-      target: {{node: worker2}}
+      target: {{node: {cluster}-worker2}}
       # hold 30s: the load lifts the ledger's CPU past its target and the HPA acts (metrics-server's 15 s resolution,
-      # then the HPA's next sync) while kube-proxy stays frozen on the other worker
+      # then the HPA's next sync) while kube-proxy stays frozen on the other worker; Prometheus, scraping every 5 s
+      # with a 5 s timeout, sees the frozen node down within 10 s
       duration: 30s
   measurements:
     - name: scale-up
       type: hpa_scale_up
 """
+
+
+@pytest.fixture
+def prometheus(kube: Kube, tmp_path: Path) -> Iterator[prom.Server]:
+    """`chaoskit metrics prometheus up`'s server, scraping every kube-proxy and the control plane."""
+    tools = prom.install(SubprocessRunner(), Cache(default_root()))
+    prom.prepare(kube, tmp_path / "prometheus", None)
+    srv = prom.start(tools, tmp_path / "prometheus")
+    try:
+        srv.wait_ready(60)
+        yield srv
+    finally:
+        srv.stop()
 
 
 def _ledger(kube: Kube, ns: str) -> None:
@@ -60,32 +88,43 @@ def _ledger(kube: Kube, ns: str) -> None:
     kube.wait("the ledger to be ready", lambda: (kube.get(path).get("status") or {}).get("readyReplicas") == 1, 120)
 
 
-def test_a_users_statefulset_is_scaled_by_chaoskits_load_through_its_service_and_measured(
-    kube: Kube, cluster: str, ns: str, tmp_path: Path
+def test_a_users_statefulset_under_chaoskits_load_is_measured_and_judged_by_command_and_promql_probes(
+    kube: Kube, cluster: str, ns: str, prometheus: prom.Server, tmp_path: Path
 ) -> None:
     _ledger(kube, ns)
+    deadline = time.monotonic() + 60
+    while not prometheus.query('count(up{job="kube-proxy"} == 1) == 3'):  # every node's kube-proxy scraped once
+        assert time.monotonic() < deadline, "Prometheus never scraped every kube-proxy"
+        time.sleep(1)
     playbook = tmp_path / "ledger.yaml"
-    playbook.write_text(PLAYBOOK.format(ns=ns, python=sys.executable, cluster=cluster))
+    playbook.write_text(PLAYBOOK.format(ns=ns, python=sys.executable, cluster=cluster, prometheus=prometheus.url))
     done = chaoskit("run", str(playbook), "-o", "json", "--journal", str(tmp_path / "j.jsonl"))
-    rec: dict[str, Any] = json.loads(done.stdout)
     print(f"\n{done.stderr[-2500:]}")
-    assert done.returncode == 0, (rec["verdict"], rec.get("errors"), rec.get("failures"))
+    rec: dict[str, Any] = json.loads(done.stdout)
+    probes = {p["name"]: p for p in rec["probes"]}
+    for p in probes.values():
+        print(f"{p['name']}: " + "; ".join(f"{ph['phase']} {ph['reason']}" for ph in p["phases"]))
+    # the one probe that sees the frozen kube-proxy deviates the run, naming its bound; nothing else failed
+    assert done.returncode == 1 and rec["verdict"] == "deviated", (rec["verdict"], rec.get("errors"))
+    before, during = probes["every-kube-proxy-scraped"]["phases"]
+    assert before["ok"] and not during["ok"]
+    assert 'min(up{job="kube-proxy"}) = 0, below its min 1' in during["reason"], during["reason"]
+    for name in ("kube-proxy-series", "cluster-answers"):
+        assert [p["phase"] for p in probes[name]["phases"]] == ["before", "during", "after"]
+        assert all(p["ok"] and p["samples"] >= 1 for p in probes[name]["phases"]), probes[name]["phases"]
+    assert rec["steps"][0]["effect_s"] is not None and rec["steps"][0]["recovery_s"] is not None
     assert rec["subject"] == f"StatefulSet {ns}/{LEDGER}, HPA ledger-cpu, Service {LEDGER}"
     # the load reached the ledger through its Service: its CPU rose past the target and the HPA scaled it out
     (m,) = rec["measurements"]
     samples = m["samples"]
     stages = {s["stage"] for s in samples}
-    decided = [s for s in samples if s["stage"] == "hpa_decision"]
-    print(f"ledger scale-up: {sorted(stages)}; " + "; ".join(
+    print("ledger scale-up: " + "; ".join(
         f"{stage} max {s['max']:.2f}s" for stage, s in m["summaries"].items() if s.get("max") is not None))  # fmt: skip
-    assert decided, m["notes"]
+    assert [s for s in samples if s["stage"] == "hpa_decision"], m["notes"]
     created = {s["subject"] for s in samples if s["stage"] == "pod_created"}
     assert created and created <= {f"{LEDGER}-1", f"{LEDGER}-2"}, created  # the StatefulSet's own pods
     assert "replicaset_scaled" not in stages  # a StatefulSet creates its pods itself
     assert {"scheduled", "ready", "endpoint_ready", "rules_programmed"} <= stages
-    (probe,) = rec["probes"]
-    assert [p["phase"] for p in probe["phases"]] == ["before", "during", "after"]
-    assert all(p["ok"] and p["samples"] >= 1 for p in probe["phases"]), probe["phases"]
     # what chaoskit changed of the ledger: nothing (no scaleUp asked); its objects are all still there
     hpa = kube.get(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/ledger-cpu")
     assert hpa["spec"]["minReplicas"] == 1
