@@ -1,5 +1,5 @@
 # Two commands on a fresh host (root, Debian 12, Go >= 1.24, Python >= 3.11):
-#   make demo   set everything up, bring up the kind cluster, run the HPA demo and a fault playbook with its report
+#   make demo   set everything up, bring up the kind cluster, run a fault playbook with its report
 #   make test   the whole test suite: lint (ruff, mypy, import layers), unit tests, then e2e tests against the real cluster
 PYTHON ?= python3
 VENV   ?= .venv
@@ -19,7 +19,6 @@ cluster: venv
 	$(BIN)/chaoskit cluster up
 
 demo: cluster
-	$(BIN)/chaoskit demo
 	$(BIN)/chaoskit run playbooks/scheduler-down.yaml
 
 # Style, types and the import layers of pyproject.toml's [tool.importlinter]: seconds, so before the cluster build.

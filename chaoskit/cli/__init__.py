@@ -34,10 +34,9 @@ def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespa
 
 
 def _register() -> None:
-    from chaoskit.cli import agent, cluster, demo, diagnose, faults, install, measure, metrics, playbook, run
+    from chaoskit.cli import agent, cluster, diagnose, faults, install, measure, metrics, playbook, run
 
     cli.add_command(cluster.cluster)
-    cli.add_command(demo.demo)
     cli.add_command(diagnose.diagnose)
     cli.add_command(playbook.playbook)
     cli.add_command(playbook.validate)

@@ -236,6 +236,7 @@ _RESOURCES = {
     "ServiceAccount": ("serviceaccounts", True),
     "Deployment": ("deployments", True),
     "DaemonSet": ("daemonsets", True),
+    "StatefulSet": ("statefulsets", True),
     "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
     "Lease": ("leases", True),
     "CustomResourceDefinition": ("customresourcedefinitions", False),

@@ -13,7 +13,6 @@ from chaoskit.cluster.kube import Kube, KubeError, condition
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components import kube_proxy as kp
-from chaoskit.demo import run_hpa_demo
 from tests.e2e.conftest import chaoskit
 
 
@@ -118,14 +117,6 @@ def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:
         "pod metrics", lambda: kube.get("/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods")["items"], 90
     )
     assert any(p["metadata"]["name"].startswith("kube-apiserver") for p in pods)
-
-
-def test_hpa_scales_a_cpu_loaded_deployment_to_three_and_back(kube: Kube, ns: str) -> None:
-    result = run_hpa_demo(kube, f"{ns}-hpa", target_ready=3, timeout=300)
-    timeline = "\n".join(f"{e.t:6.1f}s {e.what}" for e in result.timeline)
-    assert result.scaled_up_s is not None, f"never reached 3 ready replicas:\n{timeline}"
-    assert result.peak_ready >= 3
-    assert result.scaled_down_s is not None, f"never scaled back to 1:\n{timeline}"
 
 
 def test_status_reports_three_ready_nodes_as_json(cluster: str) -> None:
