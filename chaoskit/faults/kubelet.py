@@ -26,7 +26,8 @@ def node_ready(env: Env, node: str) -> bool | None:
 
 @register
 class KubeletStopped(Fault):
-    """kubelet stopped on a node: heartbeats stop and the node goes NotReady after the 50 s grace period.
+    """kubelet stopped on a node: heartbeats stop and the node goes NotReady after the node-monitor grace period (50 s
+    stock, 30 s on chaoskit's cluster).
 
     The node controller then taints the node and, after the toleration period, evicts its pods.
     """
@@ -181,9 +182,9 @@ class KubeletCertExpired(Fault):
     in /etc/kubernetes/kubelet.conf is expired", fails to load the bootstrap kubeconfig and exits; systemd restarts it
     every second, and `journalctl -u kubelet` shows the loop. Running pods keep running. Effect: kubelet's own
     journal since the restart says its certificate expired, and the API server's Node says the node is not Ready
-    (heartbeats stopped, after the 40-50 s grace period). Targets a worker; on the control-plane node the certificate
-    is signed in place. The revert renames the original certificate back and restarts kubelet, on the node alone (no
-    API server needed).
+    (heartbeats stopped, after the node-monitor grace period). Targets a worker; on the control-plane node the
+    certificate is signed in place. The revert renames the original certificate back and restarts kubelet, on the
+    node alone (no API server needed).
     """
 
     name = "kubelet.cert-expired"

@@ -237,7 +237,7 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
                 {
                     "fault": "kubelet.stop",
                     "target": {"node": "worker"},
-                    "duration": "60s",
+                    "duration": "40s",
                 },  # NotReady after the grace period
                 {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
             ]
