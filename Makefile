@@ -29,13 +29,15 @@ lint: venv
 	$(BIN)/lint-imports
 
 unit: venv
-	$(BIN)/python -m pytest tests/unit -q
+	$(BIN)/python -m pytest tests/unit -q -n auto
 
 e2e: cluster
 	$(BIN)/python -m pytest tests/e2e -v -m e2e
 
+# unit first, on every core (a broken piece fails in half a minute); then e2e, one at a time on the one cluster
 test: lint cluster
-	$(BIN)/python -m pytest tests/unit tests/e2e -v --durations=25  # unit first: a broken piece fails in a minute
+	$(BIN)/python -m pytest tests/unit -q -n auto --durations=10
+	$(BIN)/python -m pytest tests/e2e -v --durations=25
 
 down: venv
 	$(BIN)/chaoskit cluster down

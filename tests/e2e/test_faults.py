@@ -134,12 +134,12 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     print(f"\n{name} ({proxy_mode}): effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert")
 
 
-def without_injection(fault: Fault, keep: Callable[[str], bool]) -> Fault:
+def without_injection(fault: Fault, keep: Callable[[str], bool], timeout: float) -> Fault:
     """The fault with its injecting apply lines removed (those `keep` spares only set up what the check reads), and
-    a short effect timeout: its effect check must then never pass."""
+    a short effect timeout (well past when the real effect shows): its effect check must then never pass."""
 
     class NoOp(type(fault)):  # type: ignore[misc]
-        effect_timeout = 20.0
+        effect_timeout = timeout
 
         def plan(self, node: str, params: BaseModel) -> FaultPlan:
             plan: FaultPlan = super().plan(node, params)
@@ -148,22 +148,23 @@ def without_injection(fault: Fault, keep: Callable[[str], bool]) -> Fault:
     return NoOp()
 
 
-# Per fault: the apply lines that stay (setup the check needs), and the params.
-NO_OPS: dict[str, tuple[Callable[[str], bool], dict[str, str]]] = {
+# Per fault: the apply lines that stay (setup the check needs), the params, and how long to wait for an effect.
+NO_OPS: dict[str, tuple[Callable[[str], bool], dict[str, str], float]] = {
     # the Deployment stays, pinned to a label no node then has: Pending, but for want of a node, not for the taint
-    "scheduler.unschedulable": (lambda line: f'taint nodes "$n" {TAINT_KEY}' not in line, {"reason": "taint"}),
+    # (the real taint's FailedScheduling event comes within a second)
+    "scheduler.unschedulable": (lambda line: f'taint nodes "$n" {TAINT_KEY}' not in line, {"reason": "taint"}, 8.0),
     # the probe Service stays, kube-proxy keeps kind's 1 s minSyncPeriod
-    "kube-proxy.slow-sync": (lambda line: SLOW_SYNC_PROBE in line, {}),
+    "kube-proxy.slow-sync": (lambda line: SLOW_SYNC_PROBE in line, {}, 20.0),
     # the journal bookmark stays, kubelet keeps its valid certificate
-    "kubelet.cert-expired": (lambda line: SINCE in line and "date" in line, {}),
+    "kubelet.cert-expired": (lambda line: SINCE in line and "date" in line, {}, 20.0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(NO_OPS))
 def test_an_effect_check_fails_when_the_injection_is_a_no_op(name: str, env: Env, tmp_path: Path) -> None:
-    keep, params = NO_OPS[name]
+    keep, params, timeout = NO_OPS[name]
     real: Fault = FAULTS.get(name)()  # type: ignore[assignment]
-    fault = without_injection(real, keep)
+    fault = without_injection(real, keep, timeout)
     plan = fault.plan(_node(env.cluster, real), fault.Params.model_validate(params))
     assert plan.apply and len(plan.apply) < len(real.plan(plan.node, plan.params).apply)
     result = run_fault(env, fault, plan.node, plan.params, duration=5, journal=Journal(tmp_path / "j.jsonl"))

@@ -86,6 +86,15 @@ def _ledger(kube: Kube, ns: str) -> None:
         kube.apply(obj)
     path = f"/apis/apps/v1/namespaces/{ns}/statefulsets/{LEDGER}"
     kube.wait("the ledger to be ready", lambda: (kube.get(path).get("status") or {}).get("readyReplicas") == 1, 120)
+    # as a running system is: its HPA has read its pods' CPU once (a new pod has no metrics for its first ~30 s, and
+    # until then no load can scale it)
+    hpa_path = f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/ledger-cpu"
+
+    def cpu_read() -> bool:
+        metrics = (kube.get(hpa_path).get("status") or {}).get("currentMetrics") or []
+        return any(m.get("resource", {}).get("current", {}).get("averageUtilization") is not None for m in metrics)
+
+    kube.wait("the ledger's HPA to read its CPU", cpu_read, 120)
 
 
 def test_a_users_statefulset_under_chaoskits_load_is_measured_and_judged_by_command_and_promql_probes(
