@@ -242,7 +242,7 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
                 {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
             ]
         },
-        {"fault": "apiserver.down", "duration": "10s"},
+        {"fault": "apiserver.down", "duration": "15s"},
     ]
 
 

@@ -129,7 +129,9 @@ def test_a_users_statefulset_under_chaoskits_load_is_measured_and_judged_by_comm
     stages = {s["stage"] for s in samples}
     print("ledger scale-up: " + "; ".join(
         f"{stage} max {s['max']:.2f}s" for stage, s in m["summaries"].items() if s.get("max") is not None))  # fmt: skip
-    assert [s for s in samples if s["stage"] == "hpa_decision"], m["notes"]
+    # (its hpa_decision stage needs our 2 s metrics poll to see the CPU above target before the HPA acts on it,
+    # which a 5 s HPA sync sometimes beats: then the stage is missing, never made up)
+    assert any(n.startswith("scale-up 1: 1 → ") for n in m["notes"]), m["notes"]
     created = {s["subject"] for s in samples if s["stage"] == "pod_created"}
     assert created and created <= {f"{LEDGER}-1", f"{LEDGER}-2"}, created  # the StatefulSet's own pods
     assert "replicaset_scaled" not in stages  # a StatefulSet creates its pods itself
