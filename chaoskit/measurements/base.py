@@ -7,7 +7,7 @@ that could not observe says so in `errors` or `gaps`, it never invents a figure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,7 @@ from chaoskit.errors import ToolError
 from chaoskit.model.params import FaultParams
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.registry import MEASUREMENTS
+from chaoskit.subject import Kind
 
 
 class MissingPiece(ToolError):
@@ -37,7 +38,7 @@ class TargetParams(FaultParams):
 
     namespace: str = Field(default="", description="Namespace of the workload (default: the playbook's).")
     deployment: str = Field(default="web", description="The Deployment (or StatefulSet) to watch.")
-    kind: Literal["Deployment", "StatefulSet"] = Field(
+    kind: Kind = Field(
         default="Deployment",
         description="What `deployment` names: a StatefulSet's pods come straight from its controller (no "
         "replicaset_scaled stage).",

@@ -28,6 +28,7 @@ from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.probe import NodeProbe, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
+from chaoskit.subject import PLURAL
 
 SETTLE = 60.0  # how long stop() waits for pods of a scale-up still on their way to their first request
 METRICS_POLL = 2.0  # metrics-server refreshes every 15 s; 2 s polls catch each new sample's own timestamp
@@ -58,7 +59,7 @@ class HpaScaleUp(Measurement):
         self.stop_event = threading.Event()
         hpa_name = p.hpa or p.deployment
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")
-        plural = {"Deployment": "deployments", "StatefulSet": "statefulsets"}[p.kind]
+        plural = PLURAL[p.kind]
         deploy = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/{plural}/{p.deployment}", p.kind)
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         try:
