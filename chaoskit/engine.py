@@ -146,6 +146,7 @@ def run_fault(
         result.errors.append(str(exc))
     finally:
         result.held_s = time.monotonic() - injected_at
+        say(f"reverting {fault.name} on {node} after {result.held_s:.1f}s held")  # watchers know the hold is over
         reverted = False
         try:
             heal(env.nodes, switch)

@@ -7,10 +7,11 @@ from chaoskit import __version__
 MARKER = "chaoskit-cluster"
 
 
-def marker_configmap() -> dict[str, object]:
+def marker_configmap(kind_config: str = "") -> dict[str, object]:
+    """The marker, with the fingerprint of the kind config the cluster was made from (chaoskit.cluster.config)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": MARKER, "namespace": "kube-system", "labels": {"chaoskit.dev/owned": "true"}},
-        "data": {"createdBy": f"chaoskit {__version__}"},
+        "data": {"createdBy": f"chaoskit {__version__}", "kindConfig": kind_config},
     }

@@ -21,7 +21,7 @@ from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.kind import Kind, container_addresses, node_containers, node_kubectl
 from chaoskit.cluster.kube import condition
-from chaoskit.cluster.marker import marker_configmap
+from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.cluster.poll import poll
 from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError
@@ -103,6 +103,13 @@ def up(
         with progress.step(f"cluster {cfg.name!r} exists but is not healthy; deleting it to recreate"):
             kind.delete(cfg.name)
         existing = []
+    if existing and (made_from := config_made_from(runner, cfg.name)) not in (None, cfg.fingerprint):
+        # kind reads its config only at creation: a changed kind-config.yaml (or a file it mounts) needs a new cluster
+        was = made_from or "not recorded"
+        with progress.step(f"cluster {cfg.name!r} was made from another kind config ({was}, now {cfg.fingerprint}); "
+                           "deleting it to recreate"):  # fmt: skip
+            kind.delete(cfg.name)
+        existing = []
     if existing:
         progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
     else:
@@ -117,7 +124,7 @@ def up(
             runner, cfg.name, "apply", "-f", "-", input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes()
         )
         # the marker that lets `chaoskit run` recognise a cluster it built (see chaoskit.safety)
-        node_kubectl(runner, cfg.name, "apply", "-f", "-", input=json.dumps(marker_configmap()).encode())
+        node_kubectl(runner, cfg.name, "apply", "-f", "-", input=json.dumps(marker_configmap(cfg.fingerprint)).encode())
         for archive in artifacts.workload_archives:
             kind.load_archive(cfg.name, archive)
     with progress.step("waiting for nodes, system pods and the metrics API"):
@@ -158,6 +165,18 @@ def _healthy_within(runner: Runner, cluster: str, timeout: float) -> bool:
     except ToolError:
         return False
     return True
+
+
+def config_made_from(runner: Runner, cluster: str) -> str | None:
+    """The fingerprint of the kind config chaoskit made the cluster from, as its marker says: "" when the marker
+    predates the fingerprint, None when there is no marker (a cluster chaoskit did not make is left as it is)."""
+    try:
+        marker = json.loads(
+            node_kubectl(runner, cluster, "get", "configmap", "-n", "kube-system", MARKER, "-o", "json")
+        )
+    except ToolError:
+        return None
+    return str(marker.get("data", {}).get("kindConfig", ""))
 
 
 def moved_nodes(runner: Runner, cluster: str) -> list[str]:

@@ -4,7 +4,7 @@ while each fault holds.
 A test module that needs more than the run record about a fault (a lease renewing, /healthz, a work queue, while
 the fault holds) registers an observer for it with `@observe(fault)`. The catalog fixture starts each observer in
 a thread when chaoskit's progress says the fault's effect was observed, and sets its `reverted` event when
-chaoskit says it reverted it; what the observer returns is kept by (playbook, step) in `Catalog.seen`. So each
+chaoskit says it is reverting it; what the observer returns is kept by (playbook, step) in `Catalog.seen`. So each
 fault is injected once per session, and the tests of its details read what was observed then.
 """
 
@@ -32,13 +32,16 @@ class Holding:
     playbook: str
     step: str
     namespace: str  # the playbook's workload namespace
-    reverted: threading.Event  # set when chaoskit says it reverted the fault
+    reverted: threading.Event  # set when chaoskit says it is reverting the fault: the hold is over
 
 
 Observer = Callable[[Holding], dict[str, Any]]
 OBSERVERS: dict[str, list[Observer]] = {}
-# the runner's progress: "  12.3s <playbook>: [<step>] effect observed after 0.2s" / "... [<step>] reverted ..."
-PROGRESS = re.compile(r"^\s*[\d.]+s (?P<playbook>[\w.-]+): \[(?P<step>[^\]]+)\] (?P<what>effect observed|reverted) ")
+# the runner's progress: "  12.3s <playbook>: [<step>] effect observed after 0.2s" / "... [<step>] reverting ..." /
+# "... [<step>] reverted ..."
+PROGRESS = re.compile(
+    r"^\s*[\d.]+s (?P<playbook>[\w.-]+): \[(?P<step>[^\]]+)\] (?P<what>effect observed|reverting|reverted) "
+)
 
 
 def observe(fault: str) -> Callable[[Observer], Observer]:
@@ -99,8 +102,8 @@ def run_catalog(env: Env, out: Path, timeout: float = 2400) -> Catalog:
         if m is None:
             continue
         key = (m["playbook"], m["step"])
-        moments.setdefault(key, {})["reverted" if m["what"] == "reverted" else "effect"] = time.time()
-        if m["what"] == "reverted":
+        moments.setdefault(key, {})["effect" if m["what"] == "effect observed" else m["what"]] = time.time()
+        if m["what"] in ("reverting", "reverted"):
             holding.pop(key, threading.Event()).set()
             continue
         holding[key] = reverted = threading.Event()

@@ -146,7 +146,7 @@ def _healthz(env: Env) -> str:
 def _while_stuck(h: Holding) -> dict[str, Any]:
     """In the catalog run: the lease, /healthz and the ReplicaSet work queue while the controller is stuck.
 
-    Sampled every 2 s for up to 20 s; only samples finished before chaoskit said "reverted" are kept.
+    Sampled every 2 s for up to 20 s; only samples finished before chaoskit said "reverting" are kept.
     """
     holder, renewed = _lease(h.env)
     depth0, done0 = _queue(h.env, "replicaset")

@@ -39,7 +39,7 @@ def test_rendered_config_keeps_the_kubeadm_config_patches() -> None:
     assert "kubeadmConfigPatches" in cfg.text
     patches = YAML(typ="safe").load(cfg.text)["kubeadmConfigPatches"]
     kinds = [YAML(typ="safe").load(p)["kind"] for p in patches]
-    assert kinds == ["ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
+    assert kinds == ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
     # quotes and comments survive, so kind gets what the file says
     assert 'bind-address: "0.0.0.0"' in cfg.text
     assert "evictionPressureTransitionPeriod: 30s" in cfg.text
@@ -102,3 +102,47 @@ def test_a_config_without_aggregator_routing_gets_chaoskits_required_patch(tmp_p
     cfg = config.load(path)
     assert 'enable-aggregator-routing: "true"' in cfg.text
     assert cfg.workers == 0
+
+
+MOUNTED = """kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+  - role: control-plane
+    extraMounts:
+      - {hostPath: patches, containerPath: /kind/patches}
+"""
+
+
+def test_a_relative_mount_is_taken_from_the_config_files_folder(tmp_path: Path) -> None:
+    (tmp_path / "patches").mkdir()
+    cfg = config.load(_write(tmp_path, MOUNTED))
+    (mount,) = YAML(typ="safe").load(cfg.text)["nodes"][0]["extraMounts"]
+    assert mount["hostPath"] == str(tmp_path / "patches")
+
+
+def test_a_mount_that_does_not_exist_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"kind.yaml: extraMounts hostPath .*patches does not exist"):
+        config.load(_write(tmp_path, MOUNTED))
+
+
+def test_the_fingerprint_follows_the_mounted_files_not_where_they_live(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for where in (one, two):
+        (where / "patches").mkdir(parents=True)
+        (where / "patches" / "kube-scheduler+strategic.yaml").write_text("spec: {}\n")
+    first, moved = config.load(_write(one, MOUNTED)), config.load(_write(two, MOUNTED))
+    assert first.fingerprint == moved.fingerprint  # a clone elsewhere reuses the cluster
+    (two / "patches" / "kube-scheduler+strategic.yaml").write_text("spec: {changed: true}\n")
+    assert config.load(two / "kind.yaml").fingerprint != first.fingerprint
+    (two / "kind.yaml").write_text(MOUNTED + "  - role: worker\n")
+    assert config.load(two / "kind.yaml").fingerprint not in (first.fingerprint, moved.fingerprint)
+
+
+def test_the_repository_config_mounts_kubeadms_patches_for_the_control_planes_probes() -> None:
+    cfg = config.load(REPO_KIND_CONFIG)
+    (mount,) = YAML(typ="safe").load(cfg.text)["nodes"][0]["extraMounts"]
+    patches = sorted(p.name for p in Path(mount["hostPath"]).iterdir())
+    assert patches == [f"{c}+strategic.yaml" for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")]
+    for name in patches:
+        (container,) = YAML(typ="safe").load(Path(mount["hostPath"], name).read_text())["spec"]["containers"]
+        assert container["name"] == name.split("+")[0] and container["startupProbe"]["periodSeconds"] == 1

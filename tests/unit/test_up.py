@@ -187,3 +187,16 @@ def test_status_reports_an_unreachable_api_server_by_its_first_error_line() -> N
     st = up.status("chaoskit", runner)
     assert st.exists and st.api_server.startswith("unreachable: command failed (exit 1):")
     assert st.nodes[0].ready is None
+
+
+@pytest.mark.parametrize(
+    ("marker", "made_from"),
+    [(None, None), ({"data": {"createdBy": "chaoskit 0.1"}}, ""), ({"data": {"kindConfig": "1c10459c"}}, "1c10459c")],
+)
+def test_the_config_a_cluster_was_made_from_is_read_from_its_marker(marker: dict | None, made_from: str | None) -> None:
+    get = (*KUBECTL, "get", "configmap", "-n", "kube-system", "chaoskit-cluster")
+    if marker is None:
+        runner = FakeRunner(responses={("docker", "ps"): PS_LINE}, failures={get: "NotFound"})
+    else:
+        runner = FakeRunner(responses={("docker", "ps"): PS_LINE, get: json.dumps(marker)})
+    assert up.config_made_from(runner, "chaoskit") == made_from
