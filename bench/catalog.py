@@ -1,6 +1,6 @@
 """Benchmark: the whole shipped catalog through `chaoskit run playbooks/`, as a user's CI gate runs it.
 
-    python bench/catalog.py [--parallel 4] [--playbooks playbooks/] [--json]
+    python bench/catalog.py [--parallel 3] [--playbooks playbooks/] [--json]
 
 Runs the real CLI once against the cluster `chaoskit cluster up` built and prints: the wall time of the whole suite
 (the figure to keep under 20 minutes on a 2-core host), its verdict and exit code, how much ran at the same time (the
@@ -53,7 +53,7 @@ def _s(v: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--playbooks", default="playbooks/")
-    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--parallel", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     out = figures(*run_catalog(args.playbooks, args.parallel))

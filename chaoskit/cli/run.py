@@ -44,7 +44,7 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     help="Journal (JSON lines) of a single playbook; default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl "
     "(always, for each playbook of a suite).",
 )
-@click.option("--parallel", default=4, show_default=True, type=click.IntRange(1, 16),
+@click.option("--parallel", default=3, show_default=True, type=click.IntRange(1, 16),
               help="How many playbooks of a suite may run at once (only those whose faults cannot meet).")  # fmt: skip
 @click.option(
     "--junit",

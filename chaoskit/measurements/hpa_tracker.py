@@ -27,6 +27,13 @@ TYPE = "hpa_scale_up"
 Clock = Callable[[], float]  # wall-clock seconds since the epoch, as time.time gives them
 
 
+# how far back a metrics sample read after a scale-up may still be its trigger: metrics-server's 15 s resolution
+# and one HPA sync (5 s on chaoskit's cluster, 15 s stock)
+LATE_METRIC_S = 30.0
+# how far a pod's watch event may overtake the scale write that made it: two watch streams, seconds apart at most
+EARLY_POD_S = 5.0
+
+
 @dataclass(frozen=True)
 class Stamp:
     at: float
@@ -110,12 +117,20 @@ class HpaTracker:
         self.early_rs = None
         self.scale_ups.append(up)
         self.above_since = self.forced_at = None
+        for times in self.pods.values():  # pods whose watch event overtook this one (a StatefulSet has no RS step)
+            if times.run == 0 and 0 < stamp.at - times.created.at <= EARLY_POD_S:
+                times.run = up.run
 
     def metric(self, sampled_at: float, utilization: float) -> None:
         """A metrics API sample (its own timestamp) of the pods' average CPU utilization, in percent."""
         if self.target_utilization is None:
             return
         if utilization > self.target_utilization:
+            last = self.scale_ups[-1] if self.scale_ups else None
+            if last is not None and last.trigger is None and 0 <= last.decided.at - sampled_at <= LATE_METRIC_S:
+                # the HPA acted on this sample before our poll read it: it is that scale-up's trigger
+                last.trigger = Stamp(sampled_at, API_PRECISION)
+                return
             if self.above_since is None:
                 self.above_since = Stamp(sampled_at, API_PRECISION)
         else:

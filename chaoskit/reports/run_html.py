@@ -57,7 +57,10 @@ def render_run_html(record: Record) -> str:
     """The page for a suite record (SuiteRecord.to_dict()) or one run (RunRecord.to_dict())."""
     runs: list[Record] = list(record["runs"]) if "runs" in record else [record]
     timelines = {
-        str(r["playbook"]): [Markup(timeline_svg(m)) for m in measurements(r, "hpa_scale_up")]  # noqa: S704 - our SVG
+        str(r["playbook"]): [
+            Markup(timeline_svg(m))  # noqa: S704 - our SVG
+            for m in [*measurements(r, "hpa_scale_up"), *measurements(r, "rule_sync")]
+        ]
         for r in runs
     }
     problems = {str(r["playbook"]): _problems(r) for r in runs}

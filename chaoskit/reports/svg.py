@@ -32,13 +32,27 @@ def _tick_step(span: float) -> float:
     return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw))
 
 
+def _row(subject: str, per_node: bool) -> str:
+    what, _, node = subject.partition("@")
+    return f"change {what} · {node}" if per_node and node else what
+
+
+def _counted(rows: Mapping[tuple[int, str], list[Sample]], per_node: bool) -> str:
+    if not per_node:
+        return f"{len(rows)} pod(s)"
+    nodes = {label.rsplit(" · ", 1)[-1] for _, label in rows}
+    return f"{len({run for run, _ in rows})} change(s) on {len(nodes)} node(s)"
+
+
 def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
     samples = [s for s in m.samples if s.end >= s.start]
     if not samples:
         return ""
+    # a scale-up's row is a pod (its stages on every node overlap); a rule sync's is one change on one node
+    per_node = m.type == "rule_sync"
     rows: dict[tuple[int, str], list[Sample]] = {}
     for s in samples:
-        rows.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
+        rows.setdefault((s.run, _row(s.subject, per_node)), []).append(s)
     runs = {run for run, _ in rows}
     t0, t1 = min(s.start for s in samples), max(s.end for s in samples)
     span = max(t1 - t0, 1e-3)
@@ -54,7 +68,7 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(m.name)} timeline">',
         f'<text x="{PAD}" y="{PAD + 10}" class="title">{escape(m.name)} ({escape(m.type)}): '
-        f"{len(rows)} pod(s), {span:.2f}s from first to last stage</text>",
+        f"{_counted(rows, per_node)}, {span:.2f}s from first to last stage</text>",
     ]
     top = PAD + 24
     step = _tick_step(span)
@@ -67,7 +81,7 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
     ordered = sorted(rows.items(), key=lambda kv: (kv[0][0], min(s.start for s in kv[1])))
     for i, ((run, pod), items) in enumerate(ordered):
         y = top + i * ROW
-        label = f"run {run} · {pod}" if len(runs) > 1 else pod
+        label = f"run {run} · {pod}" if len(runs) > 1 and not per_node else pod  # a change is its own run
         out.append(f'<text x="{PAD}" y="{y + 15}" class="pod">{escape(label[-34:])}</text>')
         for s in sorted(items, key=lambda s: s.start):
             w = max(x(s.end) - x(s.start), 1.0)

@@ -74,7 +74,7 @@ def measured(fault: Fault) -> str:
 VARIANTS = [
     ("scheduler.unschedulable", {"reason": "taint"}),
     ("scheduler.unschedulable", {"reason": "affinity", "namespace": "default"}),
-    ("kube-proxy.slow-sync", {"minSyncPeriod": "45s"}),  # above syncPeriod's 30 s default: that is raised too
+    ("kube-proxy.slow-sync", {"minSyncPeriod": "35s"}),  # above syncPeriod's 30 s default: that is raised too
 ]
 
 

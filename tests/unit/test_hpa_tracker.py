@@ -10,7 +10,7 @@ from rich.console import Console
 
 from chaoskit.cli.measure import print_stages
 from chaoskit.measurements.hpa_scale_up import cpu_cores
-from chaoskit.measurements.hpa_tracker import HpaTracker
+from chaoskit.measurements.hpa_tracker import HpaTracker, Stamp
 from chaoskit.measurements.probe import AnswerSeen, RoundSeen, RulesSeen, parse_line, probe_script
 from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT, MeasurementResult, Sample
 
@@ -177,6 +177,20 @@ def test_a_raised_min_replicas_triggers_the_decision_even_when_the_metric_is_bel
     assert decision.seconds == pytest.approx(0.2) and decision.precision == 0.001
 
 
+@pytest.mark.parametrize(("sampled", "trigger"), [(-8.0, -8.0), (+1.0, None), (-40.0, None)])
+def test_a_sample_read_after_the_hpa_acted_on_it_is_its_trigger(sampled: float, trigger: float | None) -> None:
+    """Our poll reads the metrics API every 2 s and the HPA may act first: a sample above target read just after
+    the decision, taken before it, is what the HPA acted on; one taken after it, or long before, is not."""
+    t = HpaTracker(started_at=T0 - 100, clock=clock)
+    t.hpa("LISTED", hpa(), T0 - 100)
+    t.deployment("LISTED", deployment(1), T0 - 100)
+    t.deployment("MODIFIED", deployment(3), T0)
+    t.metric(T0 + sampled, 90.0)
+    assert t.scale_ups[0].trigger == (None if trigger is None else Stamp(T0 + trigger, 1.0))
+    decisions = [s for s in t.samples(NODES) if s.stage == "hpa_decision"]
+    assert [d.seconds for d in decisions] == ([] if trigger is None else [pytest.approx(-trigger)])
+
+
 def test_a_raised_min_replicas_not_yet_acted_on_is_in_flight_until_the_hpa_acts() -> None:
     t = HpaTracker(started_at=T0 - 10, clock=clock)
     t.hpa("LISTED", hpa(min_replicas=2), T0 - 100)
@@ -189,6 +203,17 @@ def test_a_raised_min_replicas_not_yet_acted_on_is_in_flight_until_the_hpa_acts(
     assert t.in_flight(NODES) == 2  # acted on: its two pods are on their way, not created yet (a quota refuses them)
     t.hpa("LISTED", hpa(min_replicas=5), T0 + 40)  # raised during a watch gap: seen in the re-list only
     assert t.in_flight(NODES) == 3
+
+
+def test_a_pod_whose_event_overtook_the_scale_write_belongs_to_that_scale_up() -> None:
+    """A StatefulSet creates its pods itself: their watch may deliver the pod seconds before the scale write."""
+    t = HpaTracker(started_at=T0 - 100, clock=clock)
+    t.hpa("LISTED", hpa(), T0 - 100)
+    t.deployment("LISTED", deployment(1), T0 - 100)
+    t.pod("ADDED", pod("old"), T0 - 60)  # replaced a minute before: no scale-up's
+    t.pod("ADDED", pod("ledger-1"), T0 - 2.5)
+    t.deployment("MODIFIED", deployment(2), T0)
+    assert (t.pods["ledger-1"].run, t.pods["old"].run) == (1, 0)
 
 
 def test_a_replicaset_event_overtaking_the_deployments_is_kept() -> None:

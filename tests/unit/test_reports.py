@@ -194,3 +194,16 @@ def test_a_probe_chart_draws_answers_by_latency_passes_without_a_value_green_and
     chart = probe_svg(http, windows)
     assert chart.count('fill="#0072B2"') == 1 and chart.count('fill="#cf222e"') == 1 and "fault held" in chart
     assert 'fill="#2da44e"' in probe_svg(cond, windows) and 'fill="#cf222e"' not in probe_svg(cond, windows)
+
+
+def test_a_rule_sync_timeline_has_a_row_per_change_and_node() -> None:
+    samples = [
+        Sample("rule_sync", "rules_programmed", "kube-proxy", f"{change}@{node}", t0, t0 + 0.5 + i / 10, 0.15, change)
+        for change, t0 in ((1, 1000.0), (2, 1010.0))
+        for i, node in enumerate(("chaoskit-worker", "chaoskit-worker2"))
+    ]
+    m = MeasurementResult("rule-sync", "rule_sync", 1000.0, samples=samples)
+    svg = ElementTree.fromstring(timeline_svg(m))
+    texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "change 2 · chaoskit-worker2" in texts and "rules_programmed — kube-proxy" in texts
+    assert any("2 change(s) on 2 node(s)" in t for t in texts)
