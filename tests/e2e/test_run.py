@@ -46,11 +46,13 @@ def test_dry_run_shows_targets_and_reverts_and_touches_nothing(cluster: str, tmp
 
 
 def test_a_cluster_chaoskit_did_not_build_is_refused(kube: Kube, cluster: str, tmp_path: Path) -> None:
-    kube.delete(f"/api/v1/namespaces/kube-system/configmaps/{MARKER}")
+    path = f"/api/v1/namespaces/kube-system/configmaps/{MARKER}"
+    made_from = str(((kube.find(path) or {}).get("data") or {}).get("kindConfig", ""))
+    kube.delete(path)
     try:
         done = chaoskit("run", "playbooks/scheduler-down.yaml", "--journal", str(tmp_path / "j.jsonl"))
     finally:
-        kube.apply(marker_configmap())
+        kube.apply(marker_configmap(made_from))  # as it was: a marker without it makes `cluster up` rebuild
     assert done.returncode == 2
     assert "--allow-any-cluster" in done.stderr
     assert not (tmp_path / "j.jsonl").exists()
