@@ -226,12 +226,13 @@ def test_prometheus_scrapes_the_operator_through_its_service(
 
 
 def control_path(cluster: str) -> list[dict[str, Any]]:
-    """One fault per component, those that break the path to the nodes included. The API server's goes last: its
-    outage costs the controller manager and the scheduler their leases, and the kubelet brings them back under its
-    crash-loop back-off, which the steady state after waits out (a later step would find no process to break)."""
+    """One fault per component, those that break the path to the nodes included. The scheduler's outage overlaps
+    the kubelet's (nothing is scheduled meanwhile, and a NotReady node is the controller manager's call); the
+    controller manager's hang cannot (it would keep the node Ready). The API server's goes last: its outage costs the
+    controller manager and the scheduler their leases, and the kubelet brings them back under its crash-loop
+    back-off, which the steady state after waits out (a later step would find no process to break)."""
     return [
         {"fault": "controller-manager.hung", "duration": "10s"},
-        {"fault": "scheduler.down", "duration": "10s"},
         {
             "concurrent": [  # two nodes: one waits out the node grace period while the other's runtime is frozen
                 {
@@ -240,6 +241,7 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
                     "duration": "40s",
                 },  # NotReady after the grace period
                 {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
+                {"fault": "scheduler.down", "duration": "10s"},
             ]
         },
         {"fault": "apiserver.down", "duration": "15s"},
