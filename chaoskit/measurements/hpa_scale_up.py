@@ -2,8 +2,8 @@
 the new pod through the Service, from each node", cut into stages each owned by one component (HPA_STAGES).
 
 Where each timestamp comes from, and so its precision:
-- metric above target: the metrics API sample's own timestamp (1 s); or, for a scale-up forced by raising
-  minReplicas, when we saw that spec change (ms);
+- metric above target: the metrics API sample's own timestamp (1 s), also when our poll reads that sample only
+  after the HPA acted on it; or, for a scale-up forced by raising minReplicas, when we saw that spec change (ms);
 - HPA decision (its write of the Deployment's or StatefulSet's scale; its status follows later), ReplicaSet scaled
   (a Deployment's only: a StatefulSet creates its pods itself), Pod created /
   scheduled / containers running / Ready, ready in the EndpointSlice: when our watch received the change (ms);
