@@ -12,7 +12,7 @@ What may overlap (the rule `chaoskit run` documents): each fault has a radius.
 Playbooks that may overlap go first, at most `parallel` at a time, each started as soon as nothing running meets
 it; then the cluster-wide ones, one by one, those breaking the API server last: while it is down or unreachable the
 scheduler and the controller manager lose their leases and exit, and the kubelet brings them back under its
-crash-loop back-off (up to 5 min on a stock kubelet, 20 s on chaoskit's cluster), which would otherwise land in the
+crash-loop back-off (up to 5 min on a stock kubelet, 10 s on chaoskit's cluster), which would otherwise land in the
 recovery of a later playbook that stops or restarts them. Within each group the given order is kept. The component
 leases still stop two runs (of this suite or anyone's) from breaking the same thing at once.
 """

@@ -183,4 +183,16 @@ def serve(files: TLSFiles, node: str, port: int = PORT, host: str = "0.0.0.0",
     server = AgentServer((host, port), server_context(files), node, prefix)
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sys.stderr.write(f"chaoskit agent {__version__} on {node}, port {server.server_address[1]}\n")
-    server.serve_forever()
+    # as a pod's PID 1 a signal without a handler is ignored: the kubelet would wait out the 30 s grace period and
+    # SIGKILL us on every uninstall and rollout. Commands already running go on in their own sessions.
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        server.serve_forever()
+    except SystemExit:
+        sys.stderr.write("chaoskit agent stopping (SIGTERM)\n")
+    finally:
+        server.server_close()
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -5,8 +5,11 @@ refused before anything runs."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -138,3 +141,26 @@ def test_a_client_refuses_an_agent_whose_certificate_another_ca_signed(issued: I
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_serve_ends_at_once_on_sigterm_as_a_pods_process_must(issued: Issued, tmp_path: Path) -> None:
+    """The kubelet stops a pod with SIGTERM; an agent that ignored it would hold every uninstall for 30 s."""
+    files = _write(tmp_path / "server", issued.ca, issued.server)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        f"from pathlib import Path; from chaoskit.agent.server import serve, TLSFiles; "
+        f"serve(TLSFiles(Path({str(files.dir)!r})), 'n', {port}, '127.0.0.1', ())"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert time.monotonic() < deadline and proc.poll() is None, "the agent did not start"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(5) == 0
+    finally:
+        proc.kill()
+    assert "stopping (SIGTERM)" in (proc.stderr.read() if proc.stderr else "")
