@@ -136,6 +136,9 @@ class Peers:
         self._lock = threading.Lock()
         self._nodes: dict[str, frozenset[str]] = {}
         self._held: dict[str, tuple[Fault, str]] = {}  # step key -> (fault, node)
+        self._diagnosing = threading.Condition()
+        self._in_flight: float | None = None  # when the diagnosis under way started (monotonic)
+        self._last: tuple[float, Diagnosis | None] | None = None  # the latest one: when it started, what it found
 
     def join(self, run_id: str, nodes: frozenset[str]) -> None:
         with self._lock:
@@ -163,6 +166,30 @@ class Peers:
         with self._lock:
             return [held for k, held in self._held.items() if k != key]
 
+    def diagnosis(self, after: float, collect: Callable[[], Diagnosis | None]) -> tuple[float, Diagnosis | None, bool]:
+        """A diagnosis started after `after` (monotonic): the latest one if it did, else the next one, collected by
+        the first caller to ask; (when it started, what it found, whether this caller collected it).
+
+        One diagnosis at a time for every run of the suite: each costs seconds of the host's CPU (a docker exec or
+        an agent call per component and node, two scrapes of every component), and runs holding faults at the same
+        moment want the same picture of the cluster; each judges it against its own fault."""
+        with self._diagnosing:
+            while True:
+                if self._last is not None and self._last[0] > after:
+                    return self._last[0], self._last[1], False
+                if self._in_flight is None:
+                    break
+                self._diagnosing.wait()
+            started = self._in_flight = time.monotonic()
+        found: Diagnosis | None = None
+        try:
+            found = collect()
+        finally:
+            with self._diagnosing:
+                self._in_flight, self._last = None, (started, found)
+                self._diagnosing.notify_all()
+        return started, found, True
+
 
 def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[Fault, str]]) -> bool:
     """Whether the diagnosis names `fault` among its most likely causes: once the findings other faults held now explain
@@ -188,9 +215,13 @@ def diagnose_cluster(env: Env, nodes: list[Node], when: str, say: Callable[[str]
     except Exception as exc:  # a broken diagnoser reports, it does not stop a run
         say(f"diagnosis {when} failed: {type(exc).__name__}: {exc}")
         return None
-    failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
-    say(f"diagnosis {when}: {', '.join(failing) or 'every component ok'} ({found.duration_s:.1f}s)")
+    say(diagnosis_line(when, found))
     return found
+
+
+def diagnosis_line(when: str, found: Diagnosis) -> str:
+    failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
+    return f"diagnosis {when}: {', '.join(failing) or 'every component ok'} ({found.duration_s:.1f}s)"
 
 
 def fault_for(step: FaultStep) -> Fault:
@@ -435,12 +466,15 @@ class Runner:
         or until `until` (monotonic); the last diagnosis goes into the record with how long naming took."""
         if not self.diagnose_enabled:
             return
-        t0 = time.monotonic()
+        t0 = after = time.monotonic()
+        when = f"during {step.step or step.fault}"
         while True:
             besides = self.peers.held_besides(key)
-            found = self._diagnosis(f"during {step.step or step.fault}")
+            after, found, mine = self.peers.diagnosis(after, lambda: self._diagnosis(when))
             if found is None:
                 return
+            if not mine:  # another run's, started after this fault took effect (or after the last one looked at)
+                self.say(f"{diagnosis_line(when, found)}, shared")
             named = names_fault(found, fault, step.node, besides)
             if named or self.stop.is_set() or time.monotonic() + found.duration_s > until:
                 break

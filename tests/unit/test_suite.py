@@ -298,3 +298,36 @@ def test_junit_has_a_case_per_judged_probe_phase_and_the_score_as_a_property(tmp
     assert not cases["probe storefront before"].result
     assert isinstance(cases["probe storefront during"].result[0], Failure)
     assert {p.name: p.value for p in suite.properties()} == {"resilience_score": "75"}  # (1 + 0.5) / 2
+
+
+def test_runs_holding_faults_at_once_share_one_diagnosis_and_never_collect_two_at_a_time() -> None:
+    peers, collecting, most, collected = Peers(), [0], [0], []
+    gate = threading.Event()
+
+    def collect() -> Diagnosis:
+        collecting[0] += 1
+        most[0] = max(most[0], collecting[0])
+        gate.wait(5)
+        collecting[0] -= 1
+        found = Diagnosis("chaoskit", (), time.time(), 0.1)
+        collected.append(found)
+        return found
+
+    asked = time.monotonic()
+    got: list[tuple[float, Diagnosis | None, bool]] = []
+    askers = [threading.Thread(target=lambda: got.append(peers.diagnosis(asked, collect))) for _ in range(3)]
+    for t in askers:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in askers:
+        t.join(5)
+    assert len(collected) == 1 and [mine for _, _, mine in got].count(True) == 1
+    assert {id(found) for _, found, _ in got} == {id(collected[0])}
+    # one that saw that diagnosis asks for a newer one: it is collected anew, and again never two at a time
+    started = got[0][0]
+    again = peers.diagnosis(started, collect)
+    assert again[0] > started and again[2] and len(collected) == 2 and most[0] == 1
+    # a diagnosis that fails leaves nothing in flight: the next caller collects
+    assert peers.diagnosis(again[0], lambda: None)[1] is None
+    assert peers.diagnosis(time.monotonic(), collect)[2] and len(collected) == 3
