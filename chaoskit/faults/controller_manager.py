@@ -18,6 +18,7 @@ from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, register
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
+from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
 
@@ -78,6 +79,13 @@ class StuckController:
     queue: str  # its work queue's name label in /metrics
     flag: str  # the flag chaoskit adds; "" means `--controllers=...,-<alias>`
     lag_after: float  # seconds a probe may go unreconciled before it counts: well past a healthy reaction
+    period_flag: str = ""  # a controller that first syncs a new object one period after it appears: that flag
+    stock_period: float = 0.0  # and the period when the manifest does not set it
+
+    def lag(self, env: Env, node: str) -> float:
+        """Seconds past which a working controller would have reconciled the probe, on this cluster."""
+        return self.lag_after + (manifest_duration(env, node, self.period_flag, self.stock_period)
+                                 if self.period_flag else 0.0)  # fmt: skip
 
     def edit(self, src: str, dst: str) -> str:
         """A shell line writing `src` with this controller's work switched off to `dst`."""
@@ -94,8 +102,9 @@ STUCK: dict[StuckName, StuckController] = {
     # 1.34 accepts 0 here: the controller starts, fills its queue from its informers, and runs no worker.
     "replicaset": StuckController("replicaset", "replicaset", "--concurrent-replicaset-syncs=0", 10.0),
     # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out. A
-    # working one syncs a new HPA 15 s after it appears (its queue's fixed interval).
-    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontalpodautoscaler", "", 25.0),
+    # working one syncs a new HPA one sync period after it appears (its queue's fixed interval: 15 s stock).
+    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontalpodautoscaler", "", 10.0,
+                                                "--horizontal-pod-autoscaler-sync-period", 15.0),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
     "endpointslice": StuckController("endpointslice", "endpoint_slice", "", 10.0),
 }  # fmt: skip
@@ -109,6 +118,16 @@ class ControllerStuckParams(FaultParams):
     )
 
 
+def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
+    """The duration kube-controller-manager's manifest on `node` gives `flag`, or `stock` where it gives none."""
+    done = env.nodes.run(node, ["sh", "-c", f"grep -o -- '{flag}=[^ \"]*' {MANIFEST} | head -n 1"], check=False)
+    value = done.stdout.strip().partition("=")[2] if done.returncode == 0 else ""
+    try:
+        return parse_duration(value) if value else stock
+    except DurationError:
+        return stock
+
+
 def probe_object(controller: StuckName) -> dict[str, Any]:
     """What the stuck controller would reconcile at once if it worked; it costs no node anything either way."""
     meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
@@ -120,7 +139,7 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
                                                                                  "spec": pod}}  # fmt: skip
         return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": spec}
     if controller == "horizontalpodautoscaling":
-        # its target does not exist: a working HPA controller says so in the conditions within one 15 s sync
+        # its target does not exist: a working HPA controller says so in the conditions within one sync
         target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{PROBE}-absent"}
         cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
                                                                            "averageUtilization": 50}}}  # fmt: skip
@@ -145,10 +164,10 @@ def _age(obj: dict[str, Any], now: float) -> float:
     return 0.0 if created is None else now - created
 
 
-def probe_lags(env: Env, controller: StuckName, now: float) -> bool:
-    """The probe has gone unreconciled for longer than a working controller would ever take."""
+def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
+    """The probe has gone unreconciled for longer (`lag`) than a working controller would ever take."""
     probe = env.kube.find(_probe_path(controller))
-    if probe is None or _age(probe, now) < STUCK[controller].lag_after:
+    if probe is None or _age(probe, now) < lag:
         return False
     status = probe.get("status") or {}
     if controller == "replicaset":
@@ -193,12 +212,13 @@ class ControllerStuck(Fault):
     in the Service). Once the new process leads, a probe the controller would reconcile at once is created in
     namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
     selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods, or no EndpointSlice,
-    10 s on; no HPA conditions, 25 s on) while kube-controller-manager's /healthz is ok and its
-    lease is fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go
-    before the new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is
-    slow to let go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s
-    effect timeout, is). The revert puts the original manifest back the same way (the API only speeds it up), then
-    deletes the probe and its namespace. Runs kubectl on the control-plane node.
+    10 s on; no HPA conditions, 10 s past the HPA sync period its manifest sets: 25 s stock, 15 s on chaoskit's
+    cluster) while kube-controller-manager's /healthz is ok and its lease is fresh. The restart and the new
+    process's takeover of the lease take about 5 s (the old pod is let go before the new manifest comes, and the dead
+    holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to let go; a deadline must be at
+    least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout, is). The revert puts the
+    original manifest back the same way (the API only speeds it up), then deletes the probe and its namespace. Runs
+    kubectl on the control-plane node.
     """
 
     name = "controller-manager.controller-stuck"
@@ -207,6 +227,9 @@ class ControllerStuck(Fault):
     Params = ControllerStuckParams
     effect_timeout = 90.0
     recovery_timeout = 120.0
+
+    def __init__(self) -> None:
+        self._lags: dict[str, float] = {}  # per node: read once from its manifest
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
@@ -243,10 +266,12 @@ class ControllerStuck(Fault):
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(ControllerStuckParams)
+        if (lag := self._lags.get(plan.node)) is None:
+            lag = self._lags[plan.node] = STUCK[p.controller].lag(env, plan.node)
         now = time.time()
         # stuck alone: a process that is down or frozen would leave the probe unreconciled too
         return (
-            probe_lags(env, p.controller, now)
+            probe_lags(env, p.controller, now, lag)
             and local_healthz(env, plan.node, controller_manager.PORT)
             and lease_fresh(env, time.time())
         )

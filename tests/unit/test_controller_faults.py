@@ -144,8 +144,10 @@ def test_the_probe_of_each_controller_is_what_it_reconciles() -> None:
 # --- effect and recovery, from the component's behaviour ---------------------------------------------------------
 
 
-def _env(objects: dict[str, Any], healthz: str = "ok", metrics: str = "") -> Env:
+def _env(objects: dict[str, Any], healthz: str = "ok", metrics: str = "", hpa_sync: str = "") -> Env:
     def responder(argv: tuple[str, ...]) -> Completed | None:
+        if "--horizontal-pod-autoscaler-sync-period=" in argv[-1]:  # grep of the manifest: what it sets, if anything
+            return Completed(argv, 0, f"--horizontal-pod-autoscaler-sync-period={hpa_sync}\n" if hpa_sync else "")
         if any("10257/healthz" in a for a in argv):
             return Completed(argv, 0 if healthz else 7, healthz)
         if "10257/metrics" in argv[-1]:
@@ -176,8 +178,9 @@ EMPTY_LISTS = {f"{NS}/pods": {"items": []},
                f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices": {"items": []}}  # fmt: skip
 
 
-def stuck_env(controller: StuckName, age: float = 60, **status: Any) -> Env:
-    return _env({PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS})
+def stuck_env(controller: StuckName, age: float = 60, hpa_sync: str = "", **status: Any) -> Env:
+    return _env({PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS},
+                hpa_sync=hpa_sync)  # fmt: skip
 
 
 def _effect(controller: StuckName, env: Env) -> bool:
@@ -197,7 +200,19 @@ def test_no_effect_when_the_apply_lines_did_nothing(controller: StuckName) -> No
 
 @pytest.mark.parametrize("controller", list(STUCK))
 def test_no_effect_before_a_working_controller_would_have_reacted(controller: StuckName) -> None:
-    assert not _effect(controller, stuck_env(controller, age=STUCK[controller].lag_after - 3))
+    assert not _effect(controller, stuck_env(controller, age=STUCK[controller].lag(_env({}), CP) - 3))
+
+
+def test_an_hpa_counts_as_unreconciled_10s_past_the_sync_period_the_manifest_sets() -> None:
+    hpa: StuckName = "horizontalpodautoscaling"
+    assert STUCK[hpa].lag(_env({}), CP) == 25.0  # no flag: the stock 15 s period
+    assert STUCK[hpa].lag(_env({}, hpa_sync="5s"), CP) == 15.0  # chaoskit's cluster
+    assert STUCK[hpa].lag(_env({}, hpa_sync="1m0s"), CP) == 70.0
+    assert STUCK[hpa].lag(_env({}, hpa_sync="soon"), CP) == 25.0  # unreadable: the stock period
+    assert _effect(hpa, stuck_env(hpa, age=16, hpa_sync="5s"))
+    assert not _effect(hpa, stuck_env(hpa, age=14, hpa_sync="5s"))
+    assert not _effect(hpa, stuck_env(hpa, age=16))  # a stock controller may still be on its way
+    assert STUCK["replicaset"].lag(_env({}, hpa_sync="5s"), CP) == 10.0
 
 
 def test_no_effect_when_the_controller_does_its_work() -> None:
