@@ -238,13 +238,13 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
                 {
                     "fault": "kubelet.stop",
                     "target": {"node": "worker"},
-                    "duration": "40s",
-                },  # NotReady after the grace period
-                {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "15s"},
+                    "duration": "30s",
+                },  # NotReady after the grace period (chaoskit holds on until the diagnosis names each fault)
+                {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "10s"},
                 {"fault": "scheduler.down", "duration": "10s"},
             ]
         },
-        {"fault": "apiserver.down", "duration": "15s"},
+        {"fault": "apiserver.down", "duration": "10s"},
     ]
 
 
