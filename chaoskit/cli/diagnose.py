@@ -29,6 +29,10 @@ from chaoskit.reports.table import renderables
               help="Report format.")  # fmt: skip
 @click.option("--output", "output_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report to FILE instead of stdout (html and junit are meant for files).")  # fmt: skip
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the same diagnosis as one self-contained HTML page to FILE.")  # fmt: skip
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the same diagnosis as JUnit XML to FILE (a test case per check).")  # fmt: skip
 @click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name.")
 @click.option("--record", "record_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A run record (chaoskit run -o json, or its journal) to report with: steps, measurements, "
@@ -37,8 +41,8 @@ from chaoskit.reports.table import renderables
               help="Seconds for collecting the evidence: whatever hangs longer (a frozen API server or etcd) is "
               "reported as unanswered.")  # fmt: skip
 @click.pass_obj
-def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Path | None, cluster: str,
-             record_path: Path | None, budget: float) -> None:  # fmt: skip
+def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Path | None, html_file: Path | None,
+             junit_file: Path | None, cluster: str, record_path: Path | None, budget: float) -> None:  # fmt: skip
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, runtime, reverts
@@ -47,7 +51,8 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     evidence was unavailable.
 
     Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
-    too); 2 usage; 4 the diagnosis could not run.
+    too); 2 usage; 4 the diagnosis could not run. --html and --junit write the same diagnosis again, so a CI job
+    keeps one moment's picture in every format.
     """
     nodes = node_exec(g, cluster).list_nodes()
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), None)
@@ -58,6 +63,10 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
     result = run_diagnosis(
         cluster_env(g, cluster), control_plane, [n.name for n in nodes], components, budget=budget, say=progress.info
     )
+    for extra, path in (("html", html_file), ("junit", junit_file)):
+        if path is not None:
+            path.write_text(render(result, extra, record))
+            progress.info(f"{extra} report written to {path}")
     if output_file is not None:
         output_file.write_text(render(result, fmt, record))
         progress.info(f"{fmt} report written to {output_file}")

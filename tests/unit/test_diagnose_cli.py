@@ -33,3 +33,34 @@ def test_a_record_comes_from_run_json_or_from_the_journal(tmp_path: Path) -> Non
     empty.write_text(json.dumps(entries[0]) + "\n")
     with pytest.raises(UsageError, match="holds no run record"):
         _record(empty)
+
+
+def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One diagnosis, every format: a CI job keeps one moment's picture, not three diagnoses seconds apart."""
+    from chaoskit.cli import diagnose as cmd
+    from chaoskit.cluster.nodeexec import Node
+    from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+
+    calls: list[float] = []
+
+    class Nodes:
+        def list_nodes(self) -> list[Node]:
+            return [Node("chaoskit-control-plane", "control-plane")]
+
+    def fake_diagnosis(*_: object, **__: object) -> Diagnosis:
+        calls.append(1.0)
+        report = ComponentReport("scheduler", "chaoskit-control-plane", "ok", (), ())
+        return Diagnosis("chaoskit", (report,), 1_700_000_000.0 + len(calls), 0.1)
+
+    monkeypatch.setattr(cmd, "node_exec", lambda *_: Nodes())
+    monkeypatch.setattr(cmd, "cluster_env", lambda *_: None)
+    monkeypatch.setattr(cmd, "run_diagnosis", fake_diagnosis)
+    html, junit = tmp_path / "d.html", tmp_path / "d.xml"
+    done = CliRunner().invoke(cli, ["diagnose", "-o", "json", "--html", str(html), "--junit", str(junit)])
+    assert done.exit_code == 0, done.output
+    assert len(calls) == 1
+    doc = json.loads(done.stdout)["diagnosis"]
+    assert [r["component"] for r in doc["reports"]] == ["scheduler"]
+    assert "scheduler" in html.read_text() and "scheduler" in junit.read_text()
