@@ -164,12 +164,15 @@ def test_an_operator_pod_killed_mid_fault_is_replaced_and_the_new_one_reverts_fr
     assert process_state(f"{cluster}-worker", "kube-proxy") not in ("T", "")
 
 
+DEADLINE = 20  # the freeze shows in 2-4 s, chaoskit and the agent pod are gone 1-2 s later: the rest is the switch's
+
+
 def test_an_agent_pod_deleted_mid_fault_leaves_the_heal_to_the_switch_in_the_node(
     installed: dict[str, Any], cluster: str, kube: Kube, tmp_path: Any
 ) -> None:
     node = f"{cluster}-worker"
     proc = subprocess.Popen([sys.executable, "-m", "chaoskit", "--via", "agent", "inject", "kube-proxy.freeze",
-                             "--cluster", cluster, "--node", node, "--duration", "300", "--deadline", "30",
+                             "--cluster", cluster, "--node", node, "--duration", "300", "--deadline", str(DEADLINE),
                              "--journal", str(tmp_path / "j.jsonl")], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
     t0 = time.monotonic()
@@ -182,8 +185,8 @@ def test_an_agent_pod_deleted_mid_fault_leaves_the_heal_to_the_switch_in_the_nod
     kube.wait("the switch to thaw kube-proxy", lambda: process_state(node, "kube-proxy") not in ("T", ""), 90)
     healed = time.monotonic() - t0
     print(f"\nagent pod and chaoskit killed mid-fault: the node's switch healed it {healed:.1f}s after the inject "
-          f"(deadline 30s)")  # fmt: skip
-    assert healed <= 30 + 25
+          f"(deadline {DEADLINE}s)")  # fmt: skip
+    assert healed <= DEADLINE + 25
     kube.wait("the agent back on the worker", lambda: ops.ready(kube) is None, 120)
     done = chaoskit("--via", "agent", "revert", str(tmp_path / "j.jsonl"), "--cluster", cluster)
     assert done.returncode == 0, done.stdout + done.stderr
