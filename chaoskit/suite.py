@@ -10,7 +10,8 @@ What may overlap (the rule `chaoskit run` documents): each fault has a radius.
   checks leave it (and its pods) out.
 - namespace: a quota in one namespace; it overlaps anything that is not cluster-wide.
 Playbooks that may overlap go first, at most `parallel` at a time, each started as soon as nothing running meets
-it; then the cluster-wide ones, one by one, those breaking the API server last: while it is down or unreachable the
+it; then the cluster-wide ones, one by one, those taking the API server away last (a fault's `cuts_api`: down,
+unreachable, or its certificate refused; leaked watches leave it answering): while it is down or unreachable the
 scheduler and the controller manager lose their leases and exit, and the kubelet brings them back under its
 crash-loop back-off (up to 5 min on a stock kubelet, 10 s on chaoskit's cluster), which would otherwise land in the
 recovery of a later playbook that stops or restarts them. Within each group the given order is kept. The component
@@ -45,15 +46,12 @@ class Planned:
     file: Path
     playbook: Playbook
     radii: tuple[Radius, ...]
+    cuts_api: bool = False  # a fault of it takes the API server away (down, unreachable, untrusted)
 
     @property
     def alone(self) -> bool:
         """Runs with nothing else: a cluster-wide fault, or a kube-proxy mode switch (every node's kube-proxy)."""
         return self.playbook.spec.kube_proxy_mode is not None or any(r.scope == "cluster" for r in self.radii)
-
-    @property
-    def breaks_apiserver(self) -> bool:
-        return any(r.component == "apiserver" for r in self.radii)
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -69,17 +67,19 @@ class Planned:
 
 
 def plan(file: Path, pb: Playbook, nodes: list[Node]) -> Planned:
-    radii = []
+    radii, cuts_api = [], False
     for step in pb.spec.fault_steps():
         fault = fault_for(step)
         node = resolve_node(nodes, step.target.node if step.target else None, fault.target_role)
         radii.append(fault.radius(node, FAULTS.params_model(step.fault).model_validate(step.params)))
-    return Planned(file, pb, tuple(radii))
+        cuts_api = cuts_api or fault.cuts_api
+    return Planned(file, pb, tuple(radii), cuts_api)
 
 
 def order(planned: list[Planned]) -> list[Planned]:
-    """What may overlap first, then what runs alone, the API server's faults last; the given order within each."""
-    return sorted(planned, key=lambda p: (p.alone, p.alone and p.breaks_apiserver))  # stable: given order kept
+    """What may overlap first, then what runs alone, those taking the API server away last; the given order within
+    each."""
+    return sorted(planned, key=lambda p: (p.alone, p.alone and p.cuts_api))  # stable: given order kept
 
 
 def startable(pending: list[Planned], running: list[Planned], parallel: int) -> list[Planned]:

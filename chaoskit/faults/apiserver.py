@@ -39,6 +39,7 @@ class ApiServerDown(StaticPodDown):
     """
 
     name = "apiserver.down"
+    cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"not running|does not answer")
     process = apiserver.PROCESS
@@ -79,6 +80,7 @@ class EtcdTimeout(Fault):
     """
 
     name = "apiserver.etcd-timeout"
+    cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"etcd")
     effect_timeout = 60.0
@@ -133,6 +135,7 @@ class ApiServerCertExpired(Fault):
     """
 
     name = "apiserver.cert-expired"
+    cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"expired")
     effect_timeout = 90.0  # the reload is immediate; its one-minute resync is the fallback

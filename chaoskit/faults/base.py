@@ -105,6 +105,9 @@ class Fault(ABC):
     Params: ClassVar[type[BaseModel]] = NoParams
     effect_timeout: ClassVar[float] = 60.0  # how long the effect may take to show
     recovery_timeout: ClassVar[float] = 180.0
+    # the API server is down or unreachable while it holds: the scheduler and the controller manager lose their
+    # leases and exit, and come back under the kubelet's crash-loop back-off
+    cuts_api: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, node: str, params: BaseModel) -> FaultPlan:

@@ -88,6 +88,10 @@ def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_c
     assert startable([flush_w1, sched], [frozen_proxy_w2], parallel=4) == [flush_w1]
     assert startable([sched], [frozen_proxy_w2], parallel=4) == []  # alone: only on an empty cluster
     assert startable([sched, flush_w1], [], parallel=4) == [sched]  # nothing jumps ahead of what runs alone
+    # leaked watches leave the API server answering: only what takes it away goes after every other cluster fault
+    leak, etcd = playbook("leak", "apiserver.watch-leak"), playbook("etcd", "apiserver.etcd-timeout")
+    cert = playbook("cert", "apiserver.cert-expired")
+    assert [p.playbook.name for p in order([api, cert, etcd, leak, sched])] == ["leak", "sched", "api", "cert", "etcd"]
 
 
 class _StubRunner(Runner):
