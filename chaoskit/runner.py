@@ -136,9 +136,7 @@ class Peers:
         self._lock = threading.Lock()
         self._nodes: dict[str, frozenset[str]] = {}
         self._held: dict[str, tuple[Fault, str]] = {}  # step key -> (fault, node)
-        self._diagnosing = threading.Condition()
-        self._in_flight: float | None = None  # when the diagnosis under way started (monotonic)
-        self._last: tuple[float, Diagnosis | None] | None = None  # the latest one: when it started, what it found
+        self._diagnoses: list[_Diagnosing] = []  # those under way, and the latest finished
 
     def join(self, run_id: str, nodes: frozenset[str]) -> None:
         with self._lock:
@@ -167,28 +165,40 @@ class Peers:
             return [held for k, held in self._held.items() if k != key]
 
     def diagnosis(self, after: float, collect: Callable[[], Diagnosis | None]) -> tuple[float, Diagnosis | None, bool]:
-        """A diagnosis started after `after` (monotonic): the latest one if it did, else the next one, collected by
-        the first caller to ask; (when it started, what it found, whether this caller collected it).
-
-        One diagnosis at a time for every run of the suite: each costs seconds of the host's CPU (a docker exec or
-        an agent call per component and node, two scrapes of every component), and runs holding faults at the same
-        moment want the same picture of the cluster; each judges it against its own fault."""
-        with self._diagnosing:
-            while True:
-                if self._last is not None and self._last[0] > after:
-                    return self._last[0], self._last[1], False
-                if self._in_flight is None:
-                    break
-                self._diagnosing.wait()
-            started = self._in_flight = time.monotonic()
-        found: Diagnosis | None = None
+        """A diagnosis started after `after` (monotonic): another run's if one did (the finished one, else the one
+        under way), or one this caller collects now; (when it started, what it found, whether this caller collected
+        it). Runs holding faults at the same moment want the same picture of the cluster, and each diagnosis costs
+        seconds of the host's CPU (a docker exec or an agent call per component and node, two scrapes of each); each
+        run judges it against its own fault. One that started before `after` is of no use, and is not waited for."""
+        with self._lock:
+            fresh = [d for d in self._diagnoses if d.started > after]
+            done = [d for d in fresh if d.done.is_set()]
+            mine = not fresh
+            if mine:
+                ours = _Diagnosing(time.monotonic())
+                self._diagnoses.append(ours)
+            else:  # the newest finished, else the one under way that finishes first
+                ours = max(done, key=lambda d: d.started) if done else min(fresh, key=lambda d: d.started)
+        if not mine:
+            ours.done.wait()
+            return ours.started, ours.found, False
         try:
-            found = collect()
+            ours.found = collect()
         finally:
-            with self._diagnosing:
-                self._in_flight, self._last = None, (started, found)
-                self._diagnosing.notify_all()
-        return started, found, True
+            ours.done.set()
+            with self._lock:
+                latest = max((d for d in self._diagnoses if d.done.is_set()), key=lambda d: d.started)
+                self._diagnoses = [d for d in self._diagnoses if d is latest or not d.done.is_set()]
+        return ours.started, ours.found, True
+
+
+@dataclass
+class _Diagnosing:
+    """One diagnosis of a suite: when it started, and what it found once done."""
+
+    started: float
+    found: Diagnosis | None = None
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[Fault, str]]) -> bool:

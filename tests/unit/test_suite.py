@@ -304,15 +304,12 @@ def test_junit_has_a_case_per_judged_probe_phase_and_the_score_as_a_property(tmp
     assert {p.name: p.value for p in suite.properties()} == {"resilience_score": "75"}  # (1 + 0.5) / 2
 
 
-def test_runs_holding_faults_at_once_share_one_diagnosis_and_never_collect_two_at_a_time() -> None:
-    peers, collecting, most, collected = Peers(), [0], [0], []
+def test_runs_holding_faults_share_a_diagnosis_started_after_their_fault_and_never_wait_for_an_older_one() -> None:
+    peers, collected = Peers(), []
     gate = threading.Event()
 
     def collect() -> Diagnosis:
-        collecting[0] += 1
-        most[0] = max(most[0], collecting[0])
         gate.wait(5)
-        collecting[0] -= 1
         found = Diagnosis("chaoskit", (), time.time(), 0.1)
         collected.append(found)
         return found
@@ -323,15 +320,20 @@ def test_runs_holding_faults_at_once_share_one_diagnosis_and_never_collect_two_a
     for t in askers:
         t.start()
     time.sleep(0.2)
+    # a fault that took effect after that diagnosis started does not wait for it: it collects its own at once
+    later: list[tuple[float, Diagnosis | None, bool]] = []
+    own = threading.Thread(target=lambda: later.append(peers.diagnosis(time.monotonic(), collect)))
+    own.start()
+    time.sleep(0.2)
+    assert not got and not later  # both under way, side by side
     gate.set()
-    for t in askers:
+    for t in [*askers, own]:
         t.join(5)
-    assert len(collected) == 1 and [mine for _, _, mine in got].count(True) == 1
-    assert {id(found) for _, found, _ in got} == {id(collected[0])}
-    # one that saw that diagnosis asks for a newer one: it is collected anew, and again never two at a time
-    started = got[0][0]
-    again = peers.diagnosis(started, collect)
-    assert again[0] > started and again[2] and len(collected) == 2 and most[0] == 1
-    # a diagnosis that fails leaves nothing in flight: the next caller collects
-    assert peers.diagnosis(again[0], lambda: None)[1] is None
-    assert peers.diagnosis(time.monotonic(), collect)[2] and len(collected) == 3
+    assert len(collected) == 2 and [mine for _, _, mine in got].count(True) == 1 and later[0][2]
+    assert len({id(found) for _, found, _ in got}) == 1 and later[0][1] is not got[0][1]
+    # the newest finished one serves whoever's fault took effect before it started
+    assert peers.diagnosis(asked, collect)[1] is later[0][1] and len(collected) == 2
+    # one that failed serves nothing newer: the next caller collects
+    failed = peers.diagnosis(later[0][0], lambda: None)
+    assert failed[1] is None and failed[2]
+    assert peers.diagnosis(failed[0], collect)[2] and len(collected) == 3
