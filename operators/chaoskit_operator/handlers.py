@@ -83,7 +83,9 @@ def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
                                certificate_path=c.cert_file, private_key_path=c.key_file)  # fmt: skip
 
 
-@kopf.daemon(GROUP, VERSION, PLURAL, registry=registry)
+# cancellation_polling: how often kopf looks whether a daemon it stopped (the experiment was deleted) has ended, to let
+# go of the finalizer; kopf's 60 s default held a deleted experiment that long after its revert was done
+@kopf.daemon(GROUP, VERSION, PLURAL, registry=registry, cancellation_polling=1)
 def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespace: str | None, uid: str,
                memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:  # fmt: skip
     """Run the playbook once; a resource whose status is final was run already and is left as it is."""
