@@ -72,6 +72,13 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    for pipe in (
+        proc.stdin,
+        proc.stdout,
+        proc.stderr,
+    ):  # the killed group's pipes: a long-lived agent must not leak them
+        if pipe is not None:
+            pipe.close()
 
 
 def run_command(

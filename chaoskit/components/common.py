@@ -3,6 +3,8 @@ names as the kernel keeps them, and the shell lines that find a component's proc
 
 from __future__ import annotations
 
+import re
+
 MANIFESTS = "/etc/kubernetes/manifests"  # kubelet's staticPodPath on kubeadm nodes
 CRICTL = "timeout 8 crictl --timeout 3s"  # a frozen runtime makes CRI calls hang: each carries its own timeout
 
@@ -30,3 +32,8 @@ def leader_lease(name: str) -> str:
 def local_url(port: int, path: str, scheme: str = "https") -> str:
     """An endpoint of a component as asked from inside its own node."""
     return f"{scheme}://127.0.0.1:{port}{path}"
+
+
+def flags_of(text: str) -> dict[str, str]:
+    """`--name=value` flags of a command line or a static-pod manifest."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"(--[\w-]+)=([^\s\"']*)", text)}

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
+from chaoskit.components.common import flags_of
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
     HttpAnswer,
@@ -30,7 +31,6 @@ from chaoskit.diagnosers.common import (
 )
 from chaoskit.diagnosers.controllers import (
     controllers_evidence,
-    flags_of,
     lagging_hpas,
     lagging_replicasets,
     missing_controllers,

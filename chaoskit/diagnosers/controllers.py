@@ -96,11 +96,6 @@ def missing_controllers(healthz_body: str) -> list[Controller]:
     return [c for c in CONTROLLERS if c.check not in listed]
 
 
-def flags_of(cmdline: str) -> dict[str, str]:
-    """`--name=value` flags of a command line."""
-    return {m.group(1): m.group(2) for m in re.finditer(r"(--[\w-]+)=(\S*)", cmdline)}
-
-
 def _newest_write(obj: Obj) -> Any:
     times = sorted(t for f in obj.get("metadata", {}).get("managedFields") or [] if isinstance(t := f.get("time"), str))
     return times[-1] if times else obj.get("metadata", {}).get("creationTimestamp")

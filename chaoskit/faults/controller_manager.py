@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
+from chaoskit.components.common import flags_of
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, register
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
@@ -120,8 +121,8 @@ class ControllerStuckParams(FaultParams):
 
 def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
     """The duration kube-controller-manager's manifest on `node` gives `flag`, or `stock` where it gives none."""
-    done = env.nodes.run(node, ["sh", "-c", f"grep -o -- '{flag}=[^ \"]*' {MANIFEST} | head -n 1"], check=False)
-    value = done.stdout.strip().partition("=")[2] if done.returncode == 0 else ""
+    done = env.nodes.run(node, ["cat", MANIFEST], check=False)
+    value = flags_of(done.stdout).get(flag, "") if done.returncode == 0 else ""
     try:
         return parse_duration(value) if value else stock
     except DurationError:
@@ -229,7 +230,7 @@ class ControllerStuck(Fault):
     recovery_timeout = 120.0
 
     def __init__(self) -> None:
-        self._lags: dict[str, float] = {}  # per node: read once from its manifest
+        self._lags: dict[tuple[str, StuckName], float] = {}  # per node and controller: its manifest, read once
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
@@ -266,8 +267,8 @@ class ControllerStuck(Fault):
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(ControllerStuckParams)
-        if (lag := self._lags.get(plan.node)) is None:
-            lag = self._lags[plan.node] = STUCK[p.controller].lag(env, plan.node)
+        if (lag := self._lags.get((plan.node, p.controller))) is None:
+            lag = self._lags[(plan.node, p.controller)] = STUCK[p.controller].lag(env, plan.node)
         now = time.time()
         # stuck alone: a process that is down or frozen would leave the probe unreconciled too
         return (

@@ -156,11 +156,17 @@ def test_serve_ends_at_once_on_sigterm_as_a_pods_process_must(issued: Issued, tm
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+        while not _listening(port):
             assert time.monotonic() < deadline and proc.poll() is None, "the agent did not start"
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(5) == 0
+        _, said = proc.communicate(timeout=5)
     finally:
         proc.kill()
-    assert "stopping (SIGTERM)" in (proc.stderr.read() if proc.stderr else "")
+        proc.communicate()
+    assert proc.returncode == 0 and "stopping (SIGTERM)" in said
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -19,6 +19,7 @@ from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
 from chaoskit.faults.controller_manager import (
     LEASE,
+    MANIFEST,
     PROBE,
     PROBE_NAMESPACE,
     STUCK,
@@ -146,8 +147,9 @@ def test_the_probe_of_each_controller_is_what_it_reconciles() -> None:
 
 def _env(objects: dict[str, Any], healthz: str = "ok", metrics: str = "", hpa_sync: str = "") -> Env:
     def responder(argv: tuple[str, ...]) -> Completed | None:
-        if "--horizontal-pod-autoscaler-sync-period=" in argv[-1]:  # grep of the manifest: what it sets, if anything
-            return Completed(argv, 0, f"--horizontal-pod-autoscaler-sync-period={hpa_sync}\n" if hpa_sync else "")
+        if argv[-2:] == ("cat", MANIFEST):  # the static pod's manifest: the HPA sync period it sets, if any
+            period = f'    - "--horizontal-pod-autoscaler-sync-period={hpa_sync}"\n' if hpa_sync else ""
+            return Completed(argv, 0, f"    - kube-controller-manager\n    - --leader-elect=true\n{period}")
         if any("10257/healthz" in a for a in argv):
             return Completed(argv, 0 if healthz else 7, healthz)
         if "10257/metrics" in argv[-1]:
