@@ -98,7 +98,8 @@ class Probe(Model):
         min_length=1,
         description="The phases judged: before (from the probe's start to the first fault), during (from a fault's "
         "effect until its component is healthy again after the revert), after (from the steady state after the "
-        "last revert), effect (the first sample at or after each fault's effect).",
+        "last revert), effect (the first sample at or after each fault's effect; an http SLO judges its success "
+        "and max there, not percentiles of one request).",
     )
     slo: Slo | None = Field(default=None, description="For http: what each judged phase must keep.")
     weight: float = Field(default=1.0, ge=0, le=100, description="Its weight in the resilience score.")

@@ -3,9 +3,10 @@
 Each sample is put in the phase whose window holds its time: before (until the first injection), during (from a
 fault's effect until its component is healthy again after the revert), after (from the steady state after the last
 revert), or none of them (a fault being applied, or between steps: kept in the record, judged nowhere). "effect" is
-the first sample at or after each fault's effect. An http probe's phase is judged against its SLO; any other
-probe's phase fails on its first failed sample. A phase that was judged but holds no sample fails too: nothing was
-seen, so nothing was kept.
+the first sample at or after each fault's effect. An http probe's phase is judged against its SLO (the effect phase,
+a request per fault, on its success rate and max only: a percentile of one request is that request, a tail the
+host's stalls decide); any other probe's phase fails on its first failed sample. A phase that was judged but holds
+no sample fails too: nothing was seen, so nothing was kept.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def _judge_slo(slo: Slo, phase: Phase, samples: list[ProbeSample], failed: list[
     if slo.success_rate is not None and rate < slo.success_rate:
         broken.append(f"success {rate:.1f}% < {slo.success_rate:g}% ({len(failed)} of {len(samples)} failed"
                       f"{', first: ' + failed[0].detail if failed and failed[0].detail else ''})")  # fmt: skip
-    for stat in ("p50", "p99", "max"):
+    for stat in ("max",) if phase == "effect" else ("p50", "p99", "max"):  # effect: one request per fault, no spread
         bound = getattr(slo, stat)
         if bound is None:
             continue
@@ -119,6 +120,10 @@ def _judge_slo(slo: Slo, phase: Phase, samples: list[ProbeSample], failed: list[
             broken.append(f"{stat} {latency[stat] * 1000:.0f}ms > {bound * 1000:g}ms")
     shown = ", ".join(f"{k} {v * 1000:.0f}ms" for k, v in latency.items())
     kept = f"success {rate:.1f}% of {len(samples)}" + (f", {shown}" if shown else "")
-    small = " (p99 of fewer than 100 requests is their slowest)" if len(latencies) < 100 and slo.p99 else ""
+    small = (
+        " (p99 of fewer than 100 requests is their slowest)"
+        if len(latencies) < 100 and slo.p99 and phase != "effect"
+        else ""
+    )
     reason = ("; ".join(broken) if broken else kept) + small
     return PhaseResult(phase, not broken, len(samples), len(failed), reason, first, round(rate, 2), latency)

@@ -51,3 +51,15 @@ def test_a_probe_in_words_says_what_is_asked_how_often_what_must_hold_and_when()
                                  "judged before, during, after, effect")  # fmt: skip
     promql = Probe.model_validate({"name": "up", "promql": {"query": "sum(up)", "min": 3}, "when": ["effect"]})
     assert probe_words(promql) == "up: PromQL sum(up) every 1s; >= 3; judged effect"
+
+
+def test_the_effect_phase_judges_success_and_max_not_a_percentile_of_one_request() -> None:
+    slo = Probe.model_validate({"name": "shop", "http": {"url": "http://shop/"}, "when": ["effect"],
+                                "slo": {"successRate": 99, "p50": 0.2}})  # fmt: skip
+    (effect,) = judge(slo, [ProbeSample(12.5, True, 0.3)], PHASES)  # a host stall at the fault's start
+    assert effect.ok and effect.latency["p50"] == 0.3
+    bounded = slo.model_copy(update={"slo": slo.slo.model_copy(update={"max": 0.25})})  # type: ignore[union-attr]
+    (effect,) = judge(bounded, [ProbeSample(12.5, True, 0.3)], PHASES)
+    assert not effect.ok and effect.reason.startswith("max 300ms > 250ms")
+    (effect,) = judge(slo, [ProbeSample(12.5, False, None, "HTTP 502")], PHASES)
+    assert not effect.ok and effect.reason.startswith("success 0.0% < 99%")
