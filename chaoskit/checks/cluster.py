@@ -1,14 +1,19 @@
-"""Cluster-wide health checks: nodes, API server, system pods."""
+"""Cluster-wide health checks: nodes, API server, system pods, the control plane's leaders."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.cluster.kube import KubeError, condition
+from chaoskit.components import controller_manager, scheduler
+from chaoskit.diagnosers.leases import LeaseState
 from chaoskit.env import Env
+
+LEADERS = (("scheduler", scheduler.LEASE), ("controller-manager", controller_manager.LEASE))
 
 
 class NodeChecks(BaseModel):
@@ -73,12 +78,41 @@ class KubeSystemReady(Check):
 
 
 @register
+class LeadersRenewing(Check):
+    """The scheduler and the controller manager each have a leader renewing its lease now (within a third of the
+    lease's duration: stock renews every 2 s of 15 s). After an API-server or etcd outage longer than their renew
+    deadline both exit, while their pods still read Ready (the kubelet could not write it): only the lease tells."""
+
+    name = "leaders-renewing"
+    Params = NodeChecks
+
+    def run(self, env: Env, params: BaseModel) -> Outcome:
+        skip, now = _except(params), time.time()
+        late, leading = [], []
+        for component, path in LEADERS:
+            found = env.kube.find(path)
+            if found is None:  # not leader-elected here (or a managed control plane): nothing to judge
+                continue
+            lease = LeaseState.of(found, now)
+            if lease.holder.split("_")[0] in skip:  # a holder is "<node>_<uuid>"
+                continue
+            if lease.age is None or lease.age > lease.duration / 3:
+                since = "never" if lease.age is None else f"{lease.age:.0f}s ago"
+                late.append(f"{component} (renewed {since}, holder {lease.holder or 'none'})")
+            else:
+                leading.append(component)
+        if late:
+            return Outcome(False, f"no leader renewing: {', '.join(late)}")
+        return Outcome(True, f"leading: {', '.join(leading)}" if leading else "no leader lease to judge")
+
+
+@register
 class ClusterHealthy(Check):
-    """All of nodes-ready, apiserver-ready and kube-system-ready."""
+    """All of nodes-ready, apiserver-ready, kube-system-ready and leaders-renewing."""
 
     name = "cluster-healthy"
     Params = NodeChecks
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
-        outcomes = [c().run(env, params) for c in (ApiServerReady, NodesReady, KubeSystemReady)]
+        outcomes = [c().run(env, params) for c in (ApiServerReady, NodesReady, KubeSystemReady, LeadersRenewing)]
         return Outcome(all(o.ok for o in outcomes), "; ".join(o.detail for o in outcomes))
