@@ -6,6 +6,7 @@ every stage of each. No I/O and no clock of its own, so it is tested with record
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -185,10 +186,14 @@ class HpaTracker:
         return Stamp(self.clock(), API_PRECISION)
 
     def _run_of(self, created_at: float) -> int:
-        for up in reversed(self.scale_ups):
-            if up.decided.at <= created_at + API_PRECISION:
-                return up.run
-        return 0  # not from a scale-up we saw (a deleted pod replaced, or before the first decision)
+        """The oldest scale-up decided by then that still lacks pods: the ReplicaSet fills the first ask first, so a
+        pod a quota held back past a later scale-up still counts from the scale-up that asked for it."""
+        decided = [up for up in self.scale_ups if up.decided.at <= created_at + API_PRECISION]
+        filled = Counter(t.run for t in self.pods.values())
+        lacking = [up for up in decided if filled[up.run] < up.to_replicas - up.from_replicas]
+        if lacking:
+            return lacking[0].run
+        return decided[-1].run if decided else 0  # 0: not from a scale-up we saw (before the first decision)
 
     def endpoint_slice(self, kind: str, obj: Obj, at: float) -> None:
         if kind == "DELETED":
@@ -319,7 +324,7 @@ class HpaTracker:
 
     def _uncreated(self) -> int:
         """Pods the scale-ups asked for and no pod of theirs was created for (over all of them: a late pod is put in
-        the scale-up of its creation time)."""
+        the oldest scale-up still lacking pods when it was created)."""
         return self._asked() - sum(1 for t in self.pods.values() if t.run)
 
     def incomplete(self) -> list[str]:

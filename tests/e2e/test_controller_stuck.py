@@ -112,6 +112,8 @@ def _web(kube: Kube, ns: str, replicas: int = 1) -> None:
     kube.apply(workloads.web_deployment(ns, replicas=replicas))
     kube.apply(workloads.service(ns))
     kube.wait("web ready", lambda: workloads.ready_replicas(kube, ns) >= replicas, 120)
+    # and in its Service before a fault restarts the controller manager (else the EndpointSlice lags from the start)
+    kube.wait("web in its Service", lambda: _ready_in_service(kube, ns) >= replicas, 60)
 
 
 HEALTHZ_CHECK = {

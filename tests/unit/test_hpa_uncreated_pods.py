@@ -27,3 +27,19 @@ def test_pods_a_scale_up_asked_for_and_never_got_are_named_in_the_notes() -> Non
     for name in ("p2", "p3"):
         t.pod("ADDED", {"metadata": {"name": name}}, T0 + 60)
     assert not any("never created" in note for note in t.incomplete())
+
+
+def test_a_pod_held_back_past_a_later_scale_up_counts_from_the_scale_up_that_asked_for_it() -> None:
+    t = HpaTracker(T0, clock=lambda: T0)
+    t.deployment("LISTED", _obj("web", 1), T0)
+    t.replicaset("LISTED", _obj("web-1", 1), T0)
+    t.deployment("MODIFIED", _obj("web", 3), T0 + 1)  # scale-up 1 asks for 2; the quota refuses them
+    t.replicaset("MODIFIED", _obj("web-1", 3), T0 + 1.5)
+    t.deployment("MODIFIED", _obj("web", 4), T0 + 20)  # scale-up 2 while they are still refused
+    t.replicaset("MODIFIED", _obj("web-1", 4), T0 + 20.5)
+    for name in ("p1", "p2", "p3"):  # the quota lifted: all three created at once
+        t.pod("ADDED", {"metadata": {"name": name}}, T0 + 26)
+    runs = sorted(p.run for p in t.pods.values())
+    assert runs == [1, 1, 2]
+    created = sorted(round(s.seconds, 1) for s in t.samples([]) if s.stage == "pod_created")
+    assert created == [5.5, 24.5, 24.5]  # the held-back pods show the 24.5 s the quota cost scale-up 1
