@@ -77,7 +77,12 @@ class ProcessFrozen(Fault):
             self.name,
             node,
             apply=(sh("pkill", "-STOP", "-x", comm(self.process)),),
-            revert=(f"pkill -CONT -x {comm(self.process)} || true",),
+            # its children too: one forked as SIGSTOP came is stopped under its own name once it has exec'd (kube-proxy
+            # waited on a stopped iptables-save for good, healthy:false, after a clean revert)
+            revert=(
+                f"pkill -CONT -x {comm(self.process)}; for p in $(pgrep -x {comm(self.process)}); "
+                f'do pkill -CONT -P "$p"; done; true',
+            ),  # fmt: skip
             summary=f"SIGSTOP every {self.process} process on {node}",
         )
 

@@ -96,7 +96,9 @@ def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-u
 def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
     plan = KubeProxyFrozen().plan("chaoskit-worker", NoParams())
     assert plan.apply == ("pkill -STOP -x kube-proxy",)
-    assert plan.revert == ("pkill -CONT -x kube-proxy || true",)
+    assert plan.revert == (
+        'pkill -CONT -x kube-proxy; for p in $(pgrep -x kube-proxy); do pkill -CONT -P "$p"; done; true',
+    )
 
 
 def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
