@@ -24,6 +24,13 @@ def pid_command(process: str) -> str:
     return f'pid=$(pgrep -x {comm(process)} | head -n1) && [ -n "$pid" ]'
 
 
+def thaw_command(process: str) -> str:
+    """A shell line that continues every stopped `process` and its children: a child forked as SIGSTOP came is stopped
+    under its own name once it has exec'd (kube-proxy then waits on a stopped iptables-save for good)."""
+    name = comm(process)
+    return f'pkill -CONT -x {name}; for p in $(pgrep -x {name}); do pkill -CONT -P "$p"; done; true'
+
+
 def leader_lease(name: str) -> str:
     """The kube-system Lease a leader-elected component holds and renews while it leads."""
     return f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}"

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from chaoskit.components import containerd
-from chaoskit.components.common import CRICTL, pid_command
+from chaoskit.components.common import CRICTL, pid_command, thaw_command
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import excerpt
 from chaoskit.diagnosers.sources import Section, Sources
@@ -78,7 +78,7 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
             return Assessed(e, (Finding(
                 "critical", "runtime", f"containerd is stopped on {ev.node} (process state {ev.stat})",
                 "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts or stops",
-                (e,), (f"kill -CONT $(pgrep -x containerd) on {ev.node} if it was stopped on purpose", *remedy),
+                (e,), (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
             ),))  # fmt: skip
         if ev.service != "active" or not ev.stat:
             return Assessed(e, (Finding(

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 from chaoskit.cluster.scrape import Metrics, scrape_command
-from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command
+from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command, thaw_command
 from chaoskit.diagnosers.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of
 from chaoskit.diagnosers.sources import Section, Sources
@@ -108,7 +108,7 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
             f"the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does nothing; "
             f"{frozen_effect}",
             (ev,),
-            (f"on {node}: pkill -CONT -x {comm(p.process)} (if something stopped it on purpose)",
+            (f"on {node}: {thaw_command(p.process)} (if something stopped it on purpose)",
              "otherwise wait for kubelet's liveness probe to restart it, or delete its container with crictl",
              f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last"),
         ),))  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from chaoskit.components.common import comm, manifest
+from chaoskit.components.common import comm, manifest, thaw_command
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, kubectl, local_healthz, process_running, process_state, sh
 
@@ -77,12 +77,7 @@ class ProcessFrozen(Fault):
             self.name,
             node,
             apply=(sh("pkill", "-STOP", "-x", comm(self.process)),),
-            # its children too: one forked as SIGSTOP came is stopped under its own name once it has exec'd (kube-proxy
-            # waited on a stopped iptables-save for good, healthy:false, after a clean revert)
-            revert=(
-                f"pkill -CONT -x {comm(self.process)}; for p in $(pgrep -x {comm(self.process)}); "
-                f'do pkill -CONT -P "$p"; done; true',
-            ),  # fmt: skip
+            revert=(thaw_command(self.process),),
             summary=f"SIGSTOP every {self.process} process on {node}",
         )
 
