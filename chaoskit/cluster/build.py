@@ -14,6 +14,9 @@ from chaoskit.progress import Progress
 # Binaries needed whatever the node image: kind drives the cluster, kubectl is offered to the user.
 HOST_TARGETS = ("kind", "workload")
 NODE_TARGETS = ("kubernetes", "crictl", "etcd", "coredns", "pause", "metrics-server", "netd")
+# The node's other binaries build beside kubernetes, the longest: one go command leaves a core idle while it
+# downloads, loads packages and links (single-threaded), which the other fills.
+BESIDE_KUBERNETES = ("crictl", "etcd", "coredns", "pause", "metrics-server", "netd")
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,13 @@ def build_all(
     cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool, repo: str = nodeimage.NODE_IMAGE_REPO
 ) -> Artifacts:
     names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    beside = tuple(n for n in names if n in BESIDE_KUBERNETES)
+    with ThreadPoolExecutor(max_workers=2) as pool:
         # debootstrap waits on the Debian mirror and the disk, the Go builds on the CPU: side by side on a cold host
         rootfs_built = pool.submit(build_rootfs, cache, runner, progress) if offline_node_image else None
-        bins = build_binaries(names, cache, runner, progress)
+        others = pool.submit(build_binaries, beside, cache, runner, progress)  # go's caches are safe to share
+        bins = build_binaries(tuple(n for n in names if n not in beside), cache, runner, progress)
+        bins |= others.result()
         workload = tuple(images.build(r, bins, {}, cache) for r in images.WORKLOAD_IMAGES)
         rootfs = rootfs_built.result() if rootfs_built is not None else {}
     if not offline_node_image:
