@@ -37,6 +37,7 @@ from chaoskit.runner import EXIT_CODES, Peers, Runner, RunRecord, Verdict, fault
 
 # The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.
 SEVERITY: dict[Verdict, int] = {"passed": 0, "deviated": 1, "aborted": 2, "error": 3, "interrupted": 4}
+TICK_S = 0.5  # how long the suite's main thread may go without looking for a Ctrl-C
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,9 @@ def run_suite(name: str, cluster: str, planned: list[Planned], make_runner: Make
                     runner = make_runner(p, peers)
                     say(f"starting {p.playbook.name} (radius: {p.radius_words()})")
                     running[pool.submit(one, p, runner)] = (p, runner, time.monotonic() - t0)
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                # never an endless wait: a Ctrl-C the kernel hands to a run's thread only flags the main thread,
+                # which notices it when it next runs Python (a run holds its faults until then)
+                done, _ = wait(running, timeout=TICK_S, return_when=FIRST_COMPLETED)
                 for f in done:
                     p, runner, started = running.pop(f)
                     record = f.result()

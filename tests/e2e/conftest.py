@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -25,12 +27,31 @@ from tests.e2e.catalog import Catalog, run_catalog
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 
 
+# a chaoskit the tests give up on dumps every thread's stack on the SIGABRT `finished` sends it
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+
+
+def finished(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """stdout and stderr of a chaoskit that ends within `timeout`; else the test fails showing where it hung."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, stderr = proc.communicate()
+        pytest.fail(f"chaoskit {' '.join(map(str, proc.args[3:]))} still ran after {timeout:.0f}s; "  # type: ignore[index]
+                    f"where its threads were:\n{stderr[-8000:]}")  # fmt: skip
+
+
 def chaoskit(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     """Run the real CLI as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "chaoskit", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    argv = [sys.executable, "-m", "chaoskit", *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = finished(proc, timeout)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
+
+# this host's disk in a slow spell: warnings a diagnosis rightly gives, which no fault causes
+HOST_DISK = re.compile(r"etcd's disk is slow|the API server's etcd requests are slow|API requests are slow")
 
 LAST = "tests/e2e/test_in_cluster.py"  # breaks the API server through the operator: its crash-loop back-off of the
 # controller manager and scheduler (growing with every outage within 10 min) would land in the tests after it

@@ -36,6 +36,7 @@ from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time
 from chaoskit.registry import FAULTS, load_catalog
 from tests.e2e.catalog import Catalog, Holding, observe
+from tests.e2e.conftest import HOST_DISK
 
 load_catalog()
 NAMED_WITHIN = 60.0
@@ -49,7 +50,6 @@ NAMED = {
 }
 # every diagnosed component but the controller manager (and chaoskit's own switches)
 COMPONENTS = [c for c in registered() if c not in ("controller-manager", "reverts")]
-HOST_DISK = re.compile(r"etcd's disk is slow|the API server's etcd requests are slow|API requests are slow")
 # while its etcd requests are that slow, the API server times some requests out (5xx): the host again, not the fault
 SLOW_ETCD = re.compile(r"etcd's disk is slow|the API server's etcd requests are slow")
 TIMED_OUT = re.compile(r"of API requests failed with 5xx")

@@ -15,7 +15,7 @@ from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.deadman import armed
 from chaoskit.journal import Journal
-from tests.e2e.conftest import chaoskit, process_state
+from tests.e2e.conftest import chaoskit, finished, process_state
 
 FAULT, PROCESS = "kube-proxy.freeze", "kube-proxy"
 
@@ -123,7 +123,7 @@ def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str
     try:
         _wait("both faults to hold", lambda: _state(f"{cluster}-worker") == "T" and scheduler_gone(), 90)
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
-        _, stderr = proc.communicate(timeout=180)
+        _, stderr = finished(proc, 180)
     finally:
         if proc.poll() is None:
             proc.kill()

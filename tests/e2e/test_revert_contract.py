@@ -27,7 +27,7 @@ from chaoskit.faults.apiserver import ETCD_TAG
 from chaoskit.faults.base import local_healthz
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.journal import Injection, Journal
-from tests.e2e.conftest import chaoskit
+from tests.e2e.conftest import chaoskit, finished
 from tests.e2e.test_faults import wait_healthy
 from tests.e2e.test_killed_runs import _wait
 
@@ -93,7 +93,7 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
         )
         NODES.run(cp, ["sh", "-c", READ_ONLY])  # the parked manifest cannot go back: its folder is read-only
         try:
-            out, err = proc.communicate(timeout=120)
+            out, err = finished(proc, 120)
             assert proc.returncode == 4, f"a failed revert is chaoskit's failure (exit 4)\n{out}\n{err[-2000:]}"
             assert "Read-only file system" in out and "retries it on the node" in out
             (inj,) = Journal(journal).pending()

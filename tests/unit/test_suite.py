@@ -101,9 +101,10 @@ class _StubRunner(Runner):
         super().__init__(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(Path("/dev/null")),
                          lambda _: None, peers)  # fmt: skip
         self.verdict, self.seconds, self.log = verdict, seconds, log
+        self.thread: int | None = None  # the run's thread, once it runs
 
     def run(self, pb: object) -> RunRecord:
-        t0 = time.monotonic()
+        t0, self.thread = time.monotonic(), threading.get_ident()
         self.stop.wait(self.seconds)
         self.log.append((getattr(pb, "name", ""), t0, time.monotonic()))
         rec = RunRecord(getattr(pb, "name", ""), "chaoskit", "ns", "j", self.run_id, 0.0)
@@ -156,6 +157,31 @@ def test_ctrl_c_stops_every_run_and_the_suite_is_interrupted() -> None:
         signal.signal(signal.SIGINT, previous)
     assert suite.interrupted and suite.exit_code == 130
     assert all(r.stop.is_set() for r in runners) and len(suite.runs) == 2
+
+
+def test_a_ctrl_c_the_kernel_hands_to_a_runs_thread_still_stops_the_suite_at_once() -> None:
+    # Linux may deliver a process's SIGINT to any thread; Python then only flags the main thread
+    planned = [playbook("a", "kubelet.stop", "worker")]
+    runners: list[_StubRunner] = []
+
+    def make(p: Planned, peers: Peers) -> Runner:
+        runners.append(_StubRunner("passed", 30, [], peers))
+        return runners[-1]
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def to_the_run() -> None:
+        while not runners or runners[0].thread is None:
+            time.sleep(0.01)
+        signal.pthread_kill(runners[0].thread, signal.SIGINT)
+
+    threading.Thread(target=to_the_run, daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        suite = run_suite("s", "chaoskit", planned, make, parallel=2, say=lambda _: None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert suite.interrupted and time.monotonic() - t0 < 5, "the run held its fault on, as if no Ctrl-C had come"
 
 
 def _report(component: str, subject: str, title: str, severity: str = "critical") -> ComponentReport:
