@@ -14,6 +14,10 @@ from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache, cache_key, tree_digest
 from chaoskit.cluster.shell import Runner
 
+# what shapes compiled packages, which Go's build cache keys on: `go vet` and `go test` of our modules pass the same
+COMPILE_ENV = {"CGO_ENABLED": "0"}
+COMPILE_FLAGS = ("-trimpath",)
+
 
 @dataclass(frozen=True)
 class GoTarget:
@@ -24,7 +28,7 @@ class GoTarget:
     ldflags: tuple[str, ...] = ()
 
     def argv(self, out: Path) -> list[str]:
-        flags = ["-trimpath", "-ldflags", " ".join(("-s", "-w", *self.ldflags))]
+        flags = [*COMPILE_FLAGS, "-ldflags", " ".join(("-s", "-w", *self.ldflags))]
         if self.module is None:
             return ["go", "install", *flags, *self.packages]
         return ["go", "build", *flags, "-o", f"{out}/", *self.packages]
@@ -106,7 +110,7 @@ def build(target: GoTarget, cache: Cache, runner: Runner, *, go: str) -> Path:
     if (hit := cache.get("bin", target.name, key)) is not None:
         return hit
     with cache.entry("bin", target.name, key) as out:
-        env = {"CGO_ENABLED": "0", "GOBIN": str(out), "GOFLAGS": "-buildvcs=false"}
+        env = {**COMPILE_ENV, "GOBIN": str(out), "GOFLAGS": "-buildvcs=false"}
         cwd = images_dir() / target.module if target.module else out
         runner.run(target.argv(out), env=env, cwd=cwd, log=out.parent / f"{target.name}-{key}.log")
         missing = [o for o in target.outputs if not (out / o).is_file()]
