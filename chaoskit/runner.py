@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -366,6 +366,7 @@ class Runner:
         self.diagnose_enabled = pb.spec.diagnose
         self._diagnose(rec, "before")
         running = self._start_measurements(pb)
+        stopping: Future[dict[str, MeasurementResult]] | None = None
         try:
             for step in pb.spec.steps:
                 self._go_on()  # nothing more is injected once the run is told to stop
@@ -379,10 +380,14 @@ class Runner:
                     return
             if self.probes is not None:
                 self.probes.after_starts()
-            rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
-            self._diagnose(rec, "after")
+            # the measurements wait for a scale-up's last pods while the steady state is checked: both only wait,
+            # and after an outage each can take 15-20 s (the leaders' leases, the pods the HPA asked for meanwhile)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chaoskit-stop") as pool:
+                stopping = pool.submit(self._stop_all, running)
+                rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
+                self._diagnose(rec, "after")
         finally:
-            results = {m.label: self._stop(m) for m in running}
+            results = stopping.result() if stopping is not None else self._stop_all(running)
             rec.measurements = [r.to_dict() for r in results.values()]
         breaches = [evaluate(t, results) for t in pb.spec.thresholds]
         rec.thresholds = [b.to_dict() for b in breaches]
@@ -440,6 +445,9 @@ class Runner:
                 m.stop()
             raise
         return running
+
+    def _stop_all(self, running: list[Measurement]) -> dict[str, MeasurementResult]:
+        return {m.label: self._stop(m) for m in running}
 
     def _stop(self, m: Measurement) -> MeasurementResult:
         t0 = time.monotonic()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
 
 from chaoskit import subject as subjects
+from chaoskit.checks.base import Check, Outcome
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.env import Env
@@ -20,7 +22,7 @@ from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
-from chaoskit.registry import FAULTS, MEASUREMENTS, load_catalog
+from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, load_catalog
 from chaoskit.runner import EXIT_CODES, Runner, RunRecord, plan_steps, resolve_node
 from chaoskit.safety import Lock
 
@@ -154,6 +156,48 @@ def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: None
     rec = _run("2s", tmp_path)
     assert rec.verdict == "deviated" and rec.exit_code == 1
     assert rec.thresholds[0]["observed"] == 3 and "above 2s" in rec.thresholds[0]["reason"]
+
+
+class SlowToSettle(FixedMeasurement):
+    """A measurement whose stop waits for pods on their way (here: for the steady state after to be checked)."""
+
+    name = "test_slow_to_settle"
+    settling, checked = threading.Event(), threading.Event()
+
+    def stop(self) -> MeasurementResult:
+        SlowToSettle.settling.set()
+        SlowToSettle.checked.wait(5)
+        return super().stop()
+
+
+class SettlingSeen(Check):
+    """Met; after the faults (its second run) it says whether a measurement was settling meanwhile."""
+
+    name = "test_settling_seen"
+    runs: ClassVar[int] = 0
+
+    def run(self, env: Env, params: BaseModel) -> Outcome:
+        SettlingSeen.runs += 1
+        if SettlingSeen.runs == 1:
+            return Outcome(True, "before")
+        seen = SlowToSettle.settling.wait(3)
+        SlowToSettle.checked.set()
+        return Outcome(True, f"a measurement settling meanwhile: {seen}")
+
+
+def test_measurements_settle_while_the_steady_state_after_is_checked(registered: None, tmp_path: Path) -> None:
+    MEASUREMENTS.add(SlowToSettle.name, SlowToSettle)
+    CHECKS.add(SettlingSeen.name, SettlingSeen)
+    text = MEASURED.replace("test_fixed_delays", SlowToSettle.name) % "5s"
+    text = text.replace("  steps:", "  steadyState:\n    - check: test_settling_seen\n  steps:")
+    try:
+        rec = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"),
+                     lambda _: None).run(parse_playbook(text))  # fmt: skip
+    finally:
+        MEASUREMENTS._classes.pop(SlowToSettle.name)
+        CHECKS._classes.pop(SettlingSeen.name)
+    assert rec.verdict == "passed", rec.errors
+    assert rec.after[0].detail == "a measurement settling meanwhile: True", "one waited for the other"
 
 
 def test_dry_run_shows_a_handoff_before_the_apply_lines() -> None:
