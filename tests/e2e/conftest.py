@@ -37,7 +37,7 @@ def finished(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
         return proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
-        _, stderr = proc.communicate()
+        _, stderr = proc.communicate(timeout=60)  # a child it left (a docker exec) may hold the pipes a while
         pytest.fail(f"chaoskit {' '.join(map(str, proc.args[3:]))} still ran after {timeout:.0f}s; "  # type: ignore[index]
                     f"where its threads were:\n{stderr[-8000:]}")  # fmt: skip
 
