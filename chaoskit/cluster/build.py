@@ -13,10 +13,10 @@ from chaoskit.progress import Progress
 
 # Binaries needed whatever the node image: kind drives the cluster, kubectl is offered to the user.
 HOST_TARGETS = ("kind", "workload")
-NODE_TARGETS = ("kubernetes", "crictl", "etcd", "coredns", "pause", "metrics-server", "netd")
-# The node's other binaries build beside kubernetes, the longest: one go command leaves a core idle while it
-# downloads, loads packages and links (single-threaded), which the other fills.
-BESIDE_KUBERNETES = ("crictl", "etcd", "coredns", "pause", "metrics-server", "netd")
+NODE_TARGETS = ("kubernetes", "crictl", "etcd", "coredns", "pause", "netd")
+# Every other binary builds beside kubernetes, the longest, which starts first: one go command leaves a core idle
+# while it downloads, loads packages and links (single-threaded), which the other fills.
+LONGEST = "kubernetes"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def build_all(
     cache: Cache, runner: Runner, progress: Progress, *, offline_node_image: bool, repo: str = nodeimage.NODE_IMAGE_REPO
 ) -> Artifacts:
     names = HOST_TARGETS + (NODE_TARGETS if offline_node_image else ())
-    beside = tuple(n for n in names if n in BESIDE_KUBERNETES)
+    beside = tuple(n for n in names if n != LONGEST)
     with ThreadPoolExecutor(max_workers=2) as pool:
         # debootstrap waits on the Debian mirror and the disk, the Go builds on the CPU: side by side on a cold host
         rootfs_built = pool.submit(build_rootfs, cache, runner, progress) if offline_node_image else None

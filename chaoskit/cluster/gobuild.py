@@ -26,9 +26,13 @@ class GoTarget:
     outputs: tuple[str, ...]
     module: str | None = None  # folder under images/; None means go install path@version
     ldflags: tuple[str, ...] = ()
+    # (main package, its -X flags) where a command is stamped apart from the rest; go build's last match wins
+    package_ldflags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def argv(self, out: Path) -> list[str]:
         flags = [*COMPILE_FLAGS, "-ldflags", " ".join(("-s", "-w", *self.ldflags))]
+        for pkg, stamps in self.package_ldflags:
+            flags += ["-ldflags", f"{pkg}=" + " ".join(("-s", "-w", *stamps))]
         if self.module is None:
             return ["go", "install", *flags, *self.packages]
         return ["go", "build", *flags, "-o", f"{out}/", *self.packages]
@@ -56,17 +60,26 @@ KUBE_COMMANDS = (
     "kubectl",
 )
 
+METRICS_SERVER_MAIN = "sigs.k8s.io/metrics-server/cmd/metrics-server"
+
 TARGETS: dict[str, GoTarget] = {
     t.name: t
     for t in (
+        # metrics-server links in the same go build as Kubernetes: on images/k8s's one module graph it shares the API
+        # server library, client-go and the rest of their compiled packages (built on its own: 400 s of a cold build)
         GoTarget(
             "kubernetes",
-            tuple(f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS),
-            KUBE_COMMANDS,
+            (*(f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS), METRICS_SERVER_MAIN),
+            (*KUBE_COMMANDS, "metrics-server"),
             module="k8s",
             # kubeadm and kind compare these with the cluster version; a bare build says v0.0.0-master.
             ldflags=_version_ldflags("k8s.io/component-base/version", v.KUBERNETES)
             + _version_ldflags("k8s.io/client-go/pkg/version", v.KUBERNETES),
+            # as upstream's Makefile: stamping component-base instead would make the generic API server treat
+            # v0.8 as its emulation version and hide metrics.k8s.io (discovery answers 404).
+            package_ldflags=(
+                (METRICS_SERVER_MAIN, _version_ldflags("k8s.io/client-go/pkg/version", v.METRICS_SERVER)),
+            ),
         ),
         GoTarget("etcd", ("chaoskit.dev/images/etcd",), ("etcd",), module="etcd"),
         GoTarget("kind", (f"sigs.k8s.io/kind@{v.KIND}",), ("kind",)),
@@ -76,15 +89,8 @@ TARGETS: dict[str, GoTarget] = {
             ("crictl",),
             ldflags=(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={v.CRICTL.lstrip('v')}",),
         ),
-        GoTarget(
-            "metrics-server",
-            (f"sigs.k8s.io/metrics-server/cmd/metrics-server@{v.METRICS_SERVER}",),
-            ("metrics-server",),
-            # as upstream's Makefile: stamping component-base instead would make the generic API server treat
-            # v0.8 as its emulation version and hide metrics.k8s.io (discovery answers 404).
-            ldflags=_version_ldflags("k8s.io/client-go/pkg/version", v.METRICS_SERVER),
-        ),
-        GoTarget("coredns", (f"github.com/coredns/coredns@{v.COREDNS}",), ("coredns",)),
+        # CoreDNS with the plugins a cluster's DNS uses: the cloud backends' SDKs made most of a full build
+        GoTarget("coredns", ("chaoskit.dev/images/coredns",), ("coredns",), module="coredns"),
         GoTarget("pause", ("chaoskit.dev/images/pause",), ("pause",), module="pause"),
         GoTarget("netd", ("chaoskit.dev/images/netd",), ("netd",), module="netd"),
         GoTarget("workload", ("chaoskit.dev/images/workload",), ("workload",), module="workload"),

@@ -50,7 +50,7 @@ NODE_IMAGES: tuple[ImageRecipe, ...] = (
     ImageRecipe(f"registry.k8s.io/etcd:{v.ETCD_IMAGE_TAG}", "etcd", "etcd", "/usr/local/bin/etcd"),
     ImageRecipe(f"registry.k8s.io/coredns/coredns:{v.COREDNS}", "coredns", "coredns", "/coredns", ("/coredns",)),
     ImageRecipe(PAUSE_IMAGE, "pause", "pause", "/pause", ("/pause",)),
-    ImageRecipe(METRICS_SERVER_IMAGE, "metrics-server", "metrics-server", "/metrics-server", ("/metrics-server",)),
+    ImageRecipe(METRICS_SERVER_IMAGE, "kubernetes", "metrics-server", "/metrics-server", ("/metrics-server",)),
     ImageRecipe(NETD_IMAGE, "netd", "netd", "/netd", ("/netd",)),
 )
 

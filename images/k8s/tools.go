@@ -10,4 +10,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubeadm"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "sigs.k8s.io/metrics-server/cmd/metrics-server"
 )

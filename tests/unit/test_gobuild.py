@@ -73,12 +73,36 @@ def test_remote_target_argv_installs_path_at_version(tmp_path: Path) -> None:
     assert str(tmp_path) not in " ".join(argv)  # go install finds GOBIN in the environment
 
 
-def test_kubernetes_target_builds_every_command_into_one_dir(tmp_path: Path) -> None:
+def test_kubernetes_target_builds_every_command_and_metrics_server_into_one_dir(tmp_path: Path) -> None:
     target = gobuild.TARGETS["kubernetes"]
     argv = target.argv(tmp_path)
     assert argv[:2] == ["go", "build"]
-    assert argv[-len(gobuild.KUBE_COMMANDS) :] == [f"k8s.io/kubernetes/cmd/{c}" for c in gobuild.KUBE_COMMANDS]
-    assert set(target.outputs) == set(gobuild.KUBE_COMMANDS)
+    kube = [f"k8s.io/kubernetes/cmd/{c}" for c in gobuild.KUBE_COMMANDS]
+    assert argv[-len(kube) - 1 :] == [*kube, gobuild.METRICS_SERVER_MAIN]
+    assert set(target.outputs) == {*gobuild.KUBE_COMMANDS, "metrics-server"}
+
+
+def test_metrics_server_is_stamped_with_its_own_version_after_the_kubernetes_stamps(tmp_path: Path) -> None:
+    argv = gobuild.TARGETS["kubernetes"].argv(tmp_path)
+    at = [i for i, a in enumerate(argv) if a == "-ldflags"]
+    assert len(at) == 2  # go build: the last -ldflags whose pattern matches a main package wins
+    pattern, _, flags = argv[at[1] + 1].partition("=")
+    assert pattern == gobuild.METRICS_SERVER_MAIN
+    assert flags.startswith("-s -w -X ")
+    assert "k8s.io/client-go/pkg/version.gitVersion=v0.8.0" in flags
+    assert "k8s.io/component-base/version" not in flags  # that stamp would hide metrics.k8s.io
+
+
+@pytest.mark.parametrize(
+    ("folder", "module", "version"),
+    [("coredns", "github.com/coredns/coredns", "COREDNS"), ("k8s", "sigs.k8s.io/metrics-server", "METRICS_SERVER")],
+)
+def test_the_go_modules_pin_the_versions_the_images_are_tagged_with(folder: str, module: str, version: str) -> None:
+    wanted = getattr(gobuild.v, version)
+    gomod = (images_dir() / folder / "go.mod").read_text()
+    assert f"\t{module} {wanted}" in gomod, (
+        f"images/{folder}/go.mod must require {module} {wanted} (versions.{version})"
+    )
 
 
 @pytest.mark.parametrize("pkg", ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"])
