@@ -6,9 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaoskit.cluster import debian, gobuild, images, nodeimage
+from chaoskit.cluster import debian, gobuild, images, nodeimage, selfimage
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.shell import Runner
+from chaoskit.errors import CommandError
 from chaoskit.progress import Progress
 
 # Binaries needed whatever the node image: kind drives the cluster, kubectl is offered to the user.
@@ -44,7 +45,19 @@ def build_rootfs(cache: Cache, runner: Runner, progress: Progress) -> dict[str, 
         cached = cache.get("rootfs", fs.name, fs.key()) is not None
         with progress.step(f"debootstrap {fs.name} rootfs ({fs.suite})" + (" (cached)" if cached else "")):
             rootfs[fs.name] = debian.build(fs, cache, runner)
+    prepare_self_image(cache, runner, progress)
     return rootfs
+
+
+def prepare_self_image(cache: Cache, runner: Runner, progress: Progress) -> None:
+    """chaoskit's own image, which `chaoskit install` loads, built while the Go builds hold the CPU: its debootstrap and
+    wheel downloads wait on the mirror and the disk, and install then finds it cached. It is not the cluster's: a
+    failure here is said and left to install."""
+    try:
+        with progress.step("chaoskit's own image, for chaoskit install"):
+            selfimage.build(cache, runner)
+    except (CommandError, OSError, LookupError, ValueError) as exc:
+        progress.info(f"chaoskit's own image is left to chaoskit install: {exc}")
 
 
 def build_all(
