@@ -11,7 +11,7 @@ import pytest
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.gobuild import COMPILE_ENV, COMPILE_FLAGS
 
-OURS = ("runc-capfilter", "workload", "netd", "pause")  # images/etcd is only etcdmain.Main
+OURS = ("runc-capfilter", "workload", "netd", "pause")  # images/etcd and images/coredns only call upstream's main
 
 
 @pytest.mark.parametrize("module", OURS)
