@@ -31,6 +31,7 @@ from chaoskit.registry import load_catalog
 # The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
 # own reverts last (their findings still rank first: see CAUSAL_RANK).
 ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
+UNCOLLECTED = "Evidence could not be collected"  # the title of a report whose collection failed: no verdict
 BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 
@@ -97,7 +98,7 @@ def collection_failed(component: str, node: str, exc: BaseException) -> Componen
     e = Evidence("collect", f"chaoskit diagnose {component}", {"error": f"{type(exc).__name__}: {exc}"[:500]},
                  available=False)  # fmt: skip
     finding = Finding(
-        "warning", component, "Evidence could not be collected",
+        "warning", component, UNCOLLECTED,
         f"chaoskit failed while reading {component} on {node}: {type(exc).__name__}: {str(exc)[:200]}",
         (e,), ("rerun with a single component (chaoskit diagnose COMPONENT) to see the error alone",),
     )  # fmt: skip

@@ -1,9 +1,11 @@
 """A run's probes: started before the steady state, sampled through every phase, judged per phase at the end.
 
 The runner tells the set where the phases are (`before_ends`, `holding`/`released` per fault, `effect`,
-`after_starts`); polled kinds (promql, k8s, command) are sampled by one thread here, each at its own `every`; the
-http kind samples inside the cluster by itself. The before phase is judged as soon as it ends, so a steady state
-that does not hold stops the run before anything is injected.
+`after_starts`); each polled kind (promql, k8s, command) is sampled by a thread of its own at its own `every`, so a
+slow one (a command that takes seconds) never delays another's samples; the http kind samples inside the cluster
+by itself. The before and after phases last MIN_PHASE_S at least, and until every probe judged in them has a sample
+there (up to its `every` plus SAMPLE_WAIT_S). The before phase is judged as soon as it ends, so a steady state that
+does not hold stops the run before anything is injected.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from chaoskit.probes.k8s import K8sProber
 from chaoskit.probes.promql import PromqlProber
 
 MIN_PHASE_S = 5.0  # the shortest before and after phases: a few samples at least, whatever `every` is
+SAMPLE_WAIT_S = 30.0  # past its `every`, how long a phase waits for a probe's first sample there (a slow command's)
 
 
 def prober_for(env: Env, probe: Probe, namespace: str, shell: Runner,
@@ -71,7 +74,7 @@ class ProbeSet:
     started_at: float = 0.0
     _held: dict[str, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
         started: list[Prober] = []
@@ -85,23 +88,36 @@ class ProbeSet:
                 prober.stop()
             raise
         self.started_at = time.time()
-        self._thread = threading.Thread(target=self._poll, name="probes", daemon=True)
-        self._thread.start()
+        for probe, prober in self.probes:
+            if prober.polled:
+                thread = threading.Thread(target=self._poll, args=(probe, prober), name=f"probe-{probe.name}",
+                                          daemon=True)  # fmt: skip
+                thread.start()
+                self._threads.append(thread)
         self.say(f"probing {', '.join(f'{p.name} ({p.kind}, every {p.every:g}s)' for p, _ in self.probes)}")
 
-    def _poll(self) -> None:
-        due = {p.name: 0.0 for p, prober in self.probes if prober.polled}
+    def _poll(self, probe: Probe, prober: Prober) -> None:
+        samples = self.polled[probe.name]
         while not self._stop.is_set():
-            now = time.monotonic()
-            for probe, prober in self.probes:
-                if prober.polled and now >= due[probe.name]:
-                    due[probe.name] = now + probe.every
-                    self.polled[probe.name].append(prober.poll())
-            self._stop.wait(0.05)
+            due = time.monotonic() + probe.every
+            samples.append(prober.poll())
+            self._stop.wait(max(0.0, due - time.monotonic()))
+
+    def _sampled_since(self, since: float, phase: str, stop: threading.Event | None) -> None:
+        """Wait until every polled probe judged in `phase` has a sample taken at `since` or later (a sample is kept
+        once it is done), each for at most its `every` plus SAMPLE_WAIT_S from `since`."""
+        for probe, prober in self.probes:
+            if prober.polled and phase in probe.when:
+                until = since + probe.every + SAMPLE_WAIT_S
+                while not any(s.at >= since for s in self.polled[probe.name]) and time.time() < until:
+                    if (stop or self._stop).wait(0.1):
+                        return
 
     def before_ends(self, stop: threading.Event | None = None) -> list[ProbeRecord]:
-        """Close the before phase (after MIN_PHASE_S at least) and judge it: the records of probes that failed it."""
+        """Close the before phase (after MIN_PHASE_S at least, and a sample of each probe judged in it) and judge it:
+        the records of probes that failed it."""
         self._wait(self.started_at + MIN_PHASE_S, stop)
+        self._sampled_since(self.started_at, "before", stop)
         self.phases.before = (self.started_at, time.time())
         failed = []
         for probe, prober in self.probes:
@@ -124,13 +140,15 @@ class ProbeSet:
         self.phases.after = (time.time(), float("inf"))
 
     def finish(self, stop: threading.Event | None = None) -> list[ProbeRecord]:
-        """Stop sampling (the after phase given MIN_PHASE_S first), collect, judge every phase."""
+        """Stop sampling (the after phase given MIN_PHASE_S and a sample of each probe judged in it first), collect,
+        judge every phase."""
         if self.phases.after is not None:
             self._wait(self.phases.after[0] + MIN_PHASE_S, stop)
+            self._sampled_since(self.phases.after[0], "after", stop)
             self.phases.after = (self.phases.after[0], time.time())
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)
         out = []
         for probe, prober in self.probes:
             prober.stop()  # an http probe reads its pod's log a last time first

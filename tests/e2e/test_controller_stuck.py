@@ -26,8 +26,8 @@ from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.run import UNCOLLECTED, diagnose
 from chaoskit.diagnosers.run import components as registered
-from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.faults.controller_manager import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
@@ -279,7 +279,8 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
     assert all(f.startswith("warning: ResourceQuota") for f in cm), cm
     # every other component is ok, but where a fault another playbook held meanwhile explains it, or this host's
     # disk does (etcd's fsync, the API server's etcd requests and its own slow while three playbooks start at once:
-    # a warning about the host, which no quota causes)
+    # a warning about the host, which no quota causes), or its evidence was not collected within the diagnosis's
+    # budget on the loaded host (a warning about chaoskit's reading, no verdict on the component)
     besides = [(FAULTS.get(h.split("@")[0])(), h.split("@")[1]) for h in during["held_besides"]]
     etcd_slow = any(SLOW_ETCD.search(x.title) for r in found.reports for x in r.findings)
     host = re.compile(f"{HOST_DISK.pattern}|{TIMED_OUT.pattern}" if etcd_slow else HOST_DISK.pattern)
@@ -287,7 +288,8 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
                    for r in found.reports if r.component in COMPONENTS and r.status != "ok"
                    and not any(r.subject == n if f.scope == "node" else r.component == f.named.component
                                for f, n in besides)
-                   and not all(x.severity == "info" or (x.severity == "warning" and host.search(x.title))
+                   and not all(x.severity == "info" or (x.severity == "warning" and (host.search(x.title)
+                                                                      or x.title == UNCOLLECTED))
                                for x in r.findings)}  # fmt: skip
     assert not unexplained, (unexplained, during["held_besides"])
     # the measurement saw the scale-up wait at pod creation for as long as the quota held

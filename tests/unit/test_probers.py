@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -12,10 +13,13 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.model.probes import K8sProbe, PromqlProbe
-from chaoskit.probes.base import ProbeError
+from chaoskit.model.probes import K8sProbe, Probe, PromqlProbe
+from chaoskit.model.slo import ProbeSample
+from chaoskit.probes import run as probes_run
+from chaoskit.probes.base import ProbeError, Prober
 from chaoskit.probes.k8s import K8sProber
 from chaoskit.probes.promql import PromqlProber
+from chaoskit.probes.run import ProbeSet
 
 DEPLOY = "/apis/apps/v1/namespaces/shop/deployments/prices"
 
@@ -92,3 +96,36 @@ def test_a_promql_probe_compares_the_first_value_and_a_refused_query_is_an_error
     assert high.poll().detail == "sum(up) = 3, above its max 2"
     with pytest.raises(ProbeError, match="promql probe 'bad\\(up\\)'"):
         PromqlProber(PromqlProbe(query="bad(up)", url=prometheus, max=1)).start()
+
+
+class _Timed(Prober):
+    """A polled prober whose every sample takes `takes` seconds."""
+
+    def __init__(self, takes: float) -> None:
+        self.takes = takes
+
+    def poll(self) -> ProbeSample:
+        at = time.time()
+        time.sleep(self.takes)
+        return ProbeSample(at, True)
+
+
+def _probe(name: str, every: str) -> Probe:
+    return Probe.model_validate(
+        {"name": name, "command": {"argv": ["true"]}, "every": every, "when": ["before", "after"]}
+    )
+
+
+def test_a_slow_probe_delays_no_other_and_the_after_phase_waits_for_a_sample_of_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)
+    probes = ProbeSet([(_probe("slow", "50ms"), _Timed(0.6)), (_probe("fast", "50ms"), _Timed(0.0))])
+    probes.start()
+    probes.before_ends()
+    probes.after_starts()
+    records = {r.name: r for r in probes.finish()}
+    # one sampling loop for all took one fast sample per slow one (0.6 s) and none of either in a 0.2 s after phase
+    assert len(records["fast"].samples) >= 3 * len(records["slow"].samples), records
+    for r in records.values():
+        assert all(p.ok and p.samples >= 1 for p in r.phases), (r.name, r.phases)
