@@ -18,6 +18,8 @@ from chaoskit.diagnosers.sources import Sources
 from chaoskit.model.params import NoParams
 from chaoskit.registry import Registered, Registry
 
+UNCOLLECTED = "Evidence could not be collected"  # the title of a finding whose evidence did not come: no verdict
+
 Severity = Literal["critical", "warning", "info"]
 Status = Literal["ok", "degraded", "failed"]
 Observed = str | int | float | bool | None

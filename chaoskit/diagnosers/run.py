@@ -16,6 +16,7 @@ from typing import Any
 
 from chaoskit.diagnosers.base import (
     DIAGNOSERS,
+    UNCOLLECTED,
     ComponentReport,
     Diagnoser,
     Diagnosis,
@@ -31,7 +32,6 @@ from chaoskit.registry import load_catalog
 # The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
 # own reverts last (their findings still rank first: see CAUSAL_RANK).
 ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
-UNCOLLECTED = "Evidence could not be collected"  # the title of a report whose collection failed: no verdict
 BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command, thaw_command
-from chaoskit.diagnosers.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.base import UNCOLLECTED, Assessed, Evidence, Finding
 from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of
 from chaoskit.diagnosers.sources import Section, Sources
 
@@ -47,14 +47,19 @@ class ProcessState:
     container_state: str  # the newest container's state (CONTAINER_RUNNING, CONTAINER_EXITED...), "" if unknown
     restarts: int | None
     log: str  # the newest container's last lines
+    unread: str = ""  # why the process could not be looked at (its command cut off or not run): no verdict then
 
     @classmethod
     def of(cls, process: str, sections: dict[str, Section]) -> ProcessState:
-        stat = sections["process"].text if sections["process"].ok else ""
+        found = sections["process"]
+        stat = found.text if found.ok else ""
         manifest = sections.get("manifest")
-        manifests = tuple(line.strip() for line in manifest.output.splitlines() if line.strip()) if manifest else None
+        # a manifest search that did not finish found nothing: unknown, not "moved away"
+        manifests = (tuple(line.strip() for line in manifest.output.splitlines() if line.strip())
+                     if manifest and manifest.rc is not None else None)  # fmt: skip
         state, restarts = _newest_container(sections["containers"])
-        return cls(process, stat, manifests, state, restarts, sections["logs"].output)
+        unread = (found.text.splitlines() or ["not run"])[-1] if found.rc is None else ""
+        return cls(process, stat, manifests, state, restarts, sections["logs"].output, unread)
 
     @property
     def running(self) -> bool:
@@ -72,7 +77,7 @@ class ProcessState:
 
     def evidence(self, node: str) -> Evidence:
         observed: dict[str, str | int | bool | None] = {
-            "state": self.stat or "absent",
+            "state": self.stat or ("not read" if self.unread else "absent"),
             "container": self.container_state or "unknown",
             "restarts": self.restarts,
         }
@@ -102,6 +107,12 @@ def _newest_container(section: Section) -> tuple[str, int | None]:
 def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect: str, down_effect: str) -> Assessed:
     """Frozen, gone with its manifest moved, gone with the manifest in place (crash), or running."""
     ev = p.evidence(node)
+    if p.unread:  # a loaded node cut the look off: saying "not running" here named components that were fine
+        return Assessed(ev, (Finding(
+            "warning", component, UNCOLLECTED,
+            f"chaoskit could not look at {p.process} on {node} ({p.unread}); no verdict on it",
+            (ev,), (f"chaoskit diagnose {component}: a second look, alone",),
+        ),))  # fmt: skip
     if p.stopped:
         return Assessed(ev, (Finding(
             "critical", component, f"{p.process} is stopped (process state {p.stat})",

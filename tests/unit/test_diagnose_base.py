@@ -307,3 +307,27 @@ def test_a_window_counts_from_its_chains_start_so_a_slow_first_scrape_does_not_l
     assert subprocess.run(["sh", "-c", started_8s_ago], capture_output=True, text=True).stdout.strip() == "0"
     started_now = f"chain_start=$(date +%s.%N); {left}"
     assert 0 < float(subprocess.run(["sh", "-c", started_now], capture_output=True, text=True).stdout) <= 5
+
+
+def test_a_process_look_cut_off_by_a_loaded_node_gives_no_verdict_but_a_finished_empty_one_says_not_running() -> None:
+    from chaoskit.diagnosers.base import UNCOLLECTED
+    from chaoskit.diagnosers.sources import NOT_RUN, Section
+    from chaoskit.diagnosers.staticpod import ProcessState, assess_process
+
+    def look(process: Section, manifest: Section) -> list[tuple[str, str]]:
+        sections = {"process": process, "manifest": manifest, "containers": NOT_RUN, "logs": NOT_RUN}
+        state = ProcessState.of("kube-apiserver", sections)
+        found = assess_process("apiserver", "cp", state, frozen_effect="", down_effect="")
+        return [(f.severity, f.title) for f in found.findings]
+
+    cut = Section("chaoskit: cut off after 10.5s", None)
+    # before: "not running: its static-pod manifest is not in /etc/kubernetes/manifests", of a healthy API server
+    assert look(cut, cut) == [("warning", UNCOLLECTED)]
+    assert look(Section("could not run on cp: timed out", None), NOT_RUN) == [("warning", UNCOLLECTED)]
+    # a search that ended finding nothing is evidence: the process is gone and so is its manifest
+    gone = look(Section("", 1), Section("", 0))
+    assert gone == [
+        ("critical", "kube-apiserver is not running: its static-pod manifest is not in /etc/kubernetes/manifests")
+    ]
+    # the manifest search cut off: the process is still gone, where its manifest is stays unknown
+    assert look(Section("", 1), cut) == [("critical", "kube-apiserver is not running")]
