@@ -25,9 +25,9 @@ from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.scrape import Metrics, scrape_command
-from chaoskit.diagnosers.base import Diagnosis
-from chaoskit.diagnosers.run import UNCOLLECTED, diagnose
+from chaoskit.diagnosers.base import UNCOLLECTED, Diagnosis
 from chaoskit.diagnosers.run import components as registered
+from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.faults.controller_manager import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
