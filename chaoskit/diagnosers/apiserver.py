@@ -26,6 +26,7 @@ from chaoskit.diagnosers.common import (
     matching,
     metrics_of,
     rounded,
+    uncollected,
 )
 from chaoskit.diagnosers.sources import Sources, window_wait
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
@@ -136,6 +137,8 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
         )
         if r.answered and r.code == 200:
             return Assessed(e)
+        if r.unread:
+            return Assessed(e, (uncollected("apiserver", ev.node, "/readyz", r.unread, e),))
         if not r.answered and not r.timed_out:
             cause = (
                 "kube-apiserver is not running (see the process check)"

@@ -12,7 +12,7 @@ from typing import Any
 
 from chaoskit.cluster.certs import DAY, expiry
 from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.base import UNCOLLECTED, Assessed, Evidence, Finding
 from chaoskit.diagnosers.sources import Fetched, Section
 from chaoskit.model.timeline import api_time
 
@@ -51,6 +51,11 @@ class HttpAnswer:
     def timed_out(self) -> bool:
         return self.curl_rc == CURL_TIMED_OUT
 
+    @property
+    def unread(self) -> str:
+        """Why curl never finished (its node script cut off by a loaded node, or not run); "" when it did."""
+        return unread(Section(self.body, self.curl_rc))
+
     def describe(self) -> str:
         if self.answered:
             return f"HTTP {self.code}"
@@ -58,6 +63,19 @@ class HttpAnswer:
             return "no answer (timed out)"
         last = self.body.splitlines()[-1] if self.body else ""
         return f"no answer (curl exit {self.curl_rc}{': ' + last if last else ''})"
+
+
+def unread(section: Section) -> str:
+    """Why a node-script command never finished (cut off or not run), from its last words; "" when it did."""
+    return (section.text.splitlines() or ["not run"])[-1] if section.rc is None else ""
+
+
+def uncollected(component: str, node: str, what: str, why: str, ev: Evidence) -> Finding:
+    """A look that did not finish is no verdict: a warning that says so, never "down" or "does not answer"."""
+    return Finding(
+        "warning", component, UNCOLLECTED, f"chaoskit could not look at {what} on {node} ({why}); no verdict on it",
+        (ev,), (f"chaoskit diagnose {component}: a second look, alone",),
+    )  # fmt: skip
 
 
 def failing_checks(verbose_body: str) -> list[str]:

@@ -28,6 +28,7 @@ from chaoskit.diagnosers.common import (
     items,
     metrics_of,
     rounded,
+    uncollected,
 )
 from chaoskit.diagnosers.controllers import (
     controllers_evidence,
@@ -145,6 +146,8 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                      {"answer": h.describe(), "failing": ", ".join(failing) or None})  # fmt: skip
         if h.answered and h.code == 200:
             return Assessed(e)
+        if h.unread:
+            return Assessed(e, (uncollected("controller-manager", ev.node, "/healthz", h.unread, e),))
         if h.answered:
             title = f"kube-controller-manager /healthz fails: {', '.join(failing) or f'HTTP {h.code}'}"
             cause = "controllers report themselves unhealthy (the [-] lines name them)"

@@ -14,7 +14,7 @@ from pydantic import Field
 from chaoskit.cluster.scrape import Metrics, scrape_command, windowed
 from chaoskit.components import apiserver, etcd
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded
+from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded, uncollected
 from chaoskit.diagnosers.sources import Sources, window_wait
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
@@ -104,6 +104,8 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                       "failing": ", ".join(failing) or None})  # fmt: skip
         if h.answered and h.code == 200 and '"health":"true"' in h.body.replace(" ", ""):
             return Assessed(e)
+        if h.unread:
+            return Assessed(e, (uncollected("etcd", ev.node, "/health", h.unread, e),))
         if not h.answered:
             title, cause = "etcd does not answer on :2381", "etcd is not running or hangs (see the process check)"
         else:

@@ -20,7 +20,15 @@ from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import kube_proxy as kp
 from chaoskit.components.kube_proxy import Target
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import HttpAnswer, api_unavailable, http_command, items, metrics_of, rounded
+from chaoskit.diagnosers.common import (
+    HttpAnswer,
+    api_unavailable,
+    http_command,
+    items,
+    metrics_of,
+    rounded,
+    uncollected,
+)
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
@@ -111,6 +119,8 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         e = Evidence("healthz", f"curl {kp.HEALTHZ} and {kp.PROXY_MODE_URL} on {ev.node}",
                      {"answer": h.describe(), "body": h.body[:300] or None, "mode": ev.mode or None,
                       "min_sync_period_s": ev.min_sync_period})  # fmt: skip
+        if h.unread:
+            return Assessed(e, (uncollected("kube-proxy", ev.node, "/healthz", h.unread, e),))
         if not h.answered or h.code != 200:
             return Assessed(e, (Finding(
                 "critical", "kube-proxy",

@@ -31,6 +31,8 @@ from chaoskit.diagnosers.common import (
     matching,
     metrics_of,
     rounded,
+    uncollected,
+    unread,
 )
 from chaoskit.diagnosers.leases import LeaseState
 from chaoskit.diagnosers.sources import Fetched, Sources
@@ -58,6 +60,7 @@ class KubeletEvidence:
     collected_at: float
     service: str  # systemctl is-active: active, activating, inactive, failed
     restarts: int | None  # systemd's NRestarts
+    unread: str  # why systemctl's look did not finish (a loaded node cut it off): no verdict on the service then
     healthz: HttpAnswer  # http://127.0.0.1:10248/healthz inside the node
     healthz_verbose: HttpAnswer  # https://<node>:10250/healthz?verbose from the control plane (syncloop)
     metrics: Metrics  # kubelet's /metrics (PLEG)
@@ -95,6 +98,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             collected_at=src.clock(),
             service=service[0] if service else "unknown",
             restarts=int(service[1]) if len(service) > 1 and service[1].isdigit() else None,
+            unread=unread(s["service"]),
             healthz=HttpAnswer.of(s["healthz"]),
             healthz_verbose=HttpAnswer.of(remote["healthz"]),
             metrics=metrics_of(remote["metrics"]),
@@ -134,6 +138,8 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                      f"/healthz?verbose on :10250", {"systemd": ev.service, "restarts": ev.restarts,
                      "healthz": h.describe(), "healthz_verbose": v.describe(),
                      "failing": ", ".join(failing) or None})  # fmt: skip
+        if ev.unread:
+            return Assessed(e, (uncollected("kubelet", ev.node, "the kubelet service", ev.unread, e),))
         if ev.service != "active":
             lines = self._recent(ev, "expired", "failed to run kubelet", "error", "fail")
             cert_expired = bool(matching(lines, "expired")) or (
@@ -152,6 +158,8 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                         f"systemctl start kubelet on {ev.node}" if not cert_expired else
                         f"restore a valid {CLIENT_PEM} (or rejoin the node with kubeadm) and restart kubelet"),
             ),))  # fmt: skip
+        if h.unread and "syncloop" not in failing:
+            return Assessed(e, (uncollected("kubelet", ev.node, "/healthz", h.unread, e),))
         if not h.answered or "syncloop" in failing:
             what = "its sync loop is stuck ([-]syncloop)" if "syncloop" in failing else "/healthz does not answer"
             return Assessed(e, (Finding(

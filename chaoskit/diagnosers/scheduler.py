@@ -24,6 +24,7 @@ from chaoskit.diagnosers.common import (
     failing_checks,
     items,
     rounded,
+    uncollected,
 )
 from chaoskit.diagnosers.leases import assess_leader_lease
 from chaoskit.diagnosers.placement import blocked_by_policy
@@ -128,6 +129,8 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
                      {"answer": h.describe(), "failing": ", ".join(failing_checks(h.body)) or None})  # fmt: skip
         if h.answered and h.code == 200:
             return Assessed(e)
+        if h.unread:
+            return Assessed(e, (uncollected("scheduler", ev.node, "/healthz", h.unread, e),))
         return Assessed(e, (Finding(
             "critical", "scheduler",
             "kube-scheduler /healthz " + (f"fails: HTTP {h.code}" if h.answered else "does not answer on :10259"),
@@ -178,7 +181,8 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
                 (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
             ))  # fmt: skip
         if silent:
-            down = not (ev.healthz.answered and ev.healthz.code == 200) or not ev.process.running
+            h, p = ev.healthz, ev.process  # a look that did not finish says neither up nor down
+            down = (not h.unread and not (h.answered and h.code == 200)) or (not p.unread and not p.running)
             findings.append(Finding(
                 "critical" if down else "warning", "scheduler",
                 f"{len(silent)} pod(s) Pending with no FailedScheduling event ({', '.join(silent[:3])})",

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command, thaw_command
-from chaoskit.diagnosers.base import UNCOLLECTED, Assessed, Evidence, Finding
-from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of
+from chaoskit.diagnosers.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of, uncollected, unread
 from chaoskit.diagnosers.sources import Section, Sources
 
 
@@ -58,8 +58,7 @@ class ProcessState:
         manifests = (tuple(line.strip() for line in manifest.output.splitlines() if line.strip())
                      if manifest and manifest.rc is not None else None)  # fmt: skip
         state, restarts = _newest_container(sections["containers"])
-        unread = (found.text.splitlines() or ["not run"])[-1] if found.rc is None else ""
-        return cls(process, stat, manifests, state, restarts, sections["logs"].output, unread)
+        return cls(process, stat, manifests, state, restarts, sections["logs"].output, unread(found))
 
     @property
     def running(self) -> bool:
@@ -108,11 +107,7 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
     """Frozen, gone with its manifest moved, gone with the manifest in place (crash), or running."""
     ev = p.evidence(node)
     if p.unread:  # a loaded node cut the look off: saying "not running" here named components that were fine
-        return Assessed(ev, (Finding(
-            "warning", component, UNCOLLECTED,
-            f"chaoskit could not look at {p.process} on {node} ({p.unread}); no verdict on it",
-            (ev,), (f"chaoskit diagnose {component}: a second look, alone",),
-        ),))  # fmt: skip
+        return Assessed(ev, (uncollected(component, node, p.process, p.unread, ev),))
     if p.stopped:
         return Assessed(ev, (Finding(
             "critical", component, f"{p.process} is stopped (process state {p.stat})",

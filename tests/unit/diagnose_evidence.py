@@ -195,6 +195,7 @@ def kubelet(**changes: Any) -> KubeletEvidence:
         collected_at=lease_time("kubelet/lease.json") + 2,
         service="active",
         restarts=0,
+        unread="",
         healthz=http("ok"),
         healthz_verbose=http(text("kubelet/healthz-verbose.txt")),
         metrics=Metrics.parse(text("kubelet/metrics.prom")),

@@ -331,3 +331,36 @@ def test_a_process_look_cut_off_by_a_loaded_node_gives_no_verdict_but_a_finished
     ]
     # the manifest search cut off: the process is still gone, where its manifest is stays unknown
     assert look(Section("", 1), cut) == [("critical", "kube-apiserver is not running")]
+
+
+def test_a_health_answer_cut_off_by_a_loaded_node_gives_no_verdict_but_a_refused_one_is_critical() -> None:
+    import diagnose_evidence as evidence
+
+    from chaoskit.diagnosers.apiserver import ApiServerDiagnoser
+    from chaoskit.diagnosers.base import UNCOLLECTED
+    from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser
+    from chaoskit.diagnosers.etcd import EtcdDiagnoser
+    from chaoskit.diagnosers.kube_proxy import KubeProxyDiagnoser
+    from chaoskit.diagnosers.kubelet import KubeletDiagnoser
+    from chaoskit.diagnosers.scheduler import SchedulerDiagnoser
+
+    # what a catalog run saw at its start: "The API server does not answer on 127.0.0.1:6443" of a healthy one
+    cut = HttpAnswer(0, "could not run on cp: timed out after 11.99s: command failed (exit -1):", None)
+    refused = HttpAnswer(0, "curl: (7) Failed to connect to 127.0.0.1 port 6443: Connection refused", 7)
+    cases: list[tuple[Any, Any, str]] = [
+        (ApiServerDiagnoser(), evidence.apiserver, "readyz"),
+        (EtcdDiagnoser(), evidence.etcd, "health"),
+        (SchedulerDiagnoser(), evidence.scheduler, "healthz"),
+        (ControllerManagerDiagnoser(), evidence.controller_manager, "healthz"),
+        (KubeletDiagnoser(), evidence.kubelet, "healthz"),
+        (KubeProxyDiagnoser(), evidence.kube_proxy, "healthz"),
+    ]
+    for diagnoser, ev, field in cases:
+        unread = diagnoser.analyze(ev(**{field: cut}))
+        assert [(f.severity, f.title) for f in unread] == [("warning", UNCOLLECTED)], diagnoser.component
+        assert "could not look at" in unread[0].probable_cause and "11.99s" in unread[0].probable_cause
+        refusal = diagnoser.analyze(ev(**{field: refused}))
+        assert any(f.severity == "critical" for f in refusal), diagnoser.component
+    # kubelet's systemctl look cut off: no "kubelet is not running (systemd: unknown)"
+    service = KubeletDiagnoser().analyze(evidence.kubelet(service="unknown", unread="cut off after 10.5s"))
+    assert [(f.severity, f.title) for f in service] == [("warning", UNCOLLECTED)]
