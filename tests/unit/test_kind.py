@@ -119,14 +119,59 @@ def test_kind_clusters_lists_non_blank_lines(tmp_path: Path) -> None:
     assert Kind(runner, kind_bin).clusters() == ["chaoskit", "other"]
 
 
-def test_kind_delete_and_load_argv(tmp_path: Path) -> None:
+def test_kind_delete_argv() -> None:
     runner = FakeRunner()
-    kind = Kind(runner, Path("/cache/bin/kind"))
+    Kind(runner, Path("/cache/bin/kind")).delete("chaoskit")
+    assert runner.calls == [("/cache/bin/kind", "delete", "cluster", "--name", "chaoskit")]
 
-    kind.delete("chaoskit")
-    kind.load_archive("chaoskit", tmp_path / "image.tar")
 
-    assert runner.calls == [
-        ("/cache/bin/kind", "delete", "cluster", "--name", "chaoskit"),
-        ("/cache/bin/kind", "load", "image-archive", "--name", "chaoskit", str(tmp_path / "image.tar")),
-    ]
+def _archive(path: Path, tag: str, config: str) -> Path:
+    import io
+    import tarfile
+
+    data = json.dumps([{"Config": f"{config}.json", "RepoTags": [tag], "Layers": []}]).encode()
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("held", "load"),
+    [
+        ({}, ["--name", "chaoskit"]),  # a new cluster: every node, no --nodes
+        ({"cp": "abc", "w1": "abc", "w2": "old"}, ["--name", "chaoskit", "--nodes", "w2"]),  # one node has another
+        ({"cp": "abc", "w1": "abc", "w2": "abc"}, None),  # a second install: nothing to load
+    ],
+)
+def test_an_archive_is_loaded_only_into_the_nodes_that_lack_its_image(
+    tmp_path: Path, held: dict[str, str], load: list[str] | None
+) -> None:
+    from chaoskit.cluster.shell import Completed
+
+    archive = _archive(tmp_path / "image.tar", "docker.io/chaoskit/chaoskit:v1", "abc")
+    ps = "\n".join(_ps_line(n, r) for n, r in [("cp", "control-plane"), ("w1", "worker"), ("w2", "worker")])
+
+    def answer(argv: tuple[str, ...]) -> Completed | None:
+        if argv[:2] == PS:
+            return Completed(argv, 0, ps)
+        if argv[:2] == ("docker", "exec") and argv[3:5] == ("crictl", "inspecti"):
+            assert argv[-1] == "docker.io/chaoskit/chaoskit:v1"
+            node = argv[2]
+            return Completed(argv, 0, json.dumps({"status": {"id": f"sha256:{held[node]}"}})) if node in held else (
+                Completed(argv, 1, "", "no such image"))  # fmt: skip
+        return None
+
+    runner = FakeRunner(responder=answer)
+    Kind(runner, Path("/cache/bin/kind")).load_archive("chaoskit", archive)
+    loads = [c for c in runner.calls if c[:3] == ("/cache/bin/kind", "load", "image-archive")]
+    assert loads == ([] if load is None else [("/cache/bin/kind", "load", "image-archive", *load, str(archive))])
+
+
+def test_an_unreadable_archive_is_loaded_everywhere_for_kind_to_judge(tmp_path: Path) -> None:
+    (tmp_path / "image.tar").write_text("not a tar")
+    runner = FakeRunner(responses={PS: _ps_line("cp", "control-plane")})
+    Kind(runner, Path("/cache/bin/kind")).load_archive("chaoskit", tmp_path / "image.tar")
+    assert runner.calls[-1] == ("/cache/bin/kind", "load", "image-archive", "--name", "chaoskit",
+                                str(tmp_path / "image.tar"))  # fmt: skip
