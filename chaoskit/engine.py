@@ -93,7 +93,9 @@ def run_fault(
     deadline: float | None = None,
     say: Callable[[str], None] = lambda _: None,
     stop: threading.Event | None = None,
+    on_injected: Callable[[], None] | None = None,
     on_effect: Callable[[], None] | None = None,
+    on_revert: Callable[[], None] | None = None,
 ) -> FaultResult:
     """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs.
 
@@ -129,6 +131,8 @@ def run_fault(
             kill_point(f"applied-{i}")
         injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held time
         say(f"injected {fault.name} on {node}: {plan.summary}")
+        if on_injected is not None:
+            on_injected()  # e.g. a diagnosis looking from now on: a cause often shows before its symptom
         result.effect_s = seconds_until(lambda: fault.took_effect(env, plan), fault.effect_timeout)
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
@@ -146,6 +150,8 @@ def run_fault(
         result.errors.append(str(exc))
     finally:
         result.held_s = time.monotonic() - injected_at
+        if on_revert is not None:
+            on_revert()  # whatever looks "during" the fault stops looking
         say(f"reverting {fault.name} on {node} after {result.held_s:.1f}s held")  # watchers know the hold is over
         reverted = False
         try:

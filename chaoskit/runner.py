@@ -67,7 +67,7 @@ class StepRecord:
     effect_s: float | None = None
     held_s: float = 0.0
     recovery_s: float | None = None
-    named_s: float | None = None  # effect -> the diagnosis names the fault's component and cause (when diagnosing)
+    named_s: float | None = None  # injected -> the diagnosis names the fault's component and cause (when diagnosing)
     scaled_up_at: float | None = None  # when the step's scaleUp raised the HPA's minReplicas (wall clock)
     errors: list[str] = field(default_factory=list)  # the system deviated
     failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
@@ -479,24 +479,29 @@ class Runner:
     def _diagnosis(self, when: str) -> Diagnosis | None:
         return diagnose_cluster(self.env, self.nodes, when, self.say)
 
-    def _diagnose_during(self, rec: RunRecord, step: StepRecord, fault: Fault, key: str, until: float) -> None:
-        """While the fault holds: diagnose until the top finding names it (past what other faults held now explain),
-        or until `until` (monotonic); the last diagnosis goes into the record with how long naming took."""
+    def _diagnose_during(self, rec: RunRecord, step: StepRecord, fault: Fault, key: str, until: float,
+                         effect: threading.Event, reverting: threading.Event) -> None:  # fmt: skip
+        """From the injection on, while the fault holds: diagnose until the top finding names it (past what other
+        faults held now explain), or until `until` (monotonic); the last diagnosis goes into the record with how long
+        naming took. A look that did not name the fault and saw `effect` come meanwhile is followed by the next at
+        once (the symptom is there now). A look that ends once `reverting` is set (the effect never came) records
+        nothing: it was not "during" the fault."""
         if not self.diagnose_enabled:
             return
         t0 = after = time.monotonic()
         when = f"during {step.step or step.fault}"
         while True:
-            besides = self.peers.held_besides(key)
+            besides, effect_seen = self.peers.held_besides(key), effect.is_set()
             after, found, mine = self.peers.diagnosis(after, lambda: self._diagnosis(when))
-            if found is None:
+            if found is None or reverting.is_set():
                 return
-            if not mine:  # another run's, started after this fault took effect (or after the last one looked at)
+            if not mine:  # another run's, started after this fault was injected (or after the last one looked at)
                 self.say(f"{diagnosis_line(when, found)}, shared")
             named = names_fault(found, fault, step.node, besides)
             if named or self.stop.is_set() or time.monotonic() + found.duration_s > until:
                 break
-            time.sleep(2)
+            if (effect_seen or not effect.is_set()) and reverting.wait(2):
+                return
         step.named_s = time.monotonic() - t0 if named else None
         self.say(f"[{step.step}] diagnosis {'named' if named else 'did NOT name'} {fault.named.component} "
                  f"({fault.named.cause}){f' after {step.named_s:.1f}s' if named else ''}")  # fmt: skip
@@ -548,21 +553,33 @@ class Runner:
             return srec
         key, deadline, started = f"{self.run_id}/{step.name}", step_deadline(step), time.monotonic()
         margin = 30.0  # the revert must start well before the node's own switch fires
+        effect, reverting = threading.Event(), threading.Event()
+        # the diagnosis looks from the injection on, beside the effect check: a cause often shows long before its
+        # symptom (an expired client certificate ~25 s before the node's heartbeat goes stale), and the hold that
+        # waits for both then waits for the longer of them, not their sum
+        diagnosing = threading.Thread(target=self._diagnose_during, name=f"chaoskit-diagnose-{step.name}", daemon=True,
+                                      args=(rec, srec, fault, key, started + max(deadline - margin, step.duration),
+                                            effect, reverting))  # fmt: skip
 
         def during() -> None:
+            effect.set()
             if self.probes is not None:
                 self.probes.holding(key)
             if step.scale_up is not None and step.scale_up.at == "effect":
                 self._scale_up(step.scale_up, srec)
-            self._diagnose_during(rec, srec, fault, key, until=started + max(deadline - margin, step.duration))
+            diagnosing.join()  # the hold lasts until the diagnosis has named the fault (or given up)
 
         self.peers.hold(key, fault, node)  # from before the first apply line: others may see it
         try:
             result: FaultResult = run_fault(
                 self.env, fault, node, params, duration=step.duration, deadline=deadline, journal=self.journal,
-                say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_effect=during,
+                say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop, on_injected=diagnosing.start,
+                on_effect=during, on_revert=reverting.set,
             )  # fmt: skip
         finally:
+            reverting.set()
+            if diagnosing.is_alive():
+                diagnosing.join()  # a look in flight ends within its budget; it records nothing now
             self.peers.drop(key)
             if self.probes is not None:
                 self.probes.released(key)

@@ -105,7 +105,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
                 "fault": s.fault,
                 "node": s.node,
                 "effectSeconds": _round(s.effect_s),
-                "namedSeconds": _round(s.named_s),  # effect -> the diagnosis named the fault (when diagnosing)
+                "namedSeconds": _round(s.named_s),  # injected -> the diagnosis named the fault (when diagnosing)
                 "heldSeconds": _round(s.held_s),
                 "recoverySeconds": _round(s.recovery_s),
                 "ok": s.ok,

@@ -68,6 +68,6 @@ def test_each_fault_takes_effect_is_named_by_the_diagnosis_and_heals(name: str, 
                 if f.severity != "info" and re.search(fault.named.cause, f"{f.title} {f.probable_cause}")]  # fmt: skip
         top = [f"{f.severity} {f.component}: {f.title}" for f in report.top_findings()[:3]]
         assert ours and step["named_s"] is not None, f"{where}: not named while it held; top findings {top}"
-        print(f"\n{where}: effect {step['effect_s']:.1f}s, named {step['named_s']:.1f}s later "
+        print(f"\n{where}: effect {step['effect_s']:.1f}s, named {step['named_s']:.1f}s after the injection "
               f"(also held: {during[-1]['held_besides'] or 'nothing'}), healthy {step['recovery_s']:.1f}s after the "
               f"revert")  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +16,10 @@ from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
 from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec, Node
+from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
-from chaoskit.faults.base import Fault, FaultPlan
+from chaoskit.faults.base import Fault, FaultPlan, Named
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
 from chaoskit.model.timeline import MeasurementResult, Sample
@@ -425,3 +427,54 @@ def test_a_probe_failing_before_the_faults_aborts_the_run_with_nothing_injected(
     rec = _probed_run(tmp_path, monkeypatch, lambda: True)
     assert rec.verdict == "aborted" and rec.steps == [] and rec.exit_code == 4
     assert "probe shop-ok: " in rec.errors[0] and "exit 1: shop down" in rec.errors[0]
+
+
+class CauseFirst(Fault):
+    """Its cause is named at once; its symptom (the effect) shows `effect_after` seconds after the injection."""
+
+    name = "test.cause-first"
+    component = "test"
+    target_role = "worker"
+    named = Named("test", "broken on purpose")
+    effect_timeout = 1.5
+    effect_after: ClassVar[float] = 1.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        self.injected = time.monotonic()
+        return FaultPlan(self.name, node, apply=("true",), revert=("true",), summary="a cause before its symptom")
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return time.monotonic() - self.injected >= self.effect_after
+
+
+def _naming(when: str) -> Diagnosis:
+    time.sleep(0.8)  # one look takes its time: before, it began only once the effect was seen
+    finding = Finding("critical", "test", "test is broken on purpose", "a test")
+    return Diagnosis("chaoskit", (ComponentReport("test", "chaoskit-worker", "failed", (finding,), ()),), 0.0, 0.8)
+
+
+@pytest.mark.parametrize("effect_after", [1.0, 99.0])
+def test_the_diagnosis_looks_from_the_injection_beside_the_effect_check_and_only_while_the_fault_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, effect_after: float
+) -> None:
+    monkeypatch.setattr(CauseFirst, "effect_after", effect_after)
+    # no effect: the revert comes at 0.3 s, while the first look (0.8 s) is under way
+    monkeypatch.setattr(CauseFirst, "effect_timeout", 1.5 if effect_after < 99 else 0.3)
+    monkeypatch.setattr(Runner, "_diagnosis", lambda self, when: _naming(when))
+    FAULTS.add(CauseFirst.name, CauseFirst)
+    text = "kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {name: p}\nspec:\n  steps:\n"
+    try:
+        rec = Runner(
+            Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None
+        ).run(parse_playbook(text + "    - {fault: test.cause-first, duration: 100ms}\n"))
+    finally:
+        FAULTS._classes.pop(CauseFirst.name)
+    (step,) = rec.steps
+    during = [d for d in rec.diagnoses if d["when"] == "during"]
+    if effect_after == 99:  # a look that ends after the revert began is not "during" the fault: nothing recorded
+        assert step.effect_s is None and step.named_s is None and during == [], (step, during)
+        assert not [t for t in threading.enumerate() if t.name.startswith("chaoskit-diagnose")]
+        return
+    assert step.effect_s is not None and step.named_s is not None and len(during) == 1
+    # named from the injection, by a look that began with it: the hold is the longer of the two, not their sum
+    assert step.named_s < step.effect_s + 0.5 and step.held_s < step.effect_s + 0.6, (step.named_s, step.held_s)
