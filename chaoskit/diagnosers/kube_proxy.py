@@ -37,6 +37,7 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 METRICS = (kp.LAST_QUEUED, kp.LAST_SYNC, kp.SYNC_DURATION, kp.NETWORK_PROGRAMMING, kp.ENDPOINT_CHANGES_PENDING,
            kp.SERVICE_CHANGES_PENDING)  # fmt: skip
+SYNC_MARGIN = 1.0  # seconds: the metrics scrape and the rules read run side by side, not at one instant
 RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
 
 
@@ -71,7 +72,9 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
     def collect(self, src: Sources, node: str) -> KubeProxyEvidence:
         ev = self._read(src, node, fresh=False)
         diff = compare(ev)
-        if diff is not None and not diff.in_step:  # maybe a change in flight between the two reads: look again
+        # maybe a change in flight between the two reads: look again, unless kube-proxy had synced before rules it
+        # writes atomically were all gone (a firewall flushing them, at whose next pass a second read may miss it)
+        if diff is not None and not diff.in_step and not wiped_after_a_sync(ev, diff):
             time.sleep(RECHECK_AFTER)
             ev = self._read(src, node, fresh=True)
         return ev
@@ -205,7 +208,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
         )
         if missing_services:
-            wiped = len(missing_services) == len(want_services)
+            wiped = diff.wiped
             findings.append(Finding(
                 "critical" if wiped else "warning", "kube-proxy",
                 f"{'No' if wiped else len(missing_services)} Service rule(s) on {ev.node}"
@@ -251,6 +254,20 @@ class RuleDiff:
     @property
     def in_step(self) -> bool:
         return not (self.missing_services or self.missing_endpoints or self.stale)
+
+    @property
+    def wiped(self) -> bool:
+        """No Service the node should route has a rule: a flushed table, never a sync under way."""
+        return bool(self.want_services) and len(self.missing_services) == len(self.want_services)
+
+
+def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:
+    """Every Service rule gone although kube-proxy's last sync ended before this read (by its metrics, on the node's
+    clock): kube-proxy writes its tables in one transaction, so something else emptied them."""
+    synced = _newest(ev.metrics, kp.LAST_SYNC) if ev.metrics else None
+    if not diff.wiped or not synced or ev.node_time is None:  # no sync yet: maybe nothing was written so far
+        return False
+    return synced < ev.node_time - SYNC_MARGIN
 
 
 def compare(ev: KubeProxyEvidence) -> RuleDiff | None:

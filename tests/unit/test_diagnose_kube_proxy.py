@@ -148,3 +148,36 @@ def test_collect_looks_again_when_the_rules_lag_the_api_in_its_first_read(monkey
     ev = KubeProxyDiagnoser().collect(src, "w")
     assert reads == ["w", "w"] and ev.rules.strip() == full.strip()
     assert kube.calls.count(("GET", SLICES)) == 2
+
+
+@pytest.mark.parametrize("synced_before_s", [10.0, None])
+def test_rules_all_gone_after_kube_proxys_last_sync_are_not_looked_at_again(
+    monkeypatch: pytest.MonkeyPatch, synced_before_s: float | None
+) -> None:
+    """A firewall flushing the rules every half second: a second read may land between kube-proxy's rewrite and the
+    next flush, and said "ok" of a node whose Services do not answer. Before kube-proxy's first sync it still looks
+    again (nothing written yet is not a flush)."""
+    monkeypatch.setattr(kube_proxy_module, "RECHECK_AFTER", 0.0)
+    full, now = text("kube-proxy/rules-iptables.txt"), text("kube-proxy/node-time.txt").strip()
+    metrics = (
+        ""
+        if synced_before_s is None
+        else (f'kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family="IPv4"}} {float(now) - synced_before_s}')
+    )
+    reads: list[str] = []
+
+    def respond(argv: tuple[str, ...]) -> Completed:
+        rules = full if reads else ""  # flushed at the first read, rewritten by kube-proxy at the second
+        reads.append(argv[0])
+        sections = {"mode": "iptables", "now": now, "iptables": rules, "metrics": metrics}
+        out = "".join(f"@@chaoskit-section {k}\n{v}\n@@chaoskit-rc 0\n" for k, v in sections.items())
+        return Completed(argv, 0, out)
+
+    kube = FakeKube({SERVICES: obj("kube-proxy/services.json"), SLICES: obj("kube-proxy/endpointslices.json")})
+    src = Sources.of(Env(kube, FakeNodeExec(FakeRunner(responder=respond)), "chaoskit"), "cp", ("cp", "w"))
+    ev = KubeProxyDiagnoser().collect(src, "w")
+    if synced_before_s is None:
+        assert reads == ["w", "w"] and ev.rules.strip() == full.strip()
+        return
+    assert reads == ["w"]
+    assert "critical: No Service rule(s) on w at all" in analyze(ev)
