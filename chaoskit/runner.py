@@ -120,9 +120,11 @@ def resolve_node(nodes: list[Node], wanted: str | None, default_role: str) -> st
     raise UsageError(f"no node {wanted!r} (role {role}) in this cluster; nodes: {', '.join(names)}")
 
 
-# How long the diagnosis during a fault keeps looking for it: some evidence takes a while to show (a node's
-# heartbeat goes stale after 40 s), and a diagnosis that never names the fault must not hold it for ever.
-DIAGNOSIS_WITHIN_S = 60.0
+# When the diagnosis first looks at a fault whose effect has not shown yet: about one look's length. A look begun
+# before a quick effect (an API server stopping, an etcd outage reaching /readyz) is spent on a cluster that does not
+# show it yet, and the look after the effect then comes a whole look later; a slow symptom (a node going NotReady
+# after the grace period, a full disk reported as pressure) has its cause named meanwhile.
+EARLY_LOOK_S = 10.0
 
 
 class Peers:
@@ -481,14 +483,19 @@ class Runner:
 
     def _diagnose_during(self, rec: RunRecord, step: StepRecord, fault: Fault, key: str, until: float,
                          effect: threading.Event, reverting: threading.Event) -> None:  # fmt: skip
-        """From the injection on, while the fault holds: diagnose until the top finding names it (past what other
-        faults held now explain), or until `until` (monotonic); the last diagnosis goes into the record with how long
-        naming took. A look that did not name the fault and saw `effect` come meanwhile is followed by the next at
-        once (the symptom is there now). A look that ends once `reverting` is set (the effect never came) records
-        nothing: it was not "during" the fault."""
+        """While the fault holds: diagnose until the top finding names it (past what other faults held now explain), or
+        until `until` (monotonic); the last diagnosis goes into the record with how long naming took since the
+        injection. The first look starts at the `effect`, or EARLY_LOOK_S after the injection when the effect takes
+        longer; a look that did not name the fault and saw the effect come meanwhile is followed by the next at once
+        (the symptom is there now). A look that ends once `reverting` is set (the effect never came) records nothing:
+        it was not "during" the fault."""
         if not self.diagnose_enabled:
             return
-        t0 = after = time.monotonic()
+        t0 = time.monotonic()
+        effect.wait(EARLY_LOOK_S)
+        if reverting.is_set():
+            return
+        after = time.monotonic()
         when = f"during {step.step or step.fault}"
         while True:
             besides, effect_seen = self.peers.held_besides(key), effect.is_set()
@@ -554,9 +561,9 @@ class Runner:
         key, deadline, started = f"{self.run_id}/{step.name}", step_deadline(step), time.monotonic()
         margin = 30.0  # the revert must start well before the node's own switch fires
         effect, reverting = threading.Event(), threading.Event()
-        # the diagnosis looks from the injection on, beside the effect check: a cause often shows long before its
-        # symptom (an expired client certificate ~25 s before the node's heartbeat goes stale), and the hold that
-        # waits for both then waits for the longer of them, not their sum
+        # the diagnosis runs beside the effect check: a cause often shows long before its symptom (an expired client
+        # certificate ~25 s before the node's heartbeat goes stale), and the hold that waits for both then waits for
+        # the longer of them, not their sum
         diagnosing = threading.Thread(target=self._diagnose_during, name=f"chaoskit-diagnose-{step.name}", daemon=True,
                                       args=(rec, srec, fault, key, started + max(deadline - margin, step.duration),
                                             effect, reverting))  # fmt: skip

@@ -453,13 +453,16 @@ def _naming(when: str) -> Diagnosis:
     return Diagnosis("chaoskit", (ComponentReport("test", "chaoskit-worker", "failed", (finding,), ()),), 0.0, 0.8)
 
 
-@pytest.mark.parametrize("effect_after", [1.0, 99.0])
-def test_the_diagnosis_looks_from_the_injection_beside_the_effect_check_and_only_while_the_fault_holds(
+@pytest.mark.parametrize("effect_after", [0.5, 1.5, 99.0])
+def test_the_diagnosis_looks_beside_a_slow_effect_check_from_its_early_look_and_only_while_the_fault_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, effect_after: float
 ) -> None:
+    import chaoskit.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "EARLY_LOOK_S", 1.0)
     monkeypatch.setattr(CauseFirst, "effect_after", effect_after)
-    # no effect: the revert comes at 0.3 s, while the first look (0.8 s) is under way
-    monkeypatch.setattr(CauseFirst, "effect_timeout", 1.5 if effect_after < 99 else 0.3)
+    # no effect: the revert comes at 1.3 s, while the early look (from 1 s, for 0.8 s) is under way
+    monkeypatch.setattr(CauseFirst, "effect_timeout", 2.5 if effect_after < 99 else 1.3)
     monkeypatch.setattr(Runner, "_diagnosis", lambda self, when: _naming(when))
     FAULTS.add(CauseFirst.name, CauseFirst)
     text = "kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {name: p}\nspec:\n  steps:\n"
@@ -476,5 +479,8 @@ def test_the_diagnosis_looks_from_the_injection_beside_the_effect_check_and_only
         assert not [t for t in threading.enumerate() if t.name.startswith("chaoskit-diagnose")]
         return
     assert step.effect_s is not None and step.named_s is not None and len(during) == 1
-    # named from the injection, by a look that began with it: the hold is the longer of the two, not their sum
+    if effect_after < 1.0:  # an effect sooner than the early look: the look starts at the effect, as it always did
+        assert step.effect_s + 0.7 < step.named_s < step.effect_s + 1.2, (step.effect_s, step.named_s)
+        return
+    # the early look (1 s) named it at 1.8 s, beside the effect check: the hold is the longer of the two, not the sum
     assert step.named_s < step.effect_s + 0.5 and step.held_s < step.effect_s + 0.6, (step.named_s, step.held_s)
