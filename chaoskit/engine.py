@@ -132,7 +132,7 @@ def run_fault(
         injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held time
         say(f"injected {fault.name} on {node}: {plan.summary}")
         if on_injected is not None:
-            on_injected()  # e.g. a diagnosis looking from now on: a cause often shows before its symptom
+            on_injected()  # e.g. a diagnosis that may look before a slow symptom shows: a cause often shows sooner
         result.effect_s = seconds_until(lambda: fault.took_effect(env, plan), fault.effect_timeout)
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")

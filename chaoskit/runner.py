@@ -569,11 +569,11 @@ class Runner:
                                             effect, reverting))  # fmt: skip
 
         def during() -> None:
-            effect.set()
             if self.probes is not None:
                 self.probes.holding(key)
             if step.scale_up is not None and step.scale_up.at == "effect":
                 self._scale_up(step.scale_up, srec)
+            effect.set()  # after the scale-up: a look at the effect sees the HPA asked for pods
             diagnosing.join()  # the hold lasts until the diagnosis has named the fault (or given up)
 
         self.peers.hold(key, fault, node)  # from before the first apply line: others may see it
