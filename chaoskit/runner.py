@@ -584,9 +584,10 @@ class Runner:
                 on_effect=during, on_revert=reverting.set,
             )  # fmt: skip
         finally:
-            reverting.set()
-            if diagnosing.is_alive():
-                diagnosing.join()  # a look in flight ends within its budget; it records nothing now
+            if (
+                diagnosing.is_alive()
+            ):  # run_fault set `reverting`: the look in flight ends within its budget, unrecorded
+                diagnosing.join()
             self.peers.drop(key)
             if self.probes is not None:
                 self.probes.released(key)
