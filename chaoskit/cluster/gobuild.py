@@ -62,6 +62,27 @@ KUBE_COMMANDS = (
 
 METRICS_SERVER_MAIN = "sigs.k8s.io/metrics-server/cmd/metrics-server"
 
+# etcd and CoreDNS build in modules of their own, but every module they share with images/k8s is pinned at the
+# version Kubernetes uses (grpc, protobuf, OpenTelemetry, Prometheus, golang.org/x/...): Go's build cache then hands
+# them the packages the Kubernetes build compiled, and a cold build compiles those once. Only these keep their own:
+OWN_VERSIONS: dict[str, tuple[str, ...]] = {
+    # etcd's own client libraries at its release (Kubernetes 1.34.4's API server uses 3.6.4)
+    "etcd": ("go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3", "go.etcd.io/etcd/client/v3"),
+    # CoreDNS 1.12.1 does not build against client-go 0.34 (cache.Config lost RetryOnError), so its Kubernetes
+    # client libraries, and what those pin, stay where CoreDNS has them
+    "coredns": (
+        "github.com/coredns/caddy",
+        "github.com/google/gnostic-models",
+        "k8s.io/api",
+        "k8s.io/apimachinery",
+        "k8s.io/client-go",
+        "k8s.io/kube-openapi",
+        "k8s.io/utils",
+        "sigs.k8s.io/json",
+        "sigs.k8s.io/yaml",
+    ),
+}
+
 TARGETS: dict[str, GoTarget] = {
     t.name: t
     for t in (

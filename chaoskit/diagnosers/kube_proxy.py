@@ -28,6 +28,7 @@ from chaoskit.diagnosers.common import (
     metrics_of,
     rounded,
     uncollected,
+    unread,
 )
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
@@ -56,6 +57,7 @@ class KubeProxyEvidence:
     metrics: Metrics
     min_sync_period: float | None  # from /configz
     rules: str  # `nft list table ip kube-proxy` or the KUBE-* lines of `iptables-save -t nat`
+    rules_unread: str  # why that read never finished (cut off by a loaded node, not run); "" when it did
     process: ProcessState
     services: Fetched
     slices: Fetched
@@ -102,6 +104,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             metrics=metrics_of(s["metrics"]),
             min_sync_period=kp.min_sync_period(s["configz"].output),
             rules=s["nft"].output if mode == "nftables" else s["iptables"].output,
+            rules_unread=unread(s["nft"] if mode == "nftables" else s["iptables"]),
             process=ProcessState.of(kp.PROCESS, s),
             services=services,
             slices=slices,
@@ -178,8 +181,13 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             f"{kp.NFT_TABLE if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
             f"{ev.node}; GET {SERVICES}, {SLICES}"
         )
+        if ev.mode in ("nftables", "iptables") and ev.rules_unread:
+            e = Evidence("rules", source, {"mode": ev.mode, "error": ev.rules_unread}, available=False)
+            return Assessed(e, (uncollected("kube-proxy", ev.node, "the Service rules", ev.rules_unread, e),))
         for fetched in (ev.services, ev.slices):
             if not fetched.ok:
+                if no_service_rule_after_a_sync(ev):
+                    return self._wiped_without_the_api(ev, source, fetched.error)
                 return api_unavailable("kube-proxy", "rules", source, fetched.error)
         if ev.mode not in ("nftables", "iptables"):
             return Assessed(
@@ -228,6 +236,20 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             ))  # fmt: skip
         return Assessed(e, tuple(findings))
 
+    def _wiped_without_the_api(self, ev: KubeProxyEvidence, source: str, api_error: str) -> Assessed:
+        """No Service rule at all needs no API to judge: every cluster has default/kubernetes (the API server's own
+        ClusterIP), so its rule alone should be there; a slow API server must not hide a flushed table."""
+        why = "not even default/kubernetes has a rule, and kube-proxy synced before this read"
+        e = Evidence("rules", source, {"mode": ev.mode, "service_ports_programmed": 0, "api": api_error},
+                     conditions=(why,))  # fmt: skip
+        return Assessed(e, (Finding(
+            "critical", "kube-proxy", f"No Service rule(s) on {ev.node} at all",
+            "the node's Service rules were flushed after kube-proxy's last sync: ClusterIPs do not answer from this "
+            "node (kube-proxy only rewrites them at its next change-driven or periodic sync)",
+            (e,), (f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
+                   "find what flushes the node's nat table or nftables (a firewall, a script)"),
+        ),))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class RuleDiff:
@@ -264,8 +286,20 @@ class RuleDiff:
 def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:
     """Every Service rule gone although kube-proxy's last sync ended before this read (by its metrics, on the node's
     clock): kube-proxy writes its tables in one transaction, so something else emptied them."""
+    return diff.wiped and synced_before_the_read(ev)
+
+
+def no_service_rule_after_a_sync(ev: KubeProxyEvidence) -> bool:
+    """The rules, read in full, hold no Service at all (not even default/kubernetes) after kube-proxy's last sync."""
+    if ev.mode not in ("nftables", "iptables") or ev.rules_unread:
+        return False
+    have_services, _ = (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
+    return not have_services and synced_before_the_read(ev)
+
+
+def synced_before_the_read(ev: KubeProxyEvidence) -> bool:
     synced = _newest(ev.metrics, kp.LAST_SYNC) if ev.metrics else None
-    if not diff.wiped or not synced or ev.node_time is None:  # no sync yet: maybe nothing was written so far
+    if not synced or ev.node_time is None:  # no sync yet: maybe nothing was written so far
         return False
     return synced < ev.node_time - SYNC_MARGIN
 

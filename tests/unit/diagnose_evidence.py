@@ -217,6 +217,7 @@ def kube_proxy(**changes: Any) -> KubeProxyEvidence:
         metrics=Metrics.parse(text("kube-proxy/metrics.prom")),
         min_sync_period=min_sync_period(text("kube-proxy/configz.json")),
         rules=text("kube-proxy/rules-iptables.txt"),
+        rules_unread="",
         process=process("kube-proxy", manifests=()),
         services=Fetched(obj("kube-proxy/services.json")),
         slices=Fetched(obj("kube-proxy/endpointslices.json")),

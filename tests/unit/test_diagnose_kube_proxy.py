@@ -13,6 +13,7 @@ from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.cluster.scrape import Metrics
 from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.diagnosers.base import UNCOLLECTED
 from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.env import Env
@@ -47,10 +48,7 @@ def test_healthy_kube_proxy_in_nftables_mode_has_every_rule() -> None:
 
 
 def test_flushed_iptables_service_rules_are_critical() -> None:
-    flushed = "\n".join(
-        line for line in text("kube-proxy/rules-iptables.txt").splitlines() if not line.startswith("-A KUBE-SERVICES")
-    )
-    assert analyze(kube_proxy(rules=flushed)) == ["critical: No Service rule(s) on chaoskit-worker at all"]
+    assert analyze(kube_proxy(rules=_flushed_iptables())) == ["critical: No Service rule(s) on chaoskit-worker at all"]
 
 
 def test_an_empty_nftables_service_map_is_critical() -> None:
@@ -129,6 +127,40 @@ def test_a_frozen_kube_proxy_is_failed() -> None:
 def test_api_unavailable_skips_only_the_rule_comparison() -> None:
     report = KubeProxyDiagnoser().report(kube_proxy(services=DOWN, slices=DOWN), "chaoskit-worker")
     assert report.status == "ok" and [f.title for f in report.findings] == ["API-side evidence unavailable (rules)"]
+
+
+def _flushed_iptables() -> str:
+    return "\n".join(
+        line for line in text("kube-proxy/rules-iptables.txt").splitlines() if not line.startswith("-A KUBE-SERVICES")
+    )
+
+
+@pytest.mark.parametrize(
+    ("rules", "synced", "expected"),
+    [
+        ("flushed", True, "critical: No Service rule(s) on chaoskit-worker at all"),
+        ("flushed", False, "info: API-side evidence unavailable (rules)"),  # no sync yet: nothing written so far
+        ("full", True, "info: API-side evidence unavailable (rules)"),
+    ],
+)
+def test_no_service_rule_at_all_after_a_sync_is_critical_while_the_api_does_not_answer(
+    rules: str, synced: bool, expected: str
+) -> None:
+    """Under a loaded wave the API server may not answer within the diagnosis's budget; a table with not even
+    default/kubernetes in it needs no API to judge, and a slow API server must not hide it."""
+    healthy = kube_proxy()
+    ev = kube_proxy(services=DOWN, slices=DOWN, rules=_flushed_iptables() if rules == "flushed" else healthy.rules,
+                    metrics=healthy.metrics if synced else Metrics.parse(""))  # fmt: skip
+    assert [f"{f.severity}: {f.title}" for f in KubeProxyDiagnoser().report(ev, "chaoskit-worker").findings] == [
+        expected
+    ]
+
+
+def test_rules_whose_read_was_cut_off_give_no_verdict() -> None:
+    """A node script cut off by a loaded node printed no rule: that is no flushed table."""
+    ev = kube_proxy(rules="", rules_unread="cut off after 12s")
+    assert analyze(ev) == [f"warning: {UNCOLLECTED}"]
+    assert rules_check(ev) == {"mode": "iptables", "error": "cut off after 12s"}
 
 
 def test_collect_looks_again_when_the_rules_lag_the_api_in_its_first_read(monkeypatch: pytest.MonkeyPatch) -> None:

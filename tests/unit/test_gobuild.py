@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,3 +233,20 @@ def test_go_version_asks_go_env(tmp_path: Path) -> None:
     runner = FakeRunner(responses={("go", "env", "GOVERSION"): "go1.24.1\n"})
     assert gobuild.go_version(runner) == "go1.24.1"
     assert runner.calls == [("go", "env", "GOVERSION")]
+
+
+def _requires(folder: str) -> dict[str, str]:
+    """The module versions images/<folder>/go.mod requires, direct and indirect."""
+    lines = (images_dir() / folder / "go.mod").read_text().splitlines()
+    found = (re.match(r"\s*(?:require\s+)?(\S+\.\S+)\s+(v\S+)", line) for line in lines if "=>" not in line)
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+@pytest.mark.parametrize("folder", sorted(gobuild.OWN_VERSIONS))
+def test_etcd_and_coredns_pin_what_they_share_with_kubernetes_at_its_versions(folder: str) -> None:
+    kubernetes, own = _requires("k8s"), _requires(folder)
+    apart = {m: (v, kubernetes[m]) for m, v in own.items() if m in kubernetes and v != kubernetes[m]}
+    assert set(apart) == set(gobuild.OWN_VERSIONS[folder]), (
+        f"images/{folder}/go.mod differs from images/k8s/go.mod in {apart}: pin each at Kubernetes's version "
+        f"(go get module@version in images/{folder}) or name it in gobuild.OWN_VERSIONS with why"
+    )
