@@ -207,7 +207,8 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
         seen["top"] = [f"{f.severity} {f.component}: {f.title}" for f in found.top_findings()[:3]]
         seen["diagnosis_s"] = found.duration_s
         seen["process_blamed"] = [f.title for r in found.reports for f in r.findings if PROCESS_BLAMED.search(f.title)]
-        time.sleep(max(0.0, 20 - (seen["named_after"] or NAMED_WITHIN)))  # long enough for a lease to renew often
+        # 10 s after the first lease read: the lease (renewed every 2 s) must be seen renewed more than 5 s later
+        time.sleep(max(0.0, 10 - (seen["named_after"] or NAMED_WITHIN)))
         seen["lease"] = (holder, renewed, *_lease(env))
         seen["healthz"] = _healthz(env)
         seen["queue"] = (depth0, done0, *_queue(env, "replicaset"))
@@ -247,7 +248,8 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
 @observe("controller-manager.quota-exhausted")
 def _while_capped(h: Holding) -> dict[str, Any]:
     """In the catalog run: the workload's refused pod creations and its Deployment once the HPA raised it (the step's
-    scaleUp asks for 3 at the effect; the quota lets 2 pods be: the web pod and the load generator)."""
+    scaleUp asks for 3 at the effect, more if the load makes it want more; the quota lets 2 pods be: the web pod and
+    the load generator)."""
     seen: dict[str, Any] = {}
     while not h.reverted.wait(2):
         d = _deployment(h.env.kube, h.namespace)
@@ -256,7 +258,7 @@ def _while_capped(h: Holding) -> dict[str, Any]:
         if h.reverted.is_set():
             break
         seen = {"deployment": (d["spec"]["replicas"], d.get("status", {}).get("replicas")), "refused": refused}
-        if seen["deployment"][0] == 3 and refused:
+        if seen["deployment"][0] >= 3 and refused:
             break
     return seen
 
@@ -267,7 +269,10 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
     ((run, step),) = catalog.steps("controller-manager.quota-exhausted")
     seen = catalog.seen.get((run["playbook"], step["step"]), {})
     print(f"\nquota-exhausted: {seen}")
-    assert seen.get("deployment") == (3, 1), seen  # the HPA asked for 3; the quota let the ReplicaSet keep 1
+    # the HPA asked for 3 (4 when the load's requests alone made the pod busy on a loaded host); the quota let the
+    # ReplicaSet keep 1
+    wanted, kept = seen.get("deployment", (0, 0))
+    assert wanted >= 3 and kept == 1, seen
     assert any("exceeded quota: chaoskit-quota" in m for m in seen["refused"]), seen["refused"]
     (during,) = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
     found = Diagnosis.from_dict(during["report"])
