@@ -42,7 +42,7 @@ def test_rendered_config_keeps_the_kubeadm_config_patches() -> None:
     assert kinds == ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
     # quotes and comments survive, so kind gets what the file says
     assert 'bind-address: "0.0.0.0"' in cfg.text
-    assert "evictionPressureTransitionPeriod: 30s" in cfg.text
+    assert "evictionPressureTransitionPeriod: 10s" in cfg.text
 
 
 def test_rendered_config_reads_back_as_the_same_cluster() -> None:
