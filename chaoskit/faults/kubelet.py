@@ -109,8 +109,8 @@ class DiskPressure(Fault):
     loop-mounted ext4 chaoskit's node image gives each node, so the host's disk is never touched (the apply refuses
     to run when /var/lib/kubelet is not a mount of its own). kind-config.yaml sets evictionHard nodefs.available 10%
     (kind's default is 0%, which never fires). The revert deletes the file; DiskPressure clears
-    evictionPressureTransitionPeriod (10 s on chaoskit's cluster, 5 min stock) after kubelet last saw the pressure, then the taint goes. Critical pods
-    (kube-proxy, the pod network) are never evicted; others on the node may be.
+    evictionPressureTransitionPeriod (10 s on chaoskit's cluster, 5 min stock) after kubelet last saw the pressure,
+    then the taint goes. Critical pods (kube-proxy, the pod network) are never evicted; others on the node may be.
     """
 
     name = "kubelet.disk-pressure"
