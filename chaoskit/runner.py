@@ -584,9 +584,8 @@ class Runner:
                 on_effect=during, on_revert=reverting.set,
             )  # fmt: skip
         finally:
-            if (
-                diagnosing.is_alive()
-            ):  # run_fault set `reverting`: the look in flight ends within its budget, unrecorded
+            # run_fault has set `reverting` (on_revert): a look in flight ends within its budget, unrecorded
+            if diagnosing.is_alive():
                 diagnosing.join()
             self.peers.drop(key)
             if self.probes is not None:

@@ -39,6 +39,7 @@ SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 METRICS = (kp.LAST_QUEUED, kp.LAST_SYNC, kp.SYNC_DURATION, kp.NETWORK_PROGRAMMING, kp.ENDPOINT_CHANGES_PENDING,
            kp.SERVICE_CHANGES_PENDING)  # fmt: skip
 SYNC_MARGIN = 1.0  # seconds: the metrics scrape and the rules read run side by side, not at one instant
+RULE_MODES = ("nftables", "iptables")  # the modes whose rules chaoskit reads (not ipvs)
 RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
 
 
@@ -181,7 +182,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             f"{kp.NFT_TABLE if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
             f"{ev.node}; GET {SERVICES}, {SLICES}"
         )
-        if ev.mode in ("nftables", "iptables") and ev.rules_unread:
+        if ev.mode in RULE_MODES and ev.rules_unread:
             e = Evidence("rules", source, {"mode": ev.mode, "error": ev.rules_unread}, available=False)
             return Assessed(e, (uncollected("kube-proxy", ev.node, "the Service rules", ev.rules_unread, e),))
         for fetched in (ev.services, ev.slices):
@@ -189,7 +190,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                 if no_service_rule_after_a_sync(ev):
                     return self._wiped_without_the_api(ev, source, fetched.error)
                 return api_unavailable("kube-proxy", "rules", source, fetched.error)
-        if ev.mode not in ("nftables", "iptables"):
+        if ev.mode not in RULE_MODES:
             return Assessed(
                 Evidence(
                     "rules",
@@ -291,9 +292,9 @@ def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:
 
 def no_service_rule_after_a_sync(ev: KubeProxyEvidence) -> bool:
     """The rules, read in full, hold no Service at all (not even default/kubernetes) after kube-proxy's last sync."""
-    if ev.mode not in ("nftables", "iptables") or ev.rules_unread:
+    if ev.mode not in RULE_MODES or ev.rules_unread:
         return False
-    have_services, _ = (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
+    have_services, _ = programmed(ev)
     return not have_services and synced_before_the_read(ev)
 
 
@@ -306,11 +307,16 @@ def synced_before_the_read(ev: KubeProxyEvidence) -> bool:
 
 def compare(ev: KubeProxyEvidence) -> RuleDiff | None:
     """None when the API objects are missing or the mode has no rules we read (ipvs)."""
-    if not (ev.services.ok and ev.slices.ok) or ev.mode not in ("nftables", "iptables"):
+    if not (ev.services.ok and ev.slices.ok) or ev.mode not in RULE_MODES:
         return None
     want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
-    have_services, have_endpoints = (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
+    have_services, have_endpoints = programmed(ev)
     return RuleDiff(want_services, have_services, want_endpoints, allowed, have_endpoints)
+
+
+def programmed(ev: KubeProxyEvidence) -> tuple[set[Target], set[Target]]:
+    """The ClusterIP entries and endpoints the node's rules hold, in its mode's syntax."""
+    return (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
 
 
 def _at(target: Target) -> str:
