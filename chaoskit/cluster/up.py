@@ -12,6 +12,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -119,6 +120,11 @@ def up(
             with progress.step(f"kind create cluster {cfg.name} ({1 + cfg.workers} nodes)"):
                 kind.create(cfg.name, Path(f.name), node_image, log=cache.root / "logs" / f"kind-create-{cfg.name}.log")
         created = True
+    if created:
+        # metrics-server's first call goes to the kubernetes Service: started on a node whose kube-proxy is not up
+        # yet, it panics on a dial timeout and waits out the kubelet's back-off (about 25 s of every new cluster)
+        with progress.step("waiting for kube-proxy on every node"):
+            wait_kube_proxy(runner, cfg.name, READY_TIMEOUT)
     with progress.step("installing metrics-server and loading the workload image"):
         node_kubectl(
             runner, cfg.name, "apply", "-f", "-", input=(images_dir() / "addons" / "metrics-server.yaml").read_bytes()
@@ -145,18 +151,38 @@ def _offer_binaries(cache: Cache, bins: dict[str, Path]) -> None:
 
 def wait_ready(runner: Runner, cluster: str, timeout: float) -> None:
     """Until every node is Ready, every kube-system pod Ready and the metrics API serves node metrics."""
+    _wait_until_no_problems(lambda: readiness_problems(runner, cluster), timeout, 3.0, f"cluster {cluster!r} not ready")
+
+
+def _wait_until_no_problems(problems: Callable[[], list[str]], timeout: float, interval: float, what: str) -> None:
     last = [""]
 
-    def ready() -> bool:
+    def none_left() -> bool:
         try:
-            problems = readiness_problems(runner, cluster)
+            found = problems()
         except ToolError as exc:
-            problems = [str(exc).splitlines()[0]]
-        last[0] = "; ".join(problems)
-        return not problems
+            found = [str(exc).splitlines()[0]]
+        last[0] = "; ".join(found)
+        return not found
 
-    if not poll(ready, timeout, 3.0).done:
-        raise ToolError(f"cluster {cluster!r} not ready after {timeout:.0f}s: {last[0]}")
+    if not poll(none_left, timeout, interval).done:
+        raise ToolError(f"{what} after {timeout:.0f}s: {last[0]}")
+
+
+def kube_proxy_problems(runner: Runner, cluster: str) -> list[str]:
+    """Nodes without a running kube-proxy pod (a pod's node is empty until it is scheduled)."""
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    pods = json.loads(
+        node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy", "-o", "json")
+    )["items"]
+    running = {p["spec"].get("nodeName") for p in pods if condition(p, "Ready")}
+    return [f"no kube-proxy running on {n['metadata']['name']}" for n in nodes if n["metadata"]["name"] not in running]
+
+
+def wait_kube_proxy(runner: Runner, cluster: str, timeout: float) -> None:
+    _wait_until_no_problems(
+        lambda: kube_proxy_problems(runner, cluster), timeout, 1.0, f"cluster {cluster!r}: kube-proxy not up"
+    )
 
 
 def _healthy_within(runner: Runner, cluster: str, timeout: float) -> bool:

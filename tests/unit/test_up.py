@@ -130,6 +130,25 @@ def test_readiness_problems_is_empty_for_a_ready_cluster() -> None:
     assert up.readiness_problems(runner, "chaoskit") == []
 
 
+def test_kube_proxy_problems_names_each_node_without_a_running_kube_proxy() -> None:
+    pods = json.loads(_items(("kube-proxy-a", "True"), ("kube-proxy-b", "False"), ("kube-proxy-c", "False")))
+    for pod, node in zip(pods["items"], ("chaoskit-control-plane", "chaoskit-worker", None), strict=True):
+        pod["spec"] = {"nodeName": node} if node else {}  # a pod not scheduled yet has no node
+    runner = FakeRunner(
+        responses={
+            ("docker", "ps"): PS_LINE,
+            (*KUBECTL, "get", "nodes"): _items(
+                ("chaoskit-control-plane", "True"), ("chaoskit-worker", "True"), ("chaoskit-worker2", "False")
+            ),
+            (*KUBECTL, "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy"): json.dumps(pods),
+        }
+    )
+    assert up.kube_proxy_problems(runner, "chaoskit") == [
+        "no kube-proxy running on chaoskit-worker",
+        "no kube-proxy running on chaoskit-worker2",
+    ]
+
+
 def _node_at(name: str, ip: str) -> dict:
     return {"metadata": {"name": name}, "status": {"addresses": [{"type": "InternalIP", "address": ip}]}}
 
