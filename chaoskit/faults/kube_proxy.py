@@ -233,13 +233,12 @@ class KubeProxySlowSync(Fault):
                 restart,
             ),
             revert=(
-                # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile
+                # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile. The backup
+                # goes only once every kube-proxy runs another period: a pod restarted while its kubelet's ConfigMap
+                # cache was stale (an API server that just came back) starts slow again, and a failed line makes the
+                # switch retry the whole revert. One line: a restore the API server refused waits for no pod.
                 f"if [ -f {backup} ]; then sed '/^  resourceVersion: /d' {backup} | {kubectl('replace', '-f', '-')}"
-                f" && {restart}; fi",
-                # the backup goes only once every kube-proxy runs another period: a pod restarted while its kubelet's
-                # ConfigMap cache was stale (an API server that just came back) starts slow again, and a failed
-                # line makes the switch retry the whole revert
-                f"if [ -f {backup} ]; then {_every_proxy_left(period)} && rm -f {backup}; fi",
+                f" && {restart} && {_every_proxy_left(period)} && rm -f {backup}; fi",
                 kubectl("-n", PROBE_NAMESPACE, "delete", "service,endpointslice", PROBE_SERVICE, "--ignore-not-found"),
             ),
             summary=f"set kube-proxy's minSyncPeriod to {period} in kube-system/kube-proxy and restart kube-proxy",

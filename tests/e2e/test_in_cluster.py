@@ -230,19 +230,15 @@ def test_prometheus_scrapes_the_operator_through_its_service(
 
 def control_path(cluster: str) -> list[dict[str, Any]]:
     """One fault per component, those that break the path to the nodes included. The scheduler's outage overlaps
-    the kubelet's (nothing is scheduled meanwhile, and a NotReady node is the controller manager's call); the
-    controller manager's hang cannot (it would keep the node Ready). The API server's goes last: its outage costs the
-    controller manager and the scheduler their leases, and the kubelet brings them back under its crash-loop
-    back-off, which the steady state after waits out (a later step would find no process to break)."""
+    the kubelet's (nothing is scheduled meanwhile); the controller manager's hang goes alone. The kubelet's is its
+    frozen runtime: kubelet.stop waits out the 30 s node grace period for its effect, and reaches the node through
+    the same agent. The API server's goes last: its outage costs the controller manager and the scheduler their
+    leases, and the kubelet brings them back under its crash-loop back-off, which the steady state after waits out
+    (a later step would find no process to break)."""
     return [
         {"fault": "controller-manager.hung", "duration": "10s"},
         {
-            "concurrent": [  # two nodes: one waits out the node grace period while the other's runtime is frozen
-                {
-                    "fault": "kubelet.stop",
-                    "target": {"node": "worker"},
-                    "duration": "30s",
-                },  # NotReady after the grace period (chaoskit holds on until the diagnosis names each fault)
+            "concurrent": [
                 {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "10s"},
                 {"fault": "scheduler.down", "duration": "10s"},
             ]

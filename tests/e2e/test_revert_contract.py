@@ -133,8 +133,8 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     before = {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)}
     every_line = f"applied-{len(KubeProxySlowSync().plan(cp, SlowSyncParams()).apply)}"  # fully injected
     # deadlines as short as the two injections allow (about 10 s together), so the outage lasts no longer than needed
-    slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "30")
-    down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "45")
+    slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "24")
+    down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "34")
     assert down.deadline_at > slow.deadline_at
     assert time.time() < slow.deadline_at, "the API server must be down before slow-sync's deadline comes"
     switch = Switch(slow.id, cp, slow.revert, 0)
@@ -158,7 +158,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
 # etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
 # in both; the kill at applied-2 leaves half the fault in place (one rule), reverting leaves the other half.
 POINTS = ["journaled", "armed", "applied-2", "holding", "reverting"]
-DEADLINE = 15.0  # the last kill point (reverting) comes about 6 s in: a 5 s hold after a 1-5 s effect
+DEADLINE = 10.0  # the last kill point (reverting) comes about 3 s in: a 2 s hold after a 1-2 s effect
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -166,7 +166,7 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
     point: str, cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
     env, cp, journal = Env(kube, NODES, cluster), f"{cluster}-control-plane", tmp_path / "killed.jsonl"
-    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "5",
+    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "2",
                      "--deadline", str(DEADLINE))  # fmt: skip
     killed = time.time()
     left = _etcd_rules(cp)
