@@ -7,10 +7,13 @@ BIN     = $(VENV)/bin
 
 .PHONY: demo test lint unit e2e cluster down venv bench clean
 
+# uv installs what pip would, from the same index, in seconds (pip took 35 s with a warm cache)
+UV_VERSION = 0.13.9
+
 $(BIN)/chaoskit: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'
 	touch $@
 
 venv: $(BIN)/chaoskit

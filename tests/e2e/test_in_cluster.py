@@ -234,16 +234,16 @@ def control_path(cluster: str) -> list[dict[str, Any]]:
     frozen runtime: kubelet.stop waits out the 30 s node grace period for its effect, and reaches the node through
     the same agent. The API server's goes last: its outage costs the controller manager and the scheduler their
     leases, and the kubelet brings them back under its crash-loop back-off, which the steady state after waits out
-    (a later step would find no process to break)."""
+    (a later step would find no process to break). Each holds until the diagnosis names it, and no longer."""
     return [
-        {"fault": "controller-manager.hung", "duration": "10s"},
+        {"fault": "controller-manager.hung", "duration": "1s"},
         {
             "concurrent": [
-                {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "10s"},
-                {"fault": "scheduler.down", "duration": "10s"},
+                {"fault": "kubelet.runtime-unresponsive", "target": {"node": f"{cluster}-worker2"}, "duration": "1s"},
+                {"fault": "scheduler.down", "duration": "1s"},
             ]
         },
-        {"fault": "apiserver.down", "duration": "10s"},
+        {"fault": "apiserver.down", "duration": "1s"},
     ]
 
 
