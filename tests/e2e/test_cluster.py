@@ -10,6 +10,7 @@ import pytest
 from chaoskit import workloads
 from chaoskit.cluster import versions
 from chaoskit.cluster.kind import CLUSTER_LABEL as KIND_CLUSTER
+from chaoskit.cluster.kind import ROLE_LABEL as KIND_ROLE
 from chaoskit.cluster.kube import Kube, KubeError, condition
 from chaoskit.cluster.nodeexec import DockerNodeExec
 from chaoskit.cluster.shell import SubprocessRunner
@@ -145,7 +146,7 @@ def test_down_leaves_no_containers_and_a_second_down_is_fine(cluster: str) -> No
     try:
         for role in ("control-plane", "worker"):
             subprocess.run(["docker", "run", "-d", "--name", f"{name}-{role}", "--label", f"{KIND_CLUSTER}={name}",
-                            "--label", f"io.x-k8s.kind.role={role}", "--entrypoint", "sleep",
+                            "--label", f"{KIND_ROLE}={role}", "--entrypoint", "sleep",
                             image, "infinity"], capture_output=True, text=True, check=True)  # fmt: skip
         assert json.loads(chaoskit("cluster", "status", "--name", name, "-o", "json").stdout)["exists"] is True
     finally:
