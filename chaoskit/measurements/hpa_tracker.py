@@ -77,13 +77,15 @@ class HpaTracker:
     min_replicas: int | None = None
     rs_replicas: dict[str, int] = field(default_factory=dict)
     scale_ups: list[ScaleUp] = field(default_factory=list)
+    # by uid: a StatefulSet scaled down and up again re-creates a pod under its old name, a pod of its own
     pods: dict[str, PodTimes] = field(default_factory=dict)
-    known_pods: set[str] = field(default_factory=set)  # there before we started: not part of any scale-up
-    deleted: set[str] = field(default_factory=set)
+    by_name: dict[str, PodTimes] = field(default_factory=dict)  # the newest pod of each name, for EndpointSlices
+    known_pods: set[str] = field(default_factory=set)  # uids there before we started: not part of any scale-up
+    deleted: set[str] = field(default_factory=set)  # uids
     above_since: Stamp | None = None  # the first metric sample above target since the last decision
     forced_at: Stamp | None = None  # minReplicas raised since the last decision
     rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
-    answers: dict[tuple[str, str], float] = field(default_factory=dict)  # (pod, node) -> first answer
+    answers: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (pod name, node) -> answers, sorted
     rounds: dict[str, Rounds] = field(default_factory=dict)  # node -> its request rounds
     # the Service answers GET / with the pod's name (chaoskit's workload does): without it no request tells which pod
     # answered, so a pod's path ends when every node's rules hold its IP (no first_request stage)
@@ -153,20 +155,21 @@ class HpaTracker:
     def pod(self, kind: str, obj: Obj, at: float) -> None:
         meta, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
         name = meta["name"]
+        uid = meta.get("uid") or name
         if kind == "DELETED":
-            self.deleted.add(name)
+            self.deleted.add(uid)
             return
-        if name in self.known_pods:
+        if uid in self.known_pods:
             return
         listed = kind == "LISTED"
-        times = self.pods.get(name)
+        times = self.pods.get(uid)
         if times is None:
             created_at = api_time(meta.get("creationTimestamp")) or at
             if listed and created_at < self.started_at:
-                self.known_pods.add(name)
+                self.known_pods.add(uid)
                 return
             created = Stamp(created_at, API_PRECISION) if listed else Stamp(at, WATCH_PRECISION)
-            times = self.pods[name] = PodTimes(name, self._run_of(created.at), created)
+            times = self.pods[uid] = self.by_name[name] = PodTimes(name, self._run_of(created.at), created)
         seen = Stamp(at, WATCH_PRECISION)
         if times.scheduled is None and spec.get("nodeName"):
             times.scheduled = self._api_stamp(obj, "PodScheduled") if listed else seen
@@ -200,7 +203,7 @@ class HpaTracker:
             return
         for ep in obj.get("endpoints") or []:
             ref = ep.get("targetRef") or {}
-            times = self.pods.get(ref.get("name", ""))
+            times = self.pods.get(ref.get("uid", "")) or self.by_name.get(ref.get("name", ""))
             if times is None or times.endpoint is not None:
                 continue
             if (ep.get("conditions") or {}).get("ready"):
@@ -210,8 +213,7 @@ class HpaTracker:
         if isinstance(seen, RulesSeen):
             bisect.insort(self.rules.setdefault(seen.node, []), seen, key=lambda o: o.at)
         elif isinstance(seen, AnswerSeen):
-            at = self.answers.get((seen.pod, seen.node))
-            self.answers[(seen.pod, seen.node)] = seen.at if at is None else min(at, seen.at)  # lines may cross
+            bisect.insort(self.answers.setdefault((seen.pod, seen.node), []), seen.at)  # lines may cross
         else:
             self.rounds.setdefault(seen.node, Rounds()).add(seen.at)
 
@@ -269,7 +271,7 @@ class HpaTracker:
                     continue
                 rules, why = programmed
                 out.append(self._sample("rules_programmed", f"{times.name}@{node}", previous, rules, times.run, why))
-                answered = self.answers.get((times.name, node))
+                answered = self._first_answer(times, node)
                 if answered is None:
                     continue
                 # the request round before the first answer (none from this pod) brackets it
@@ -309,14 +311,21 @@ class HpaTracker:
         asked = self.replicas is not None and (self.min_replicas or 0) > self.replicas
         on_the_way = sum(
             1
-            for t in self.pods.values()
-            if t.run and t.name not in self.deleted and any(not self._at_end(t, n) for n in nodes)
+            for uid, t in self.pods.items()
+            if t.run and uid not in self.deleted and any(not self._at_end(t, n) for n in nodes)
         )
         return int(asked) + on_the_way + max(0, self._uncreated())
 
+    def _first_answer(self, times: PodTimes, node: str) -> float | None:
+        """The pod's first answer through the node: none before it was created (those came from an earlier pod of
+        its name)."""
+        answers = self.answers.get((times.name, node), [])
+        i = bisect.bisect_left(answers, times.created.at)
+        return answers[i] if i < len(answers) else None
+
     def _at_end(self, times: PodTimes, node: str) -> bool:
         if self.answers_name_the_pod:
-            return (times.name, node) in self.answers
+            return self._first_answer(times, node) is not None
         return bool(times.ip) and any(times.ip in o.ips for o in self.rules.get(node, []))
 
     def _asked(self) -> int:
@@ -331,8 +340,8 @@ class HpaTracker:
         """Pods of a scale-up that did not reach the end of the path while we watched, and pods never created."""
         # the path stopped before pod_created: creations refused (quota, admission) or never made
         asked, missing = self._asked(), self._uncreated()
-        uncreated = [f"{missing} of the {asked} pod(s) the scale-ups asked for never created (see the ReplicaSet's "
-                     "FailedCreate events, e.g. exceeded quota)"] if missing > 0 else []  # fmt: skip
+        why = "see the FailedCreate events of the ReplicaSet or StatefulSet, e.g. exceeded quota"
+        uncreated = [f"{missing} of the {asked} pod(s) the scale-ups asked for never created ({why})"] * (missing > 0)
         unfinished = [
             f"{t.name} (scale-up {t.run}) never reached {stage}"
             for t in self.pods.values()

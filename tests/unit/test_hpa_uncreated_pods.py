@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaoskit.measurements.hpa_tracker import HpaTracker
+from chaoskit.measurements.probe import AnswerSeen
 
 T0 = 1_000_000_000.0
 
@@ -21,8 +22,8 @@ def test_pods_a_scale_up_asked_for_and_never_got_are_named_in_the_notes() -> Non
     t.replicaset("MODIFIED", _obj("web-1", 4), T0 + 2)
     t.pod("ADDED", {"metadata": {"name": "p1", "creationTimestamp": "2001-09-09T01:46:43Z"}}, T0 + 3)
     assert t.incomplete()[0] == (
-        "2 of the 3 pod(s) the scale-ups asked for never created (see the ReplicaSet's FailedCreate events, e.g. "
-        "exceeded quota)"
+        "2 of the 3 pod(s) the scale-ups asked for never created (see the FailedCreate events of the ReplicaSet or "
+        "StatefulSet, e.g. exceeded quota)"
     )
     for name in ("p2", "p3"):
         t.pod("ADDED", {"metadata": {"name": name}}, T0 + 60)
@@ -43,3 +44,20 @@ def test_a_pod_held_back_past_a_later_scale_up_counts_from_the_scale_up_that_ask
     assert runs == [1, 1, 2]
     created = sorted(round(s.seconds, 1) for s in t.samples([]) if s.stage == "pod_created")
     assert created == [5.5, 24.5, 24.5]  # the held-back pods show the 24.5 s the quota cost scale-up 1
+
+
+def test_a_statefulset_pod_deleted_by_a_scale_down_and_created_again_under_its_name_is_a_pod_of_its_own() -> None:
+    t = HpaTracker(T0, clock=lambda: T0)
+    t.deployment("LISTED", _obj("ledger", 1), T0)
+    t.deployment("MODIFIED", _obj("ledger", 2), T0 + 1)  # scale-up 1
+    t.pod("ADDED", {"metadata": {"name": "ledger-1", "uid": "u1"}}, T0 + 1.5)
+    t.seen(AnswerSeen("w1", T0 + 5, "ledger-1"))
+    t.deployment("MODIFIED", _obj("ledger", 1), T0 + 30)  # the HPA scales down: ledger-1 goes
+    t.pod("DELETED", {"metadata": {"name": "ledger-1", "uid": "u1"}}, T0 + 31)
+    t.deployment("MODIFIED", _obj("ledger", 2), T0 + 50)  # scale-up 2 makes ledger-1 again, a new pod
+    t.pod("ADDED", {"metadata": {"name": "ledger-1", "uid": "u2"}}, T0 + 50.5)
+    assert sorted(p.run for p in t.pods.values()) == [1, 2]
+    assert not any("never created" in note for note in t.incomplete()), t.incomplete()
+    assert t.in_flight(["w1"]) == 1  # the new ledger-1 has not answered yet: the first one's answer is not its own
+    t.seen(AnswerSeen("w1", T0 + 56, "ledger-1"))
+    assert t.in_flight(["w1"]) == 0
