@@ -43,6 +43,7 @@ METRICS = (
     "process_resident_memory_bytes",
 )
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+HEALTH_PATHS = ("/healthz", "/livez", "/readyz")  # in apiserver_request_total's subresource label, as requested
 WINDOW = ("metrics_before", "wait", "metrics_after")  # no second scrape when the first got no answer
 
 
@@ -222,7 +223,9 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
         source = f"apiserver_request_total from {API}/metrics, two scrapes {ev.window_s:g}s apart"
         if not now:
             return Assessed(Evidence("request-errors", source, {"error": now.error or "no samples"}, available=False))
-        total = counter_delta(now.total("apiserver_request_total"), before.total("apiserver_request_total"))
+        total = counter_delta(
+            now.total("apiserver_request_total", _is_request), before.total("apiserver_request_total", _is_request)
+        )
         errors = (
             counter_delta(
                 now.total("apiserver_request_total", _is_5xx), before.total("apiserver_request_total", _is_5xx)
@@ -323,8 +326,14 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
         ),))  # fmt: skip
 
 
+def _is_request(labels: Labels) -> bool:
+    """An API request, not a probe of the server's own health: a 500 from /readyz (an unready check, e.g. etcd for
+    a moment) is judged per check from /readyz itself, not counted as a request that failed."""
+    return not labels.get("subresource", "").startswith(HEALTH_PATHS)
+
+
 def _is_5xx(labels: Labels) -> bool:
-    return labels.get("code", "").startswith("5")
+    return _is_request(labels) and labels.get("code", "").startswith("5")
 
 
 def _mutating(labels: Labels) -> bool:

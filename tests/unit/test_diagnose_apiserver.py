@@ -138,6 +138,15 @@ def test_5xx_from_before_the_window_do_not_count() -> None:
     assert analyze(apiserver(metrics_before=Metrics.parse(before), metrics_after=Metrics.parse(after))) == []
 
 
+def test_500s_of_readyz_are_not_failed_api_requests() -> None:
+    # the kubelet's probes and chaoskit's own checks ask /readyz; an unready check is judged from /readyz itself
+    labels = (
+        'code="500",component="",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""'
+    )
+    after = edit_metric(text("apiserver/metrics-2.prom"), "apiserver_request_total", labels, 30)
+    assert analyze(apiserver(metrics_after=Metrics.parse(after))) == []
+
+
 LEASE_PUTS = (
     'component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",'
     'subresource="",verb="PUT",version="v1"'
