@@ -120,14 +120,14 @@ def probe_script(
         ' read -r -t 1 -u 3 a; a=${a%$\'\\r\'}; [ -n "$a" ] && echo "A $EPOCHREALTIME ${a%% *}"; }'
     )
     # a request DNATed to a gone endpoint hangs in connect: a watchdog ends the round's requests at 1 s; with
-    # `failures` every request that got no answer prints its round's start (when it was sent)
-    failed = ' && echo "F $q"' if failures else ""
-    one = '( ask || echo "F $q" )' if failures else "( ask )"
+    # `failures` every request that got no answer prints its round's start (when it was sent). Its exit status says
+    # so, not the watchdog's kill, which also succeeds on a request that answered and is not reaped yet
+    waits = 'for r in $k; do wait $r 2>/dev/null || echo "F $q"; done' if failures else "wait $k 2>/dev/null"
     asking = (
         f'while :; do q=$EPOCHREALTIME; echo "Q $q"; k=;'
-        f' for i in {" ".join(str(i) for i in range(REQUESTS_PER_ROUND))}; do {one} & k="$k $!"; done;'
-        f" ( nap 1; for r in $k; do kill -9 $r 2>/dev/null{failed}; done ) & w=$!;"
-        f" wait $k 2>/dev/null; kill $w 2>/dev/null; wait $w; nap {INTERVAL}; done"
+        f' for i in {" ".join(str(i) for i in range(REQUESTS_PER_ROUND))}; do ( ask ) & k="$k $!"; done;'
+        f" ( nap 1; kill -9 $k 2>/dev/null ) & w=$!;"
+        f" {waits}; kill $w 2>/dev/null; wait $w; nap {INTERVAL}; done"
     )
     return f"{prelude}; {ask}; ( {rules} ) & ( {asking} ) & wait"
 

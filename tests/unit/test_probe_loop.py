@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from chaoskit.measurements.probe import FAILED, AnswerSeen, RoundSeen, Seen, parse_line, probe_script
+from chaoskit.measurements.probe import (
+    FAILED,
+    REQUESTS_PER_ROUND,
+    AnswerSeen,
+    RoundSeen,
+    Seen,
+    parse_line,
+    probe_script,
+)
 
 
 class Named(BaseHTTPRequestHandler):
@@ -77,3 +87,24 @@ def test_a_request_that_hangs_is_cut_off_at_one_second_and_the_rounds_go_on() ->
     failed = [s for s in seen if isinstance(s, AnswerSeen)]
     assert len(rounds) >= 2 and 1.0 <= rounds[1] - rounds[0] < 1.5
     assert len(failed) >= 4 and all(f.pod == FAILED for f in failed)
+
+
+class Late(Named):
+    """Answers around the watchdog's second, some requests just before it and some just after."""
+
+    def do_GET(self) -> None:
+        time.sleep(random.uniform(0.9, 1.1))
+        super().do_GET()
+
+
+@pytest.mark.parametrize("server", [Late], indirect=True)
+def test_each_request_counts_once_either_answered_or_failed(server: int) -> None:
+    seen = run(server, seconds=5.5)
+    starts = sorted(s.at for s in seen if isinstance(s, RoundSeen))
+    per_round = dict.fromkeys(starts[:-1], 0)  # the last round may be cut off by the end of the run
+    for s in seen:
+        if isinstance(s, AnswerSeen):
+            start = s.at if s.pod == FAILED else max(t for t in starts if t <= s.at)
+            if start in per_round:
+                per_round[start] += 1
+    assert len(per_round) >= 3 and set(per_round.values()) == {REQUESTS_PER_ROUND}, per_round
