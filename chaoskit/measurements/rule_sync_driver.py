@@ -79,7 +79,10 @@ class Workload:
     def change(self, change: str) -> str:
         """Make one endpoint change; returns what was done, in words."""
         if change == "pod-deleted":
-            pods = sorted(p["metadata"]["name"] for p in self.pods() if condition(p, "Ready"))
+            # the oldest: never the pod a scale-up just added, whose removal would undo that change before a node
+            # that lags saw it (RFC 3339 times sort as text)
+            ready = [p["metadata"] for p in self.pods() if condition(p, "Ready")]
+            pods = [m["name"] for m in sorted(ready, key=lambda m: (m.get("creationTimestamp", ""), m["name"]))]
             if not pods:
                 raise ToolError(f"no ready pod of {self.namespace}/{self.name} to delete")
             self.kube.delete(f"/api/v1/namespaces/{self.namespace}/pods/{pods[0]}", propagation="Background")

@@ -29,7 +29,7 @@ from chaoskit.measurements.probe import (
     probe_script,
 )
 from chaoskit.measurements.rule_sync import MissingPiece, RuleSync, RuleSyncParams, rounds_note
-from chaoskit.measurements.rule_sync_driver import initial_replicas, parse_changes
+from chaoskit.measurements.rule_sync_driver import Workload, initial_replicas, parse_changes
 from chaoskit.measurements.rule_sync_sli import (
     SliSnapshot,
     compare_sli,
@@ -581,3 +581,16 @@ def test_request_rounds_bracket_an_answer_from_the_round_before_or_from_the_stag
     assert r.precision(10.05, 9.5) == pytest.approx(0.55)  # the first round: nothing looked before the stage start
     assert r.precision(11.45, 9.5, last_old=10.01) == pytest.approx(1.45)  # from the round that last saw the old
     assert (r.next_start(10.05), r.next_start(11.5)) == (10.2, None)
+
+
+def test_a_deleted_pod_is_the_oldest_ready_one_never_the_one_a_scale_up_just_added() -> None:
+    def pod(name: str, created: str, ready: str = "True") -> dict[str, Any]:
+        return {"metadata": {"name": name, "creationTimestamp": created},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]}}  # fmt: skip
+
+    base = "/api/v1/namespaces/ns/pods"
+    kube = FakeKube({f"{base}/{p['metadata']['name']}": p for p in (
+        pod("web-a", "2026-12-04T10:00:09Z"), pod("web-b", "2026-12-04T10:00:01Z"),
+        pod("web-c", "2026-12-04T09:59:00Z", ready="False"))})  # fmt: skip
+    assert Workload(kube, "ns").change("pod-deleted") == "deleted pod web-b"  # by name first: web-a, the newest
+    assert ("DELETE", f"{base}/web-b") in kube.calls
