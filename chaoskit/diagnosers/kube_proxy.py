@@ -155,7 +155,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             return Assessed(Evidence("rule-sync", source, {"error": m.error or "no clock"}, available=False))
         queued = _newest(m, kp.LAST_QUEUED)
         synced = _newest(m, kp.LAST_SYNC)
-        waiting = ev.node_time - queued if queued is not None and (synced is None or queued > synced) else 0.0
+        waiting = _change_waiting(ev) or 0.0
         programming = m.histogram(kp.NETWORK_PROGRAMMING)
         e = Evidence("rule-sync", source, {
             "last_queued_s_ago": None if queued is None else round(ev.node_time - queued, 1),
@@ -226,7 +226,18 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                 "(kube-proxy only rewrites them at its next change-driven or periodic sync)",
                 (e,), fix,
             ))  # fmt: skip
-        if missing_endpoints or stale:
+        waiting = _change_waiting(ev)
+        if (missing_endpoints or stale) and waiting and waiting <= self.p.lag_warning:
+            # the rules were read between kube-proxy queuing the change and its next sync: in flight, not late
+            findings.append(Finding(
+                "info", "kube-proxy",
+                f"rules on {ev.node} catch up with the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
+                f"{len(stale)} stale, in a change kube-proxy queued {waiting:.1f}s ago",
+                "the rules were read while kube-proxy's next sync was due: a queued change may wait "
+                f"{self.p.lag_warning:.0f}s before it is late",
+                (e,), (),
+            ))  # fmt: skip
+        elif missing_endpoints or stale:
             findings.append(Finding(
                 "warning", "kube-proxy",
                 f"rules on {ev.node} lag the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
@@ -322,6 +333,15 @@ def programmed(ev: KubeProxyEvidence) -> tuple[set[Target], set[Target]]:
 def _at(target: Target) -> str:
     ip, proto, port = target
     return f"{ip}:{port}/{proto}"
+
+
+def _change_waiting(ev: KubeProxyEvidence) -> float | None:
+    """How long the change kube-proxy queued last has waited for a sync (0 when none waits; None unread)."""
+    m = ev.metrics
+    if not m or ev.node_time is None:
+        return None
+    queued, synced = _newest(m, kp.LAST_QUEUED), _newest(m, kp.LAST_SYNC)
+    return ev.node_time - queued if queued is not None and (synced is None or queued > synced) else 0.0
 
 
 def _newest(m: Metrics, name: str) -> float | None:
