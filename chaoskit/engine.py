@@ -24,6 +24,7 @@ from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.faults.base import Fault, FaultPlan, HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
+from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.safety import holder_id, release_run_locks
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
@@ -46,10 +47,15 @@ class FaultResult:
     recovery_s: float | None = None  # revert -> component healthy again
     errors: list[str] = field(default_factory=list)  # the system deviated: no effect, no recovery
     failures: list[str] = field(default_factory=list)  # chaoskit could not do its job: arm, inject or revert failed
+    observations: list[Observation] = field(default_factory=list)  # every answer of the fault's checks, in order
 
     @property
     def ok(self) -> bool:
         return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
+
+    @property
+    def fact_check(self) -> FactCheck:
+        return FactCheck.of(self.observations)
 
 
 def default_deadline(fault: Fault, duration: float) -> float:
@@ -66,6 +72,23 @@ def seconds_until(check: Callable[[], bool], timeout: float) -> float | None:
     """Seconds until a fault's check passes, or None at timeout; API and tool errors count as 'not yet'."""
     polled = poll(check, timeout, CHECK_INTERVAL)
     return polled.seconds if polled.done else None
+
+
+def ask_once(moment: Moment, question: Question, check: Callable[[], bool]) -> Observation:
+    """One answer of a check where it must say no; an error counts as "no", as it does while polling."""
+    started = time.monotonic()
+    try:
+        answer, detail = bool(check()), ""
+    except ChaoskitError as exc:
+        answer, detail = False, f"{type(exc).__name__}: {exc}"
+    return Observation(moment, question, answer, round(time.monotonic() - started, 3), detail[:300])
+
+
+def polled(moment: Moment, question: Question, check: Callable[[], bool], timeout: float) -> Observation:
+    """A check polled until it says yes (seconds until then) or its timeout (answer None)."""
+    seconds = seconds_until(check, timeout)
+    return Observation(moment, question, True if seconds is not None else None,
+                       round(seconds if seconds is not None else timeout, 3))  # fmt: skip
 
 
 @contextmanager
@@ -121,9 +144,20 @@ def run_fault(
         return result
     say(f"armed dead-man switch {switch.unit} on {node} through {env.nodes.via} (fires in {deadline:.0f}s)")
     kill_point("armed")
-    injected_at = time.monotonic()
+    injected_at, injected = time.monotonic(), False
     try:
+        for line in plan.setup:  # what the checks read, made before they are first asked; it breaks nothing
+            done = env.nodes.run(node, ["sh", "-c", line], check=False)
+            if done.returncode != 0:
+                raise InjectError(f"{fault.name} on {node}: setting up `{line}` failed (exit {done.returncode}): "
+                                  f"{done.output}")  # fmt: skip
+        before = ask_once("before", "took_effect", lambda: fault.took_effect(env, plan))
+        result.observations.append(before)
+        if before.answer:
+            raise InjectError(f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
+                              " it cannot tell this fault from the cluster's state; nothing was injected")  # fmt: skip
         hand_over(env, plan)  # files made on another node (a certificate signed where the CA key is)
+        injected = True
         for i, line in enumerate(plan.apply, 1):
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
@@ -133,11 +167,18 @@ def run_fault(
         say(f"injected {fault.name} on {node}: {plan.summary}")
         if on_injected is not None:
             on_injected()  # e.g. a diagnosis that may look before a slow symptom shows: a cause often shows sooner
-        result.effect_s = seconds_until(lambda: fault.took_effect(env, plan), fault.effect_timeout)
+        effect = polled("after", "took_effect", lambda: fault.took_effect(env, plan), fault.effect_timeout)
+        result.observations.append(effect)
+        result.effect_s = effect.seconds if effect.answer else None
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
         else:
             say(f"effect observed after {result.effect_s:.1f}s")
+            during = ask_once("during", "recovered", lambda: fault.recovered(env, plan))
+            result.observations.append(during)
+            if during.answer:
+                result.failures.append(f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
+                                       f"{node}): its recovery check is blind to this fault")  # fmt: skip
             kill_point("holding")
             if on_effect is not None:
                 on_effect()  # while the fault holds: e.g. the diagnosis taken "during"
@@ -149,7 +190,7 @@ def run_fault(
     except ChaoskitError as exc:
         result.errors.append(str(exc))
     finally:
-        result.held_s = time.monotonic() - injected_at
+        result.held_s = time.monotonic() - injected_at if injected else 0.0
         if on_revert is not None:
             on_revert()  # whatever looks "during" the fault stops looking
         say(f"reverting {fault.name} on {node} after {result.held_s:.1f}s held")  # watchers know the hold is over
@@ -165,9 +206,11 @@ def run_fault(
                 f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {switch.unit} retries it on "
                 f"the node for up to {RETRY_FOR_S // 60} min, or run: chaoskit revert {journal.path}"
             )
-    if not reverted:
-        return result  # nothing to wait for: the component stays broken until the switch or a user heals it
-    result.recovery_s = seconds_until(lambda: fault.recovered(env, plan), fault.recovery_timeout)
+    if not reverted or not injected:
+        return result  # nothing to wait for: broken until the switch or a user heals it, or never broken
+    recovery = polled("after", "recovered", lambda: fault.recovered(env, plan), fault.recovery_timeout)
+    result.observations.append(recovery)
+    result.recovery_s = recovery.seconds if recovery.answer else None
     if result.recovery_s is None:
         result.errors.append(f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert")
     else:

@@ -72,6 +72,7 @@ class StepRecord:
     errors: list[str] = field(default_factory=list)  # the system deviated
     failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
     weight: float = 1.0  # in the resilience score
+    fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
 
     @property
     def ok(self) -> bool:
@@ -591,7 +592,7 @@ class Runner:
             if self.probes is not None:
                 self.probes.released(key)
         srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
-        srec.recovery_s = result.recovery_s
+        srec.recovery_s, srec.fact_check = result.recovery_s, result.fact_check.to_dict()
         srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
         if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
             self._scale_up(step.scale_up, srec)

@@ -183,11 +183,11 @@ def _table(suite: SuiteRecord) -> None:
     console = stdout_console()
     several = len(suite.runs) > 1
     table = Table(*(["playbook"] if several else []), "step", "fault", "node", "effect after", "named after", "held",
-                  "healthy after revert", "result")  # fmt: skip
+                  "healthy after revert", "fact check", "result")  # fmt: skip
     for e in suite.runs:
         for s in e.record.steps:
             table.add_row(*([e.record.playbook] if several else []), s.step, s.fault, s.node, _s(s.effect_s),
-                          _s(s.named_s), _s(s.held_s), _s(s.recovery_s),
+                          _s(s.named_s), _s(s.held_s), _s(s.recovery_s), (s.fact_check or {}).get("verdict", "—"),
                           "ok" if s.ok else "; ".join(s.failures + s.errors))  # fmt: skip
     console.print(table)
     probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]

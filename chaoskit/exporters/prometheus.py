@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from chaoskit.errors import UsageError
 from chaoskit.journal import Injection, Journal, component_of
 from chaoskit.model.duration import DurationError, parse_duration
+from chaoskit.model.factcheck import verdict_of
 from chaoskit.model.score import run_score
 from chaoskit.model.timeline import MeasurementResult, Sample
 
@@ -93,6 +94,11 @@ class Exporter:
             "chaoskit_threshold_breaches", "Thresholds a run's measurements breached.",
             ["playbook", "measurement", "stage", "stat"], registry=r,
         )  # fmt: skip
+        self.fact_checks = Counter(
+            "chaoskit_fact_checks", "Steps by fact check: confirmed (each check said no where it must), mismatch (the "
+            "component did not do what the fault says), inconclusive (a check could not tell the fault from its "
+            "absence).", ["playbook", "fault", "verdict"], registry=r,
+        )  # fmt: skip
         self.read_errors = Counter(
             "chaoskit_journal_read_errors", "Journals (or versions of one) that could not be read.", registry=r
         )
@@ -130,6 +136,9 @@ class Exporter:
                 self._last_scored[playbook] = finished
         if scored is not None and newest:
             self.score.labels(playbook).set(scored)
+        for step in record.get("steps") or []:
+            if (fact := verdict_of(step)) is not None:
+                self.fact_checks.labels(playbook, str(step.get("fault", "")), fact).inc()
         for probe in record.get("probes") or []:
             for phase in probe.get("phases") or []:
                 if not phase.get("ok"):

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.certs import CA_CRT, expired_copy
 from chaoskit.components import apiserver
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, node_sh, register, sh
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, StaticPodDown
 from chaoskit.model.params import FaultParams, params_of
 
@@ -42,6 +42,7 @@ class ApiServerDown(StaticPodDown):
     cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"not running|does not answer")
+    no_op = NoOpControl(wait=15.0)  # the API server exits within 2 s of its manifest going
     process = apiserver.PROCESS
     health_port = apiserver.PORT
     effect_timeout = 90.0  # kubelet gives the pod its termination grace period
@@ -83,6 +84,7 @@ class EtcdTimeout(Fault):
     cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"etcd")
+    no_op = NoOpControl(wait=20.0)  # /readyz reports etcd failed within seconds
     effect_timeout = 60.0
     recovery_timeout = 180.0  # a restarted API server needs its post-start hooks
 
@@ -138,6 +140,7 @@ class ApiServerCertExpired(Fault):
     cuts_api = True
     component = "apiserver"
     named = Named("apiserver", r"expired")
+    no_op = NoOpControl(wait=15.0)  # the API server reloads its certificate at once
     effect_timeout = 90.0  # the reload is immediate; its one-minute resync is the fallback
     recovery_timeout = 90.0
 
@@ -218,6 +221,7 @@ class WatchLeak(Fault):
     name = "apiserver.watch-leak"
     component = "apiserver"
     named = Named("apiserver", r"watch")
+    no_op = NoOpControl(wait=15.0)  # the watches open within seconds
     Params = WatchLeakParams
     effect_timeout = 60.0
     recovery_timeout = 60.0

@@ -9,6 +9,8 @@ waits for `took_effect`; reverting runs the very same lines the switch would.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -48,11 +50,19 @@ class FaultPlan:
     summary: str  # one line for --dry-run and reports
     params: BaseModel = field(default_factory=NoParams)  # what the checks need to know about this injection
     handoffs: tuple[Handoff, ...] = ()  # made elsewhere and written to `node` after arming, before `apply`
+    # what the checks read, made after arming and before the effect check is first asked (where it must say no):
+    # a probe object, a bookmark; it breaks nothing, and the revert removes it
+    setup: tuple[str, ...] = ()
 
     def steps(self) -> dict[str, list[str]]:
         """What --dry-run shows: every line in the order it runs, and the reverse."""
         made = [f"on the first {h.source} node: {h.make} > {self.node}:{h.path}" for h in self.handoffs]
-        return {**({"handoffs": made} if made else {}), "apply": list(self.apply), "revert": list(self.revert)}
+        return {**({"setup": list(self.setup)} if self.setup else {}), **({"handoffs": made} if made else {}),
+                "apply": list(self.apply), "revert": list(self.revert)}  # fmt: skip
+
+    def no_op(self) -> FaultPlan:
+        """This plan with nothing injected: its setup kept, its apply lines and handoffs gone (the no-op control)."""
+        return dataclasses.replace(self, apply=(), handoffs=(), summary=f"no-op control of {self.fault}")
 
     def params_as(self, model: type[ParamsT]) -> ParamsT:
         """The plan's params as the fault's own model (the checks get only the plan)."""
@@ -96,12 +106,24 @@ class Named:
     cause: str  # a regular expression searched in the finding's title and probable cause
 
 
+@dataclass(frozen=True)
+class NoOpControl:
+    """How a fault's checks are shown to tell it from its absence, on a real cluster: planned with `params`, its
+    apply lines replaced by nothing (its setup kept), the effect check must say no for `wait` seconds (well past when
+    the real effect shows); and while the real fault holds, its revert not run, the recovery check must say no
+    (every run asks that: the fact check)."""
+
+    wait: float
+    params: tuple[tuple[str, str], ...] = ()  # playbook spelling, e.g. (("reason", "taint"),)
+
+
 class Fault(ABC):
     name: ClassVar[str]  # "<component>.<fault>", as playbooks spell it
     component: ClassVar[str]
     target_role: ClassVar[Role] = "control-plane"
     scope: ClassVar[Scope] = "cluster"
     named: ClassVar[Named]  # what `chaoskit diagnose` says while the fault holds; runs and the e2e tests check it
+    no_op: ClassVar[NoOpControl]  # its no-op control, run on the real cluster by the e2e tests
     Params: ClassVar[type[BaseModel]] = NoParams
     effect_timeout: ClassVar[float] = 60.0  # how long the effect may take to show
     recovery_timeout: ClassVar[float] = 180.0
@@ -122,20 +144,33 @@ class Fault(ABC):
         where = self.radius(node, params).where
         return f"{self.component}-{where}" if where else self.component
 
+    @abstractmethod
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        """Whether the fault visibly holds (polled until effect_timeout)."""
-        return True
+        """Whether the fault visibly holds, observed on the component (polled until effect_timeout; asked once
+        before injecting, where it must say no)."""
 
+    @abstractmethod
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        """Whether the component works again after the revert (polled until recovery_timeout)."""
-        return True
+        """Whether the component works again, observed on it (polled until recovery_timeout after the revert; asked
+        once while the fault holds, where it must say no)."""
 
 
 FaultT = TypeVar("FaultT", bound=type[Fault])
 
 
+class IncompleteFault(TypeError):
+    pass
+
+
 def register(cls: FaultT) -> FaultT:
-    """Class decorator: adds a concrete fault to the catalog under its own `name`."""
+    """Class decorator: adds a concrete fault to the catalog under its own `name`; refuses one whose checks are not
+    its own, or that has no diagnosis naming it or no no-op control."""
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise IncompleteFault(f"{cls.__qualname__} must implement {missing}: a fault's checks observe its component")
+    for attr, words in (("named", "named = Named(component, cause)"), ("no_op", "no_op = NoOpControl(wait=...)")):
+        if not isinstance(getattr(cls, attr, None), Named if attr == "named" else NoOpControl):
+            raise IncompleteFault(f"{cls.__qualname__} must declare `{words}`")
     FAULTS.add(cls.name, cls)
     return cls
 

@@ -16,7 +16,7 @@ from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, local_healthz, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.duration import DurationError, parse_duration
@@ -31,6 +31,7 @@ class ControllerManagerDown(StaticPodDown):
     name = "controller-manager.down"
     component = "controller-manager"
     named = Named("controller-manager", r"not running")
+    no_op = NoOpControl(wait=10.0)  # the process is gone within seconds
     process = controller_manager.PROCESS
     health_port = controller_manager.PORT
 
@@ -46,6 +47,7 @@ class ControllerManagerHung(ProcessFrozen):
     name = "controller-manager.hung"
     component = "controller-manager"
     named = Named("controller-manager", r"stopped|frozen")
+    no_op = NoOpControl(wait=20.0)  # a frozen leader's lease is past its renew interval within 6 s
     process = controller_manager.PROCESS
 
 
@@ -225,6 +227,7 @@ class ControllerStuck(Fault):
     name = "controller-manager.controller-stuck"
     component = "controller-manager"
     named = Named("controller-manager", r"controller .* (does no work|was not started)")
+    no_op = NoOpControl(wait=20.0)  # a probe unreconciled 10 s counts
     Params = ControllerStuckParams
     effect_timeout = 90.0
     recovery_timeout = 120.0

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.certs import CA_CRT
 from chaoskit.components import kube_proxy as kp
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, kubectl, node_sh, register, sh
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
 from chaoskit.faults.sync_delay import NAMESPACE as PROBE_NAMESPACE
 from chaoskit.faults.sync_delay import SERVICE as PROBE_SERVICE
@@ -31,6 +31,7 @@ class KubeProxyFrozen(ProcessFrozen):
     name = "kube-proxy.freeze"
     component = "kube-proxy"
     named = Named("kube-proxy", r"stopped|unhealthy|not synced")
+    no_op = NoOpControl(wait=15.0)  # an endpoint change a frozen kube-proxy misses counts after 3 s
     scope = "node"
     target_role = "worker"
     process = kp.PROCESS
@@ -82,6 +83,7 @@ class KubeProxyFlushRules(Fault):
     name = "kube-proxy.flush-rules"
     component = "kube-proxy"
     named = Named("kube-proxy", r"Service rule")
+    no_op = NoOpControl(wait=10.0)  # the rules are gone within a second
     scope = "node"  # kept flushed by the unit: endpoint changes elsewhere no longer heal it
     target_role = "worker"
     effect_timeout = 30.0
@@ -203,6 +205,7 @@ class KubeProxySlowSync(Fault):
     name = "kube-proxy.slow-sync"
     component = "kube-proxy"
     named = Named("kube-proxy", r"syncs at most")
+    no_op = NoOpControl(wait=20.0)  # kind's 1 s minSyncPeriod programs a change at once
     scope = "cluster"  # one ConfigMap for every node's kube-proxy, and every kube-proxy pod restarted
     target_role = "control-plane"
     Params = SlowSyncParams

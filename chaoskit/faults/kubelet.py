@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.certs import CA_KEY, expired_check, expired_client_pem
 from chaoskit.components import containerd, kubelet
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Handoff, Named, node_sh, register, sh
+from chaoskit.faults.base import Fault, FaultPlan, Handoff, Named, NoOpControl, node_sh, register, sh
 from chaoskit.faults.control_plane import ProcessFrozen
 from chaoskit.model.params import FaultParams, params_of
 
@@ -35,6 +35,7 @@ class KubeletStopped(Fault):
     name = "kubelet.stop"
     component = "kubelet"
     named = Named("kubelet", r"not running|heartbeat")
+    no_op = NoOpControl(wait=45.0)  # NotReady after the 30 s node-monitor grace period
     scope = "node"
     target_role = "worker"
     effect_timeout = 120.0
@@ -62,6 +63,7 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
     name = "kubelet.runtime-unresponsive"
     component = "kubelet"
     named = Named("runtime", r"containerd|runtime")
+    no_op = NoOpControl(wait=10.0)  # CRI calls hang at once
     scope = "node"
     target_role = "worker"
     process = containerd.PROCESS
@@ -116,6 +118,7 @@ class DiskPressure(Fault):
     name = "kubelet.disk-pressure"
     component = "kubelet"
     named = Named("kubelet", r"DiskPressure|full")
+    no_op = NoOpControl(wait=30.0)  # the eviction manager looks every 10 s
     scope = "node"
     target_role = "worker"
     Params = DiskPressureParams
@@ -190,6 +193,7 @@ class KubeletCertExpired(Fault):
     name = "kubelet.cert-expired"
     component = "kubelet"
     named = Named("kubelet", r"certificate.*expired")
+    no_op = NoOpControl(wait=45.0)  # kubelet logs the expiry at its restart; NotReady after the 30 s grace
     scope = "node"
     target_role = "worker"
     effect_timeout = 120.0  # the node-monitor grace period, as for kubelet.stop

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
@@ -92,6 +92,7 @@ class QuotaExhausted(Fault):
     name = "controller-manager.quota-exhausted"
     component = "controller-manager"
     named = Named("controller-manager", r"ResourceQuota chaoskit-quota .*exceeded quota")
+    no_op = NoOpControl(wait=15.0)  # the probe's pods are refused within seconds
     scope = "namespace"
     Params = QuotaParams
     effect_timeout = 120.0  # with probeReplicas 0 the HPA has to ask first

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from chaoskit import workloads
 from chaoskit.components import scheduler
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
@@ -25,6 +25,7 @@ class SchedulerDown(StaticPodDown):
     name = "scheduler.down"
     component = "scheduler"
     named = Named("scheduler", r"not running")
+    no_op = NoOpControl(wait=10.0)  # the process is gone within seconds
     process = scheduler.PROCESS
     health_port = scheduler.PORT
 
@@ -144,6 +145,8 @@ class Unschedulable(Fault):
     name = "scheduler.unschedulable"
     component = "scheduler"
     named = Named("scheduler", r"unschedulable")
+    # the taint's FailedScheduling event comes within a second
+    no_op = NoOpControl(wait=8.0, params=(("reason", "taint"),))
     Params = UnschedulableParams
     effect_timeout = 60.0
     recovery_timeout = 120.0  # namespace deletion

@@ -9,6 +9,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.model.factcheck import observed_words
 from chaoskit.model.timeline import MeasurementResult
 
 Record = Mapping[str, Any]
@@ -60,4 +61,4 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-TEMPLATES.filters.update(seconds=seconds, when=when, observed=observed, threshold=threshold_words)
+TEMPLATES.filters.update(seconds=seconds, when=when, observed=observed, threshold=threshold_words, facts=observed_words)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
+from chaoskit.model.factcheck import observed_words
 from chaoskit.reports.common import Record, threshold_words
 
 
@@ -41,7 +42,8 @@ def _playbook(run: Record) -> TestSuite:
                    if s.get(key) is None and not s.get("failures")]  # fmt: skip
         out = (f"{s.get('summary', '')}\neffect after {_s(s.get('effect_s'))}, named by the diagnosis after "
                f"{_s(s.get('named_s'))}, held {_s(s.get('held_s'))}, healthy {_s(s.get('recovery_s'))} after the "
-               "revert")  # fmt: skip
+               f"revert\nfact check: {(s.get('fact_check') or {}).get('verdict', '—')} "
+               f"({observed_words(s.get('fact_check') or {})})")  # fmt: skip
         cases.append(_case(f"step {s.get('step') or s['fault']}: {s['fault']} on {s['node']}", cls, took,
                            failure="\n".join(s.get("errors") or missing), error="\n".join(s.get("failures") or []),
                            out=out))  # fmt: skip

@@ -109,6 +109,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
                 "heldSeconds": _round(s.held_s),
                 "recoverySeconds": _round(s.recovery_s),
                 "ok": s.ok,
+                "factCheck": (s.fact_check or {}).get("verdict"),  # confirmed | mismatch | inconclusive
                 "errors": s.errors,
                 "failures": s.failures,
             }

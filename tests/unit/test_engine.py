@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from fake_faults import holds
 from pydantic import BaseModel
 
 from chaoskit.cluster.kube import FakeKube
@@ -36,10 +37,10 @@ class TwoLineFault(Fault):
         return FaultPlan(self.name, node, apply=("apply-1", "apply-2"), revert=("revert-1", "revert-2"), summary="s")
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return self.shows
+        return self.shows and holds(env, plan)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return self.heals
+        return self.heals and not holds(env, plan)
 
 
 def _run(nodes: FakeNodeExec, tmp_path: Path, fault: Fault | None = None) -> tuple[FaultResult, Journal]:

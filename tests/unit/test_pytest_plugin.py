@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_faults import holds
 from pydantic import BaseModel
 
 from chaoskit.cluster.kube import FakeKube
@@ -29,6 +30,12 @@ class Marked(Fault):
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="marks")
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return holds(env, plan)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return not holds(env, plan)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from fake_faults import holds
 from pydantic import BaseModel
 
 from chaoskit import subject as subjects
@@ -108,7 +109,13 @@ class NoopFault(Fault):
     target_role = "worker"
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        return FaultPlan(self.name, node, apply=("true",), revert=("true",), summary="nothing")
+        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="nothing")
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return holds(env, plan)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return not holds(env, plan)
 
 
 @pytest.fixture
@@ -441,10 +448,14 @@ class CauseFirst(Fault):
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         self.injected = time.monotonic()
-        return FaultPlan(self.name, node, apply=("true",), revert=("true",), summary="a cause before its symptom")
+        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",),
+                         summary="a cause before its symptom")  # fmt: skip
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return time.monotonic() - self.injected >= self.effect_after
+        return holds(env, plan) and time.monotonic() - self.injected >= self.effect_after
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return not holds(env, plan)
 
 
 def _naming(when: str) -> Diagnosis:
