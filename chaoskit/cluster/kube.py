@@ -232,6 +232,7 @@ _RESOURCES = {
     "Namespace": ("namespaces", False),
     "Pod": ("pods", True),
     "Service": ("services", True),
+    "EndpointSlice": ("endpointslices", True),
     "ConfigMap": ("configmaps", True),
     "ServiceAccount": ("serviceaccounts", True),
     "Deployment": ("deployments", True),

@@ -25,10 +25,16 @@ def pid_command(process: str) -> str:
 
 
 def thaw_command(process: str) -> str:
-    """A shell line that continues every stopped `process` and its children: a child forked as SIGSTOP came is stopped
-    under its own name once it has exec'd (kube-proxy then waits on a stopped iptables-save for good)."""
+    """A shell line that continues every stopped `process` and its children (a child forked as SIGSTOP came is stopped
+    under its own name once it has exec'd: kube-proxy then waits on a stopped iptables-save for good), and fails while
+    any of them is still stopped, so that the dead-man switch tries again."""
     name = comm(process)
-    return f'pkill -CONT -x {name}; for p in $(pgrep -x {name}); do pkill -CONT -P "$p"; done; true'
+    each = f'for p in $(pgrep -x {name}); do for q in "$p" $(pgrep -P "$p"); do'
+    return (
+        f'pkill -CONT -x {name}; for p in $(pgrep -x {name}); do pkill -CONT -P "$p"; done;'
+        f' stopped=0; {each} case "$(ps -o stat= -p "$q" 2>/dev/null)" in T*) stopped=1;; esac; done; done;'
+        " [ $stopped -eq 0 ]"
+    )
 
 
 def leader_lease(name: str) -> str:

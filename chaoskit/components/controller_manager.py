@@ -11,6 +11,5 @@ HEALTHZ = local_url(PORT, "/healthz")
 METRICS_URL = local_url(PORT, "/metrics")
 LEASE_NAME = PROCESS  # its leader lease is named after it
 LEASE = leader_lease(LEASE_NAME)
-LEASE_S = 15.0  # its lease lasts 15 s and is renewed every 2 s
 # the running process's command line (its flags), read inside the node
 CMDLINE = f"{pid_command(PROCESS)} && tr '\\0' ' ' < /proc/$pid/cmdline"

@@ -212,7 +212,7 @@ class WatchLeak(Fault):
 
     As a leaking client or controller leaves them: opened, never closed, each holding API server memory. A transient
     systemd unit (chaoskit-watch-leak) on the control-plane node runs curl with the admin client certificate,
-    holding `watches` HTTP/1.1 watches on ConfigMaps in `default`, one TCP connection each. The apply records the
+    holding `watches` HTTP/1.1 watches on ConfigMaps in `default`, one TCP connection each. The setup records the
     gauge of namespaced ConfigMap watches first; the effect is that gauge at least watches/2 above the baseline;
     the revert stops the unit (its cgroup: exactly those curls) and deletes the copied credentials; recovery is the
     gauge back within max(10, watches/10) of the baseline.
@@ -232,13 +232,15 @@ class WatchLeak(Fault):
         return FaultPlan(
             self.name,
             node,
-            apply=(
+            setup=(
                 f"mkdir -p {WATCH_DIR} && chmod 700 {WATCH_DIR}",
+                f"{WATCH_COUNT} > {WATCH_BASELINE}.new && mv {WATCH_BASELINE}.new {WATCH_BASELINE}",
+            ),
+            apply=(
                 f"{kubectl('config', 'view', '--raw', '-o', f'jsonpath={user}' % 'certificate')} | base64 -d"
                 f" > {WATCH_DIR}/client.crt",
                 f"umask 077 && {kubectl('config', 'view', '--raw', '-o', f'jsonpath={user}' % 'key')} | base64 -d"
                 f" > {WATCH_DIR}/client.key",
-                f"{WATCH_COUNT} > {WATCH_BASELINE}.new && mv {WATCH_BASELINE}.new {WATCH_BASELINE}",
                 sh("systemd-run", f"--unit={WATCH_UNIT}", *WATCH_UNIT_PROPERTIES, "sh", "-c", _watch_script(p.watches)),
             ),
             revert=(

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal, TypeVar
 from pydantic import BaseModel
 
 from chaoskit.cluster.shell import Completed
-from chaoskit.components.common import comm, pid_command
+from chaoskit.components.common import comm
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.model.params import NoParams, ParamsT
@@ -229,12 +229,6 @@ def node_sh(env: Env, node: str, script: str, timeout: float = 30) -> Completed:
 
 def process_running(env: Env, node: str, process: str) -> bool:
     return env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False).returncode == 0
-
-
-def process_state(env: Env, node: str, process: str) -> str:
-    """The kernel state letter of a process (R, S, T for stopped...), or '' if absent."""
-    out = env.nodes.run(node, ["sh", "-c", f'{pid_command(process)} && ps -o stat= -p "$pid"'], check=False)
-    return out.stdout.strip()[:1] if out.returncode == 0 else ""
 
 
 def local_healthz(env: Env, node: str, port: int, path: str = "/healthz") -> bool:

@@ -15,6 +15,7 @@ from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.diagnosers.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
@@ -40,15 +41,32 @@ class ControllerManagerDown(StaticPodDown):
 class ControllerManagerHung(ProcessFrozen):
     """kube-controller-manager frozen (SIGSTOP): its lease stops renewing and nothing converges.
 
-    This is how a deadlocked controller loop looks from outside: its leader
-    lease stops renewing and an HPA-scaled Deployment does not converge. kubelet's liveness probe restarts it after
-    about 80 s, as it would a real hang."""
+    This is how a deadlocked controller loop looks from outside: its leader lease stops renewing and an HPA-scaled
+    Deployment does not converge. kubelet's liveness probe restarts it after about 80 s, as it would a real hang.
+    Effect: its leader lease (kube-system/kube-controller-manager) not renewed for more than half its duration (it
+    renews every 2 s); recovery: renewed within half its duration again, by whichever process leads, and /healthz
+    ok. The revert continues the process and fails while it is still stopped."""
 
     name = "controller-manager.hung"
     component = "controller-manager"
     named = Named("controller-manager", r"stopped|frozen")
-    no_op = NoOpControl(wait=20.0)  # a frozen leader's lease is past its renew interval within 6 s
+    no_op = NoOpControl(wait=20.0)  # a frozen leader's lease is past half its 11 s duration within 6 s
     process = controller_manager.PROCESS
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        lease = leader_lease(env)
+        return lease is not None and (lease.age is None or lease.age > lease.duration / 2)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        lease = leader_lease(env)
+        renewing = lease is not None and lease.age is not None and lease.age <= lease.duration / 2
+        return renewing and local_healthz(env, plan.node, controller_manager.PORT)
+
+
+def leader_lease(env: Env) -> LeaseState | None:
+    """kube-controller-manager's leader lease as renewed, or None when nobody ever took it."""
+    found = env.kube.find(controller_manager.LEASE)
+    return None if found is None else LeaseState.of(found, time.time())
 
 
 # --- one controller stuck -------------------------------------------------------------------------------------------
@@ -71,7 +89,6 @@ LEASE = controller_manager.LEASE
 METRICS_URL = controller_manager.METRICS_URL
 QUEUE_METRICS = ("workqueue_depth", "workqueue_work_duration_seconds_count")
 LEADER_WAIT_S = 120  # a new process leads within seconds (swap_static_pod), or once the old lease lapses
-FRESH_LEASE_S = controller_manager.LEASE_S  # a lease renewed within its duration is fresh
 
 
 @dataclass(frozen=True)
@@ -184,11 +201,10 @@ def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
 
 
 def lease_fresh(env: Env, now: float) -> bool:
-    """Some kube-controller-manager holds its leader lease and renewed it within the lease's duration."""
-    lease = env.kube.find(LEASE)
-    spec = (lease or {}).get("spec", {})
-    renewed = api_time(spec.get("renewTime"))
-    return bool(spec.get("holderIdentity")) and renewed is not None and now - renewed <= FRESH_LEASE_S
+    """Some kube-controller-manager holds its leader lease and renewed it within the lease's own duration."""
+    found = env.kube.find(LEASE)
+    lease = None if found is None else LeaseState.of(found, now)
+    return lease is not None and bool(lease.holder) and lease.age is not None and lease.age <= lease.duration
 
 
 def queue_works(metrics: Metrics, queue: str) -> bool:

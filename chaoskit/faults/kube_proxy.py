@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 from pydantic import BaseModel, Field
 
@@ -15,9 +16,51 @@ from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, 
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
 from chaoskit.faults.sync_delay import NAMESPACE as PROBE_NAMESPACE
 from chaoskit.faults.sync_delay import SERVICE as PROBE_SERVICE
-from chaoskit.faults.sync_delay import SyncDelays, fresh_ip, measure, probe_objects
+from chaoskit.faults.sync_delay import SERVICE_PATH, SLICE_PATH, SyncDelays, endpoint, fresh_ip, measure, probe_objects
 from chaoskit.model.duration import Duration
 from chaoskit.model.params import FaultParams, params_of
+
+# A running kube-proxy programs an endpoint change within its minSyncPeriod (1 s on kind) plus one sync (well under a
+# second at this size); a node whose rules have not taken one up after this long does not follow the cluster.
+FOLLOW_S = 4.0
+
+
+def rules_probe_name(node: str) -> str:
+    """The probe Service whose endpoints chaoskit changes to see whether `node`'s rules follow: one per node, so
+    freezes on two nodes at once never share one."""
+    return f"chaoskit-rules-{node}"[:63].rstrip("-")
+
+
+def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
+    """Whether `node`'s Service rules take up a fresh endpoint of chaoskit's probe Service within `wait` seconds.
+
+    The probe (kube-system, no selector, its EndpointSlice written here with documentation addresses nobody answers
+    at) is made on first use; `forget_rules_probe` deletes it."""
+    name = rules_probe_name(node)
+    slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}"
+    found = env.kube.find(slice_path)
+    taken = [ip for ep in (found or {}).get("endpoints") or [] for ip in ep.get("addresses", [])]
+    ip = fresh_ip(taken)
+    if found is None:
+        for obj in probe_objects(ip, name, KubeProxyFrozen.name):
+            env.kube.apply(obj)
+    else:
+        env.kube.patch(slice_path, {"endpoints": [endpoint(ip)]})
+    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name)
+    deadline = time.monotonic() + wait
+    while True:
+        if ip in node_sh(env, node, read).stdout.split():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def forget_rules_probe(env: Env, node: str) -> None:
+    name = rules_probe_name(node)
+    env.kube.delete(f"/api/v1/namespaces/{PROBE_NAMESPACE}/services/{name}", propagation="Background")
+    env.kube.delete(f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}",
+                    propagation="Background")  # fmt: skip
 
 
 @register
@@ -25,22 +68,28 @@ class KubeProxyFrozen(ProcessFrozen):
     """kube-proxy frozen (SIGSTOP) on one node: endpoint changes are not programmed into its rules.
 
     Endpoints added or removed meanwhile (an HPA scale-up) get no traffic from that node, or keep getting it,
-    until it thaws and resyncs.
+    until it thaws and resyncs. Effect: the node's rules do not take up an endpoint change of a probe Service of
+    chaoskit's (kube-system/chaoskit-rules-<node>, no selector, its EndpointSlice written by chaoskit) within 4 s;
+    recovery: they do again (the probe is then deleted). The revert continues every stopped kube-proxy and its
+    children, and fails while one is still stopped.
     """
 
     name = "kube-proxy.freeze"
     component = "kube-proxy"
     named = Named("kube-proxy", r"stopped|unhealthy|not synced")
-    no_op = NoOpControl(wait=15.0)  # an endpoint change a frozen kube-proxy misses counts after 3 s
+    no_op = NoOpControl(wait=15.0)  # an endpoint change a frozen kube-proxy misses counts after 4 s
     scope = "node"
     target_role = "worker"
     process = kp.PROCESS
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return super().took_effect(env, plan) and not kp.healthz_answers(env.nodes, plan.node)
+        return not rules_follow(env, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return kp.healthz_answers(env.nodes, plan.node)
+        if not rules_follow(env, plan.node):
+            return False
+        forget_rules_probe(env, plan.node)
+        return True
 
 
 def kubernetes_cluster_ip(env: Env) -> str:
@@ -143,6 +192,8 @@ class SlowSyncParams(FaultParams):
 
 
 SLOW_FRACTION = 0.5  # a change landing right after a sync must wait at least this part of the period
+# a kube-proxy at kind's 1 s minSyncPeriod decides fast within two changes, about 3 s; a slow one decides nothing
+FAST_WITHIN_S = 12.0
 
 
 PROXY_CONFIGMAP_BACKUP = f"{PARKED}/kube-proxy-configmap.yaml"
@@ -198,8 +249,8 @@ class KubeProxySlowSync(Fault):
     programmed the previous one: it lands in that sync's cool-down. The effect holds when on every node such a change
     waited at least half of `min_sync_period` (the first change counts too where kube-proxy's own metrics say it had
     already synced); a change programmed sooner on any node means no effect. Two changes and about half the period,
-    typically; at most 1.5 periods. Not in IPVS mode, whose rules the probe does not read. Recovery: every kube-proxy
-    runs with another period again (its /configz).
+    typically; at most 1.5 periods. Not in IPVS mode, whose rules the probe does not read. Recovery, measured the same
+    way: on every node a change landing right after a sync is programmed sooner than half the period (within 12 s).
     """
 
     name = "kube-proxy.slow-sync"
@@ -226,10 +277,10 @@ class KubeProxySlowSync(Fault):
         return FaultPlan(
             self.name,
             node,
+            setup=(f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",),  # what the checks change
             apply=(
                 f"if [ -e {backup} ]; then echo '{backup} exists: an earlier injection was not reverted"
                 " (chaoskit revert)' >&2; exit 1; fi",
-                f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
                 sh("mkdir", "-p", PARKED),
                 f"{get_cm} > {backup}.new && mv {backup}.new {backup}",
                 f"{slow_sync_sed(p.min_sync_period)} {backup} | {kubectl('replace', '-f', '-')}",
@@ -257,14 +308,21 @@ class KubeProxySlowSync(Fault):
         self.measured.append(found)
         return found.slow_everywhere
 
-    def _periods(self, env: Env) -> list[float | None] | None:
-        """Each live kube-proxy's minSyncPeriod, or None while the DaemonSet is not fully Ready."""
-        if not kp.proxies_ready(env.kube):
-            return None
-        _, pods = kp.kube_proxy_pods(env.kube)
-        return [kp.running_min_sync_period(env.nodes, p["spec"]["nodeName"]) for p in pods]
-
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        slow = plan.params_as(SlowSyncParams).min_sync_period
-        periods = self._periods(env)
-        return periods is not None and all(s is not None and abs(s - slow) >= 1e-3 for s in periods)
+        """Measured: every node programs a change that lands right after a sync sooner than the effect's threshold
+        (the probe Service is made again for it, as the revert deletes it, and deleted once this holds)."""
+        period = plan.params_as(SlowSyncParams).min_sync_period
+        if not kp.proxies_ready(env.kube):
+            return False
+        if env.kube.find(SERVICE_PATH) is None:
+            for obj in probe_objects(fresh_ip([])):
+                env.kube.apply(obj)
+        _, pods = kp.kube_proxy_pods(env.kube)
+        found = measure(env, [p["spec"]["nodeName"] for p in pods], SLOW_FRACTION * period, FAST_WITHIN_S,
+                        all_nodes=True)  # fmt: skip
+        self.measured.append(found)
+        if not found.fast_everywhere:
+            return False
+        for path in (SERVICE_PATH, SLICE_PATH):
+            env.kube.delete(path, propagation="Background")
+        return True

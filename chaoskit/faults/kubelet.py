@@ -205,6 +205,7 @@ class KubeletCertExpired(Fault):
         return FaultPlan(
             self.name,
             node,
+            setup=(f"mkdir -p {SINCE.rsplit('/', 1)[0]} && date +%s > {SINCE}",),  # kubelet's journal is read from here
             apply=(
                 f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then echo '{PARKED_PEM} exists: an earlier "
                 "injection was not reverted (chaoskit revert)' >&2; exit 1; fi",
@@ -213,7 +214,6 @@ class KubeletCertExpired(Fault):
                 f" handed over to {node} from the control-plane node, and no CA key here to sign one' >&2; exit 1; fi",
                 f"{expired_check(EXPIRED_PEM)} && openssl pkey -in {EXPIRED_PEM} -noout || {{ echo '{EXPIRED_PEM}"
                 " is not an expired certificate and its key' >&2; exit 1; }",
-                f"mkdir -p {SINCE.rsplit('/', 1)[0]} && date +%s > {SINCE}",
                 f"mv {CLIENT_PEM} {PARKED_PEM} && mv {EXPIRED_PEM} {CLIENT_PEM}",
                 sh("systemctl", "restart", "kubelet"),
             ),

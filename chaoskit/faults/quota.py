@@ -86,7 +86,8 @@ class QuotaExhausted(Fault):
     No component is broken. Effect: such FailedCreate events, seen after the quota was made. The revert deletes
     the probe, the quota (only the one labelled chaoskit.dev/fault=controller-manager.quota-exhausted) and the
     namespace if the fault made it; the ReplicaSet controller then creates the missing pods on its next retry
-    (its back-off grows with every refusal). Runs kubectl on the control-plane node.
+    (its back-off grows with every refusal). Recovery: every ReplicaSet the quota refused that is still there (the
+    workload's) has created all its pods, and the quota is gone. Runs kubectl on the control-plane node.
     """
 
     name = "controller-manager.quota-exhausted"
@@ -140,9 +141,16 @@ class QuotaExhausted(Fault):
         return bool(refusals(events.get("items") or [], made))
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        """Every ReplicaSet the quota refused (its FailedCreate events), still there, has created all its pods, and
+        the quota is gone."""
         p = plan.params_as(QuotaParams)
-        base = f"/api/v1/namespaces/{p.namespace}"
-        return (
-            env.kube.find(f"{base}/resourcequotas/{QUOTA}") is None
-            and env.kube.find(f"/apis/apps/v1/namespaces/{p.namespace}/replicasets/{PROBE}") is None
-        )
+        events = env.kube.get(f"/api/v1/namespaces/{p.namespace}/events", fieldSelector="reason=FailedCreate")
+        refused = {e["involvedObject"]["name"] for e in refusals(events.get("items") or [], 0.0)
+                   if e.get("involvedObject", {}).get("kind") == "ReplicaSet"}  # fmt: skip
+        for name in sorted(refused):
+            rs = env.kube.find(f"/apis/apps/v1/namespaces/{p.namespace}/replicasets/{name}")
+            if rs is None or rs["metadata"].get("deletionTimestamp"):
+                continue  # gone (the probe, deleted by the revert): nothing of it waits to be created
+            if int((rs.get("status") or {}).get("replicas") or 0) < int(rs["spec"].get("replicas") or 0):
+                return False
+        return env.kube.find(f"/api/v1/namespaces/{p.namespace}/resourcequotas/{QUOTA}") is None

@@ -10,9 +10,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit import workloads
+from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import scheduler
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, first_node, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
@@ -99,10 +100,42 @@ def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
 def taint_line(node: str) -> str:
     """Label and taint `node` (a name, or `worker`: picked by kubectl)."""
     pick = f"n=$({FIRST_WORKER}); n=${{n#node/}}" if node == WORKER else f"n={shlex.quote(node)}"
+    # the taint before the label: the pods, Pending already, select the label and must never meet the node untainted
     return (
         f"{pick}; [ -n \"$n\" ] || {{ echo 'no worker node to taint' >&2; exit 1; }};"
-        f' {kubectl()} label nodes "$n" {PIN_LABEL} --overwrite && {kubectl()} taint nodes "$n" {TAINT} --overwrite'
+        f' {kubectl()} taint nodes "$n" {TAINT} --overwrite && {kubectl()} label nodes "$n" {PIN_LABEL} --overwrite'
     )
+
+
+# Every node's name and taint keys, a line each: the revert finds our taint on any node, labelled or not
+NODE_TAINTS = kubectl("get", "nodes", "-o", 'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}'
+                      '{"\\n"}{end}')  # fmt: skip
+UNTAINT = (
+    f"ok=0; names=$({NODE_TAINTS}) || ok=1;"
+    f""" for n in $(printf '%s\\n' "$names" | awk '/{TAINT_KEY.replace("/", "[/]")}/ {{print $1}}'); do"""
+    f' {kubectl()} taint nodes "$n" {TAINT_KEY}:NoSchedule- >/dev/null || ok=1; done; [ $ok -eq 0 ]'
+)
+# fails while any node still has our taint or label, or when the nodes cannot be read: the switch then retries
+LABELLED = kubectl("get", "nodes", "-l", TAINT_KEY, "-o", "name")
+NONE_LEFT = f"left=$({NODE_TAINTS} && {LABELLED}) && ! printf '%s\\n' \"$left\" | grep -q -e {TAINT_KEY} -e '^node/'"
+# A pod the scheduler must place once the fault is gone: on the tainted node (reason taint), anywhere otherwise.
+PROBE_POD = "chaoskit-schedulable-probe"
+PROBE_NAMESPACE = "default"
+
+
+def probe_pod(node: str | None) -> dict[str, Any]:
+    """A pod of chaoskit's workload image that any working scheduler binds at once (to `node` when given)."""
+    spec: dict[str, Any] = {
+        "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never",
+                        "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}],
+        "tolerations": [{"key": key, "operator": "Exists"} for key in TOLERATED],
+        "terminationGracePeriodSeconds": 0,
+    }  # fmt: skip
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": "scheduler.unschedulable"}
+    meta = {"name": PROBE_POD, "namespace": PROBE_NAMESPACE, "labels": labels}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 def _tolerating_not_found(line: str) -> str:
@@ -138,8 +171,11 @@ class Unschedulable(Fault):
     network-unavailable): chaoskit's is the only one left that the scheduler can reject a node for, and without it the
     event says the pods match no node instead. Unlike scheduler.down, the events are there: that is how the two are
     told apart. The revert deletes the Deployment, the taint and the label (found by the label, whichever node was
-    picked) and the namespace if the fault created it. Runs kubectl on the control-plane node, which is therefore the
-    fault's target node wherever the taint goes.
+    picked) and the namespace if the fault created it, and fails while any node keeps the taint or the label. For
+    reason taint the Deployment is made first (Pending, pinned to a label no node has yet), then the node is tainted
+    and labelled. Recovery: a probe pod (default/chaoskit-schedulable-probe: on the tainted node for reason taint,
+    anywhere otherwise) is bound by the scheduler, and nothing of the fault's is left. Runs kubectl on the
+    control-plane node, which is therefore the fault's target node wherever the taint goes.
     """
 
     name = "scheduler.unschedulable"
@@ -163,19 +199,21 @@ class Unschedulable(Fault):
         manifest = json.dumps(unschedulable_deployment(p), separators=(",", ":"))
         created = f"{CREATED_BY}={self.name}"
         make_ns = f"{kubectl('create', 'namespace', ns)} && {kubectl('label', 'namespace', ns, created)}"
-        apply = [f"{kubectl('get', 'namespace', ns)} >/dev/null 2>&1 || {{ {make_ns}; }}"]
+        setup = [f"{kubectl('get', 'namespace', ns)} >/dev/null 2>&1 || {{ {make_ns}; }}"]
         revert = [kubectl("delete", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found")]
         summary = f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}"
+        deployment = f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}"
+        apply = [deployment]
         if p.reason == "taint":
-            apply.append(taint_line(p.node))
-            pinned = ("nodes", "-l", PIN_LABEL)  # the label goes last: the taint is found by it
-            revert.append(_tolerating_not_found(kubectl("taint", *pinned, f"{TAINT_KEY}:NoSchedule-")))
-            revert.append(kubectl("label", *pinned, f"{TAINT_KEY}-"))
+            setup.append(deployment)  # Pending already, pinned to a label no node has: the taint alone is the fault
+            apply = [taint_line(p.node)]
+            revert += [UNTAINT, kubectl("label", "nodes", "-l", PIN_LABEL, f"{TAINT_KEY}-"), NONE_LEFT]
             summary += f" (NoSchedule taint {TAINT_KEY} on {'the first worker' if p.node == WORKER else p.node})"
-        apply.append(f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}")
         ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
+        revert.append(kubectl("delete", "pod", "-n", PROBE_NAMESPACE, PROBE_POD, "--ignore-not-found", "--wait=false"))
         revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
-        return FaultPlan(self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p)
+        return FaultPlan(self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p,
+                         setup=tuple(setup))  # fmt: skip
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(UnschedulableParams)
@@ -190,7 +228,12 @@ class Unschedulable(Fault):
         return pending <= explained
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        """The scheduler binds a new pod again (on the tainted node, for reason taint), and nothing of the fault's is
+        left: its Deployment, pods, taint, label, and its namespace if it made one."""
         p = plan.params_as(UnschedulableParams)
+        if not self._probe_bound(env, (p.node if p.node != WORKER else first_node(env, "worker"))
+                                 if p.reason == "taint" else None):  # fmt: skip
+            return False
         if not _absent(env, f"/apis/apps/v1/namespaces/{p.namespace}/deployments/{DEPLOYMENT}"):
             return False
         if env.kube.get(f"/api/v1/namespaces/{p.namespace}/pods", labelSelector=f"app={DEPLOYMENT}")["items"]:
@@ -199,3 +242,16 @@ class Unschedulable(Fault):
             return False
         ns = env.kube.find(f"/api/v1/namespaces/{p.namespace}")
         return ns is None or bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays
+
+    def _probe_bound(self, env: Env, node: str | None) -> bool:
+        """The probe pod (made now if missing) is bound; once it is, it goes, as it has shown what it could."""
+        path = f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{PROBE_POD}"
+        pod = env.kube.find(path)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            if pod is None:
+                env.kube.apply(probe_pod(node))
+            return False
+        if not pod["spec"].get("nodeName"):
+            return False
+        env.kube.delete(path)
+        return True

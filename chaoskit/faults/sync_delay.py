@@ -42,18 +42,18 @@ class Timing:
     poll: float = 0.1
 
 
-def probe_objects(ip: str) -> list[dict[str, Any]]:
+def probe_objects(ip: str, name: str = SERVICE, fault: str = "kube-proxy.slow-sync") -> list[dict[str, Any]]:
     """The probe's Service and its one EndpointSlice, holding the endpoint `ip`."""
-    labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": "kube-proxy.slow-sync"}
+    labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": fault}
     service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels},
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
         "spec": {"ports": [{"name": "http", "port": PORT, "protocol": "TCP"}]},  # no selector: we write the slice
     }  # fmt: skip
-    owners = {"kubernetes.io/service-name": SERVICE, "endpointslice.kubernetes.io/managed-by": "chaoskit"}
+    owners = {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "chaoskit"}
     slice_labels = {**labels, **owners}  # not the EndpointSlice controller's: it leaves the slice alone
     endpoint_slice = {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-        "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": slice_labels},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": slice_labels},
         "ports": [{"name": "http", "port": PORT, "protocol": "TCP"}], "endpoints": [endpoint(ip)],
     }  # fmt: skip
     return [service, endpoint_slice]

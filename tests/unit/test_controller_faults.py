@@ -303,10 +303,25 @@ def test_quota_effect_is_a_refusal_naming_the_quota_after_it_was_made() -> None:
     assert not QuotaExhausted().took_effect(_env({f"{QNS}/events/0": _failed_create(REFUSED, now)}), plan)  # no-op
 
 
-def test_quota_recovered_once_its_quota_and_probe_are_gone() -> None:
+def test_quota_recovered_once_the_pods_it_refused_are_created_and_it_is_gone() -> None:
     plan = QuotaExhausted().plan(CP, QuotaParams())
-    assert QuotaExhausted().recovered(_env({}), plan)
-    assert not QuotaExhausted().recovered(_env({f"{QNS}/resourcequotas/{QUOTA}": _quota(time.time())}), plan)
+    rs_path = "/apis/apps/v1/namespaces/chaoskit-quota/replicasets/chaoskit-quota-probe"
+
+    def recovered(created: int | None, quota: bool = False) -> bool:
+        objects: dict[str, Any] = {f"{QNS}/events/1": _failed_create(REFUSED, time.time() - 5)}
+        if created is not None:  # the refused ReplicaSet, wanting 3 pods
+            objects[rs_path] = {"metadata": {"name": "chaoskit-quota-probe"}, "spec": {"replicas": 3},
+                                "status": {"replicas": created}}  # fmt: skip
+        if quota:
+            objects[f"{QNS}/resourcequotas/{QUOTA}"] = _quota(time.time())
+        return QuotaExhausted().recovered(_env(objects), plan)
+
+    assert not recovered(1), "a refused ReplicaSet still short of pods: its creations are still refused"
+    assert recovered(3), "every refused pod created"
+    assert recovered(None), "the refused ReplicaSet is gone: nothing of it waits"
+    assert not recovered(3, quota=True), "the quota still there"
+    assert not QuotaExhausted().recovered(_env({f"{QNS}/events": {"items": []}, f"{QNS}/resourcequotas/{QUOTA}":
+                                                _quota(time.time())}), plan)  # fmt: skip
 
 
 def test_api_times_are_what_the_checks_compare() -> None:

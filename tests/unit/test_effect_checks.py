@@ -235,3 +235,88 @@ def test_plans_without_handoffs_hand_nothing_over() -> None:
     nodes = FakeNodeExec()
     hand_over(Env(FakeKube(), nodes, "chaoskit"), KubeProxySlowSync().plan("cp", SlowSyncParams()))
     assert nodes.calls == []
+
+
+# --- checks that once read back chaoskit's own action: each fails on the old read-back --------------------------
+
+
+def _lease_env(renewed_ago: float | None, healthz: str = "ok", duration: int = 11) -> Env:
+    from chaoskit.components import controller_manager as cm
+    from chaoskit.diagnosers.common import iso
+
+    def responder(argv: tuple[str, ...]) -> Completed | None:
+        if "ps -o stat=" in argv[-1]:
+            return Completed(argv, 0, "T\n")  # the process chaoskit stopped: what the old checks read
+        if any("10257/healthz" in a for a in argv):
+            return Completed(argv, 0 if healthz else 7, healthz)
+        return None
+
+    spec: dict[str, Any] = {"holderIdentity": "cp_1", "leaseDurationSeconds": duration}
+    if renewed_ago is not None:
+        spec["renewTime"] = iso(time.time() - renewed_ago)
+    return Env(FakeKube({cm.LEASE: {"spec": spec}}), FakeNodeExec(FakeRunner(responder=responder)), "chaoskit")
+
+
+def test_a_hung_controller_manager_is_seen_by_its_lease_not_by_the_state_chaoskit_set() -> None:
+    from chaoskit.faults.controller_manager import ControllerManagerHung
+
+    fault = ControllerManagerHung()
+    plan = fault.plan("cp", NoParams())
+    assert not fault.took_effect(_lease_env(1.0), plan), "renewed a second ago: leading, whatever ps says"
+    assert fault.took_effect(_lease_env(8.0), plan), "not renewed for more than half of its 11 s"
+    assert not fault.took_effect(_lease_env(8.0, duration=30), plan), "the Lease's own duration, not a constant"
+    assert not fault.recovered(_lease_env(8.0), plan)
+    assert fault.recovered(_lease_env(1.0), plan) and not fault.recovered(_lease_env(1.0, healthz=""), plan)
+
+
+def _rules_env(follows: bool) -> tuple[Env, FakeKube]:
+    kube = FakeKube()
+
+    def responder(argv: tuple[str, ...]) -> Completed | None:
+        if "iptables-save" not in argv[-1]:
+            return None
+        path = next((p for p in kube.objects if "endpointslices/chaoskit-rules-w" in p), None)
+        ips = [ip for ep in kube.objects[path]["endpoints"] for ip in ep["addresses"]] if path and follows else []
+        return Completed(argv, 0, "\n".join(ips) + "\n")
+
+    return Env(kube, FakeNodeExec(FakeRunner(responder=responder)), "chaoskit"), kube
+
+
+def test_a_frozen_kube_proxy_is_seen_by_rules_that_do_not_follow_an_endpoint_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import chaoskit.faults.kube_proxy as kube_proxy
+
+    monkeypatch.setattr(kube_proxy, "FOLLOW_S", 0.3)
+    fault, plan = kube_proxy.KubeProxyFrozen(), kube_proxy.KubeProxyFrozen().plan("w", NoParams())
+    env, _ = _rules_env(follows=True)
+    assert not fault.took_effect(env, plan), "the rules follow: whatever state the process is in, it works"
+    env, kube = _rules_env(follows=False)
+    assert fault.took_effect(env, plan) and not fault.recovered(env, plan)
+    changed = [ep["addresses"][0] for p, o in kube.objects.items() if "endpointslices" in p for ep in o["endpoints"]]
+    assert changed and changed[0].startswith("198.51.100."), "each look changes the probe's endpoint"
+    env, kube = _rules_env(follows=True)
+    assert fault.recovered(env, plan)
+    assert not [p for p in kube.objects if "chaoskit-rules-w" in p], "recovered: the probe Service is deleted"
+
+
+def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chaoskit.faults.kube_proxy as kube_proxy
+    from chaoskit.faults.sync_delay import SyncDelays
+
+    ds = {"status": {"desiredNumberScheduled": 1}}
+    pod = {"metadata": {"name": "a", "labels": {"k8s-app": "kube-proxy"}}, "spec": {"nodeName": "w"},
+           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}  # fmt: skip
+    verdicts: list[bool | None] = []
+    monkeypatch.setattr(kube_proxy, "measure", lambda *a, **k: SyncDelays(15.0, {"w": verdicts[-1]}, {"w": 1.0}, 2,
+                                                                            1.0))  # fmt: skip
+    fault = KubeProxySlowSync()
+    plan = fault.plan("cp", SlowSyncParams())
+    for verdict, healed in ((None, False), (True, False), (False, True)):  # undecided, slow, fast
+        verdicts.append(verdict)
+        kube = FakeKube({"/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy": ds,
+                         "/api/v1/namespaces/kube-system/pods/a": pod})  # fmt: skip
+        # /configz would say the period is restored all along: the old check passed on it alone
+        env = Env(kube, FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, '{"x": 1}'))), "chaoskit")
+        assert fault.recovered(env, plan) is healed
+        assert (kube.find(SERVICE_PATH) is None) is healed, "the probe is made for the measurement, deleted once fast"

@@ -96,9 +96,21 @@ def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-u
 def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
     plan = KubeProxyFrozen().plan("chaoskit-worker", NoParams())
     assert plan.apply == ("pkill -STOP -x kube-proxy",)
-    assert plan.revert == (
-        'pkill -CONT -x kube-proxy; for p in $(pgrep -x kube-proxy); do pkill -CONT -P "$p"; done; true',
-    )
+    (thaw,) = plan.revert
+    assert thaw.startswith('pkill -CONT -x kube-proxy; for p in $(pgrep -x kube-proxy); do pkill -CONT -P "$p"; done;')
+
+
+@pytest.mark.parametrize(("state", "child", "fails"), [("Sl", "S", False), ("T", "S", True), ("Sl", "T", True)])
+def test_a_thaw_fails_while_the_process_or_a_child_is_still_stopped(
+    tmp_path: Path, state: str, child: str, fails: bool
+) -> None:
+    _bin(tmp_path, "pkill", "exit 0")  # its SIGCONT did nothing: what the line reads afterwards decides
+    _bin(tmp_path, "pgrep", 'case "$1" in -x) echo 41;; -P) echo 42;; esac')
+    _bin(tmp_path, "ps", f'case "$4" in 41) echo {state};; 42) echo {child};; esac')
+    (thaw,) = KubeProxyFrozen().plan("chaoskit-worker", NoParams()).revert
+    assert (_run(tmp_path, thaw).returncode != 0) is fails
+    _bin(tmp_path, "pgrep", "exit 1")  # no kube-proxy at all (restarted meanwhile): nothing is stopped
+    assert _run(tmp_path, thaw).returncode == 0
 
 
 def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
@@ -471,15 +483,29 @@ def test_unschedulable_manifests_fail_for_their_reason_only() -> None:
         assert d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never"
 
 
-def test_unschedulable_revert_removes_its_taint_and_treats_not_found_as_done(tmp_path: Path) -> None:
+# A fake kubectl for the revert: two nodes and their taint keys, the first with ours; a removal is recorded.
+FAKE_KUBECTL_TAINTS = r"""
+shift  # --kubeconfig
+case "$1 $2" in
+  "get nodes") case "$*" in *jsonpath*) printf 'w1 a chaoskit.dev/unschedulable\nw2 \n' ;; *) : ;; esac ;;
+  "taint nodes") echo "$@" >> "$STATE" ;;
+esac
+"""
+
+
+def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_any_is_left(tmp_path: Path) -> None:
     plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
     untaint = next(line for line in plan.revert if "NoSchedule-" in line)
-    assert "taint nodes -l chaoskit.dev/unschedulable=scheduler.unschedulable" in untaint
+    left = plan.revert[plan.revert.index(untaint) + 2]
     assert plan.revert.index(untaint) < next(i for i, line in enumerate(plan.revert) if "unschedulable-" in line)
-    _bin(tmp_path, "kubectl", "echo 'error: taint \"chaoskit.dev/unschedulable:NoSchedule\" not found'; exit 1")
+    _bin(tmp_path, "kubectl", FAKE_KUBECTL_TAINTS)
     assert _run(tmp_path, untaint).returncode == 0
-    _bin(tmp_path, "kubectl", "echo 'The connection to the server was refused'; exit 1")
-    assert _run(tmp_path, untaint).returncode != 0
+    assert (tmp_path / "state").read_text().splitlines() == ["taint nodes w1 chaoskit.dev/unschedulable:NoSchedule-"]
+    assert _run(tmp_path, left).returncode != 0, "w1 still has the taint (the fake never removes it)"
+    _bin(tmp_path, "kubectl", "shift; case \"$*\" in *jsonpath*) printf 'w1 a\\nw2 \\n';; esac")
+    assert _run(tmp_path, left).returncode == 0
+    _bin(tmp_path, "kubectl", "echo 'The connection to the server was refused' >&2; exit 1")
+    assert _run(tmp_path, untaint).returncode != 0 and _run(tmp_path, left).returncode != 0
     assert not any("taint" in line for line in Unschedulable().plan("cp", UnschedulableParams()).revert)
 
 
@@ -502,9 +528,9 @@ def test_unschedulable_taints_and_labels_the_first_worker_or_the_named_node(
     line = next(a for a in plan.apply if "taint nodes" in a)
     done = _run(tmp_path, line)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "state").read_text().splitlines() == [
-        f"label nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable --overwrite",
+    assert (tmp_path / "state").read_text().splitlines() == [  # tainted before the pods' label lets them near
         f"taint nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable:NoSchedule --overwrite",
+        f"label nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable --overwrite",
     ]
 
 
@@ -522,19 +548,27 @@ def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason()
     assert not Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", unpinned)}), plan)
 
 
-def test_unschedulable_has_recovered_only_when_no_node_keeps_its_taint_or_label() -> None:
+def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_nothing_of_it_is_left() -> None:
     plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+    probe = "/api/v1/namespaces/default/pods/chaoskit-schedulable-probe"
 
     def node(taints: list[dict[str, str]], labels: dict[str, str]) -> dict[str, Any]:
         return {"metadata": {"name": "w", "labels": labels}, "spec": {"taints": taints}}
 
     ours = {"key": "chaoskit.dev/unschedulable", "effect": "NoSchedule"}
     label = {"chaoskit.dev/unschedulable": "scheduler.unschedulable"}
-    for taints, labels, healed in (([ours], label, False), ([], label, False), ([], {}, True)):
-        ns = "/api/v1/namespaces/chaoskit-faults"  # not the fault's: it stays
-        no_pods = {f"{ns}/pods": {"items": []}, ns: {"metadata": {"name": "chaoskit-faults"}}}
-        env = _node_env({}, {"/api/v1/nodes/w": node(taints, labels), **no_pods})
+    ns = "/api/v1/namespaces/chaoskit-faults"  # not the fault's: it stays
+    no_pods = {f"{ns}/pods": {"items": []}, ns: {"metadata": {"name": "chaoskit-faults"}}}
+    for taints, labels, bound, healed in (([ours], label, True, False), ([], label, True, False),
+                                          ([], {}, True, True), ([], {}, False, False)):  # fmt: skip
+        pod = {"metadata": {"name": "chaoskit-schedulable-probe"}, "spec": {"nodeName": "w"} if bound else {}}
+        env = _node_env({}, {"/api/v1/nodes/w": node(taints, labels), **no_pods, probe: pod})
         assert Unschedulable().recovered(env, plan) is healed
+        assert (env.kube.find(probe) is None) is bound, "a bound probe has shown what it could: it goes"
+    env = _node_env({}, {"/api/v1/nodes/w": node([], {}), **no_pods})
+    assert not Unschedulable().recovered(env, plan), "no probe yet: made now, bound later"
+    made = env.kube.find(probe)
+    assert made is not None and made["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "w"}
 
 
 def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
