@@ -37,12 +37,12 @@ unit: venv
 	$(BIN)/python -m pytest tests/unit -q -n auto
 
 e2e: cluster
-	$(BIN)/python -m pytest tests/e2e -v -m e2e
+	$(BIN)/python -m pytest tests/e2e -v -rs -m e2e
 
 # unit first, on every core (a broken piece fails in half a minute); then e2e, one at a time on the one cluster
 test: lint cluster
 	$(BIN)/python -m pytest tests/unit -q -n auto --durations=10
-	$(BIN)/python -m pytest tests/e2e -v --durations=25
+	$(BIN)/python -m pytest tests/e2e -v -rs --durations=25
 
 down: venv
 	$(BIN)/chaoskit cluster down

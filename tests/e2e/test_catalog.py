@@ -18,6 +18,7 @@ from junitparser import JUnitXml
 
 from chaoskit.diagnosers.base import Diagnosis
 from chaoskit.faults.base import Fault
+from chaoskit.model.factcheck import observed_words
 from chaoskit.registry import FAULTS, load_catalog
 from tests.e2e.catalog import Catalog
 
@@ -60,6 +61,8 @@ def test_each_fault_takes_effect_is_named_by_the_diagnosis_and_heals(name: str, 
         assert not step["failures"], f"{where}: {step['failures']}"
         assert step["effect_s"] is not None and step["effect_s"] <= fault.effect_timeout, f"{where}: {step['errors']}"
         assert step["recovery_s"] is not None, f"{where}: {step['errors']}"
+        facts = step["fact_check"]
+        assert facts["verdict"] == "confirmed", f"{where}: fact check {facts}"
         assert all(c["ok"] for c in run["after"]), f"{where}: steady state after: {run['after']}"
         during = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
         assert during, f"{where}: no diagnosis while the fault held"
@@ -70,4 +73,5 @@ def test_each_fault_takes_effect_is_named_by_the_diagnosis_and_heals(name: str, 
         assert ours and step["named_s"] is not None, f"{where}: not named while it held; top findings {top}"
         print(f"\n{where}: effect {step['effect_s']:.1f}s, named {step['named_s']:.1f}s after the injection "
               f"(also held: {during[-1]['held_besides'] or 'nothing'}), healthy {step['recovery_s']:.1f}s after the "
-              f"revert")  # fmt: skip
+              f"revert; fact check {facts['verdict']}, its controls {facts['seconds']:.1f}s: "
+              f"{observed_words(facts)}")  # fmt: skip
