@@ -26,7 +26,7 @@ from chaoskit.errors import ToolError
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.probe import NodeProbe, Seen, probe_script
-from chaoskit.measurements.watch import Obj, Watcher
+from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
 from chaoskit.subject import PLURAL
 
@@ -55,7 +55,8 @@ class HpaScaleUp(Measurement):
         p = self.params if isinstance(self.params, TargetParams) else TargetParams()
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.tracker = HpaTracker(self.result.started_at, time.time, answers_name_the_pod=p.first_request)
+        delay = calibrated(kube, self.result)
+        self.tracker = HpaTracker(self.result.started_at, time.time, delay.max, answers_name_the_pod=p.first_request)
         self.stop_event = threading.Event()
         hpa_name = p.hpa or p.deployment
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")

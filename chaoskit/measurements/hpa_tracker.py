@@ -15,9 +15,9 @@ from chaoskit.measurements.probe import AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
 from chaoskit.model.timeline import (
     API_PRECISION,
+    CLOCK_RESOLUTION,
     RUN_SUBJECT,
     STAGE_COMPONENTS,
-    WATCH_PRECISION,
     Clamp,
     Sample,
     api_time,
@@ -70,6 +70,7 @@ class HpaTracker:
 
     started_at: float
     clock: Clock  # stamps a pod condition whose own lastTransitionTime is missing
+    watch_precision: float = CLOCK_RESOLUTION  # how late a watch event may arrive here: measured, per run
     target_utilization: float | None = None
     replicas: int | None = None  # the Deployment's spec.replicas, as the HPA last set it
     last_scale_time: float | None = None
@@ -100,7 +101,7 @@ class HpaTracker:
                 self.target_utilization = float(target["averageUtilization"])
         min_replicas = int(spec.get("minReplicas", 1))
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
-            self.forced_at = self.forced_at or Stamp(at, WATCH_PRECISION)
+            self.forced_at = self.forced_at or Stamp(at, self.watch_precision)
         self.min_replicas = min_replicas
 
     def deployment(self, kind: str, obj: Obj, at: float) -> None:
@@ -109,7 +110,7 @@ class HpaTracker:
         before, self.replicas = self.replicas, replicas
         if before is None or replicas <= before:
             return
-        stamp = Stamp(at, WATCH_PRECISION)
+        stamp = Stamp(at, self.watch_precision)
         if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
             stamp = Stamp(self.last_scale_time or at, API_PRECISION)
         causes = [c for c in (self.above_since, self.forced_at) if c is not None]
@@ -145,7 +146,7 @@ class HpaTracker:
         self.rs_replicas[name] = replicas
         if before is None or replicas <= before:
             return
-        stamp = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
+        stamp = Stamp(at, self.watch_precision if kind != "LISTED" else API_PRECISION)
         for up in reversed(self.scale_ups):
             if up.rs_scaled is None:
                 up.rs_scaled = stamp
@@ -168,9 +169,9 @@ class HpaTracker:
             if listed and created_at < self.started_at:
                 self.known_pods.add(uid)
                 return
-            created = Stamp(created_at, API_PRECISION) if listed else Stamp(at, WATCH_PRECISION)
+            created = Stamp(created_at, API_PRECISION) if listed else Stamp(at, self.watch_precision)
             times = self.pods[uid] = self.by_name[name] = PodTimes(name, self._run_of(created.at), created)
-        seen = Stamp(at, WATCH_PRECISION)
+        seen = Stamp(at, self.watch_precision)
         if times.scheduled is None and spec.get("nodeName"):
             times.scheduled = self._api_stamp(obj, "PodScheduled") if listed else seen
             times.node = spec["nodeName"]
@@ -207,7 +208,7 @@ class HpaTracker:
             if times is None or times.endpoint is not None:
                 continue
             if (ep.get("conditions") or {}).get("ready"):
-                times.endpoint = Stamp(at, WATCH_PRECISION if kind != "LISTED" else API_PRECISION)
+                times.endpoint = Stamp(at, self.watch_precision if kind != "LISTED" else API_PRECISION)
 
     def seen(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):

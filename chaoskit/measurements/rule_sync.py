@@ -43,7 +43,7 @@ from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, 
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
-from chaoskit.measurements.watch import Obj, Watcher
+from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.params import params_of
 from chaoskit.model.timeline import MeasurementResult
 
@@ -67,7 +67,8 @@ class RuleSync(Measurement):
         kube, ns = self.env.kube, p.namespace or self.namespace
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", f"Service {ns}/{p.service}")
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.tracker = RuleSyncTracker(self.result.started_at, traffic=p.first_request)
+        delay = calibrated(kube, self.result)
+        self.tracker = RuleSyncTracker(self.result.started_at, traffic=p.first_request, watch_precision=delay.max)
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])

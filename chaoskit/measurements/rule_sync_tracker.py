@@ -13,7 +13,7 @@ from typing import Any
 
 from chaoskit.measurements.probe import FAILED, AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
-from chaoskit.model.timeline import STAGE_COMPONENTS, WATCH_PRECISION, Clamp, Sample, api_time, clamp_notes
+from chaoskit.model.timeline import CLOCK_RESOLUTION, STAGE_COMPONENTS, Clamp, Sample, api_time, clamp_notes
 
 TYPE = "rule_sync"
 TRIGGER_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
@@ -59,7 +59,7 @@ def programmed_set(views: Iterable[SliceView]) -> frozenset[str]:
 @dataclass(frozen=True)
 class EndpointChange:
     number: int  # 1-based; the samples' run
-    at: float  # our watch received it (~1 ms)
+    at: float  # our watch received it (as late as the run's measured watch delay)
     ips: frozenset[str]  # the set every node's rules hold once the change is programmed
     added: frozenset[str]
     removed: frozenset[str]
@@ -119,6 +119,7 @@ class RuleSyncTracker:
 
     started_at: float
     traffic: bool = True  # requests are sent and their answers name their pod: traffic_follows is measured
+    watch_precision: float = CLOCK_RESOLUTION  # how late a change's watch event may arrive: measured, per run
     slices: dict[str, SliceView] = field(default_factory=dict)
     pod_of: dict[str, str] = field(default_factory=dict)  # endpoint IP -> pod, from every endpoint ever seen
     current: frozenset[str] = frozenset()
@@ -254,7 +255,7 @@ class RuleSyncTracker:
                     if end is None:
                         continue
                     sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], f"{c.number}@{node}", c.at, end.at,
-                                    max(WATCH_PRECISION, end.precision), c.number)  # fmt: skip
+                                    max(self.watch_precision, end.precision), c.number)  # fmt: skip
                     out.append((sample, Clamp(sample, end.clamped) if end.clamped else None))
         return out
 

@@ -1,8 +1,9 @@
 """Pure timeline math shared by the measurements, the exporter and the reports: stages, samples, percentiles.
 
 A sample is one stage of one subject (a pod, a node) with the clocks it was read from; its precision is that of
-the coarser end: a watch event seen by us has ~1 ms, an API timestamp (creationTimestamp, conditions) 1 s, and an
-end seen by the in-node probe the spacing of the two probe rounds that bracket it (measured per sample).
+the coarser end: a watch event seen by us is as late as a watch event may be on this cluster (measured at the start
+of each measurement: measurements/watch.py), an API timestamp (creationTimestamp, conditions) 1 s, and an end seen by
+the in-node probe the spacing of the two probe rounds that bracket it (measured per sample).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-WATCH_PRECISION = 0.001  # our clock when a watch event or a probe arrives
+CLOCK_RESOLUTION = 0.001  # our clock's resolution as stamps are kept: a watch stage's precision is measured per run
 API_PRECISION = 1.0  # metav1.Time is serialised with whole seconds
 
 
@@ -70,7 +71,7 @@ class Sample:
     subject: str  # pod name, "node/<name>", or "<pod>@<node>"
     start: float
     end: float
-    precision: float  # seconds: WATCH_PRECISION, API_PRECISION, or the probe rounds' spacing measured for it
+    precision: float  # seconds: the measured watch delay, API_PRECISION, or the probe rounds' spacing measured
     run: int = 0  # which scale-up or endpoint change this belongs to
 
     @property
