@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -277,6 +278,56 @@ def merge_patch(obj: Any, patch: Any) -> Any:
     return out
 
 
+_LABEL_TERM = re.compile(r"^\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$")
+
+
+def _terms(selector: str) -> list[str]:
+    """A selector's comma-separated terms, the commas inside `in (a, b)` kept."""
+    return [t for t in re.split(r",(?![^(]*\))", selector) if t.strip()]
+
+
+def _label_holds(term: str, labels: dict[str, str]) -> bool:
+    m = _LABEL_TERM.match(term)
+    if m is None:
+        raise ValueError(f"label selector term {term!r} is not one FakeKube can apply")
+    bang, key, op, value, set_op, values = m.groups()
+    if op:
+        return (labels.get(key) == value) is (op != "!=")
+    if set_op:
+        chosen = {v.strip() for v in values.split(",") if v.strip()}
+        return labels.get(key) in chosen if set_op == "in" else labels.get(key) not in chosen  # notin: absent passes
+    return (key in labels) is not bool(bang)
+
+
+def _field_holds(term: str, obj: Obj) -> bool:
+    m = re.match(r"^\s*([\w.]+)\s*(==|=|!=)\s*(.*?)\s*$", term)
+    if m is None:
+        raise ValueError(f"field selector term {term!r} is not one FakeKube can apply")
+    path, op, value = m.groups()
+    found: Any = obj
+    for key in path.split("."):
+        found = found.get(key) if isinstance(found, dict) else None
+    return (
+        ("" if found is None else str(found)) == value if op != "!=" else ("" if found is None else str(found)) != value
+    )
+
+
+def selection(query: dict[str, str]) -> Callable[[Obj], bool]:
+    """What a list's query keeps, as the API server applies it: labelSelector (=, ==, !=, in, notin, key, !key) and
+    fieldSelector (dotted paths, =, ==, !=), both; ValueError on a term it cannot apply, never a silent pass."""
+    labels, fields = _terms(query.get("labelSelector", "")), _terms(query.get("fieldSelector", ""))
+    for term in labels:
+        _label_holds(term, {})  # refused now, not only once an object is there to be judged
+    for term in fields:
+        _field_holds(term, {})
+
+    def keeps(obj: Obj) -> bool:
+        own = (obj.get("metadata") or {}).get("labels") or {}
+        return all(_label_holds(t, own) for t in labels) and all(_field_holds(t, obj) for t in fields)
+
+    return keeps
+
+
 class FakeKube(Kube):
     """An in-memory API for unit tests: objects by path; create answers 409 on a taken name, get 404 on none."""
 
@@ -294,7 +345,8 @@ class FakeKube(Kube):
                 return self.objects[path]
             items = [o for p, o in sorted(self.objects.items()) if p.rsplit("/", 1)[0] == path]
             if items:
-                return {"items": items}
+                wanted = selection(dict(query or []))
+                return {"items": [o for o in items if wanted(o)]}
             raise KubeError(f"GET {path}: HTTP 404 Not Found")
         if method == "POST":
             item = f"{path}/{body['metadata']['name']}"

@@ -445,11 +445,24 @@ def test_etcd_timeout_effect_is_a_failing_etcd_check_or_a_timed_out_request() ->
 
 
 def _pod(name: str, node: str = "") -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"nodeName": node} if node else {}, "status": {"phase": "Pending"}}
+    return {"metadata": {"name": name, "labels": {"app": "chaoskit-unschedulable"}},
+            "spec": {"nodeName": node} if node else {}, "status": {"phase": "Pending"}}  # fmt: skip
 
 
 def _event(pod: str, message: str) -> dict[str, Any]:
     return {"involvedObject": {"name": pod}, "reason": "FailedScheduling", "message": message}
+
+
+def test_the_fake_api_applies_selectors_so_a_query_that_selects_nothing_finds_nothing() -> None:
+    ns = "/api/v1/namespaces/chaoskit-faults"
+    other = {"metadata": {"name": "x", "labels": {"app": "other"}}, "status": {"phase": "Pending"}}
+    env = _node_env({}, {f"{ns}/pods/a": other, f"{ns}/events/1": {**_event("x", "m"), "reason": "Pulled"}})
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=1))
+    assert env.kube.get(f"{ns}/pods", labelSelector="app=chaoskit-unschedulable")["items"] == []
+    assert env.kube.get(f"{ns}/events", fieldSelector="reason=FailedScheduling")["items"] == []
+    assert not Unschedulable().took_effect(env, plan), "another app's pending pod is not the fault's"
+    with pytest.raises(ValueError, match="not one FakeKube can apply"):
+        env.kube.get(f"{ns}/pods", labelSelector="app=~x")
 
 
 def test_unschedulable_takes_effect_when_every_replica_is_pending_with_the_reason_in_its_event() -> None:

@@ -585,7 +585,7 @@ def test_request_rounds_bracket_an_answer_from_the_round_before_or_from_the_stag
 
 def test_a_deleted_pod_is_the_oldest_ready_one_never_the_one_a_scale_up_just_added() -> None:
     def pod(name: str, created: str, ready: str = "True") -> dict[str, Any]:
-        return {"metadata": {"name": name, "creationTimestamp": created},
+        return {"metadata": {"name": name, "creationTimestamp": created, "labels": {"app": "web"}},
                 "status": {"conditions": [{"type": "Ready", "status": ready}]}}  # fmt: skip
 
     base = "/api/v1/namespaces/ns/pods"
