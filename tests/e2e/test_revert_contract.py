@@ -27,7 +27,7 @@ from chaoskit.faults.apiserver import ETCD_TAG
 from chaoskit.faults.base import local_healthz
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.journal import Injection, Journal
-from tests.e2e.conftest import chaoskit, finished
+from tests.e2e.conftest import chaoskit, finished, process_state
 from tests.e2e.test_faults import wait_healthy
 from tests.e2e.test_killed_runs import _wait
 
@@ -119,6 +119,50 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
           f"healed {time.time() - lifted:.1f}s after the obstacle was lifted")  # fmt: skip
     _revert_leaves_nothing(journal, cluster)
     assert attempts(NODES, switch) == [], "chaoskit revert disarms: the switch's files are gone"
+
+
+# On the node's PATH ahead of /usr/bin: a pkill whose SIGCONT does nothing, as if something kept the process stopped
+NO_CONT = "/usr/local/bin/pkill"
+NO_CONT_SCRIPT = '#!/bin/sh\ncase "$1" in -CONT) exit 0;; esac\nexec /usr/bin/pkill "$@"\n'
+
+
+def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_it_once_it_can(
+    cluster: str, kube: Kube, tmp_path: Path
+) -> None:
+    worker, journal = f"{cluster}-worker", tmp_path / "still-frozen.jsonl"
+    wait_healthy(Env(kube, NODES, cluster))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "inject", "kube-proxy.freeze", "--cluster", cluster, "--node", worker,
+         "--duration", "5", "--deadline", "600", "--journal", str(journal), "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        _wait("kube-proxy to be stopped", lambda: process_state(worker, "kube-proxy") == "T", 60)
+        NODES.run(worker, ["sh", "-c", f"cat > {NO_CONT} && chmod 755 {NO_CONT}"], input=NO_CONT_SCRIPT.encode())
+        try:
+            out, err = finished(proc, 120)
+            assert proc.returncode == 4, f"a revert that thawed nothing is chaoskit's failure\n{out}\n{err[-2000:]}"
+            assert "retries it on the node" in out, out
+            (inj,) = Journal(journal).pending()
+            switch = Switch(inj.id, worker, inj.revert, 0)
+            time.sleep(6)  # the switch's first attempt comes at once, the next 2 s after it failed
+            failing = attempts(NODES, switch)
+            assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
+            assert process_state(worker, "kube-proxy") == "T", "still frozen: the revert said so rather than passing"
+        finally:
+            lifted = time.time()
+            NODES.run(worker, ["rm", "-f", NO_CONT], check=False)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _wait("the switch to thaw kube-proxy", lambda: process_state(worker, "kube-proxy") not in ("T", ""), 60)
+    _wait("the switch to record its success", lambda: attempts(NODES, switch)[-1:] != [] and
+          attempts(NODES, switch)[-1].endswith("exit 0"), 30)  # fmt: skip
+    assert inj.id not in armed(NODES, worker)
+    print(f"\nthe switch thawed kube-proxy {time.time() - lifted:.1f}s after the obstacle was lifted, "
+          f"after {len(attempts(NODES, switch))} attempts")  # fmt: skip
+    _revert_leaves_nothing(journal, cluster)
+    wait_healthy(Env(kube, NODES, cluster))
 
 
 def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
