@@ -105,7 +105,8 @@ class ChaoskitCluster:
             release(self.env.kube, lock)
         result = done[0]
         injected.result.update(held_s=result.held_s, recovery_s=result.recovery_s, errors=result.errors,
-                               failures=result.failures, journal=str(journal.path))  # fmt: skip
+                               failures=result.failures, journal=str(journal.path),
+                               fact_check=result.fact_check.to_dict())  # fmt: skip
         if result.failures:
             raise ToolError(f"{fault} on {target}: {'; '.join(result.failures)} (journal {journal.path})")
 

@@ -125,7 +125,7 @@ def inject(
                            say=progress.info)  # fmt: skip
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
             "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
-            "failures": result.failures}  # fmt: skip
+            "failures": result.failures, "fact_check": result.fact_check.to_dict()}  # fmt: skip
     emit(data, "yaml" if output == "table" else output)
     if result.failures:
         raise click.exceptions.Exit(EXIT_TOOL)  # chaoskit could not do its job

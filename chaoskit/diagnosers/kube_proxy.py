@@ -41,6 +41,10 @@ METRICS = (kp.LAST_QUEUED, kp.LAST_SYNC, kp.SYNC_DURATION, kp.NETWORK_PROGRAMMIN
 SYNC_MARGIN = 1.0  # seconds: the metrics scrape and the rules read run side by side, not at one instant
 RULE_MODES = ("nftables", "iptables")  # the modes whose rules chaoskit reads (not ipvs)
 RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
+# A queued change is in flight (the rules read before kube-proxy's next sync) for its minSyncPeriod and one sync more;
+# a kube-proxy 9 s behind on every change at a 1 s period is late, however far that is from lag_warning
+SYNC_GRACE = 2.0
+DEFAULT_MIN_SYNC = 1.0  # kind's minSyncPeriod, when /configz did not answer
 
 
 class KubeProxyParams(FaultParams):
@@ -177,6 +181,11 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                    "check minSyncPeriod and the sync duration (kubeproxy_sync_proxy_rules_duration_seconds)"),
         ),))  # fmt: skip
 
+    def _in_flight(self, ev: KubeProxyEvidence) -> float:
+        """How long a queued change may wait for this kube-proxy's next sync before the rules count as late."""
+        period = ev.min_sync_period if ev.min_sync_period is not None else DEFAULT_MIN_SYNC
+        return min(self.p.lag_warning, period + SYNC_GRACE)
+
     def _rules(self, ev: KubeProxyEvidence) -> Assessed:
         source = (
             f"{kp.NFT_TABLE if ev.mode == 'nftables' else 'iptables-save -t nat'} on "
@@ -227,14 +236,14 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                 (e,), fix,
             ))  # fmt: skip
         waiting = _change_waiting(ev)
-        if (missing_endpoints or stale) and waiting and waiting <= self.p.lag_warning:
+        if (missing_endpoints or stale) and waiting and waiting <= self._in_flight(ev):
             # the rules were read between kube-proxy queuing the change and its next sync: in flight, not late
             findings.append(Finding(
                 "info", "kube-proxy",
                 f"rules on {ev.node} catch up with the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
                 f"{len(stale)} stale, in a change kube-proxy queued {waiting:.1f}s ago",
                 "the rules were read while kube-proxy's next sync was due: a queued change may wait "
-                f"{self.p.lag_warning:.0f}s before it is late",
+                f"{self._in_flight(ev):.0f}s (its minSyncPeriod and one sync) before it is late",
                 (e,), (),
             ))  # fmt: skip
         elif missing_endpoints or stale:
