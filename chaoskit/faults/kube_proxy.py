@@ -38,15 +38,16 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
     at) is made on first use; `forget_rules_probe` deletes it."""
     name = rules_probe_name(node)
     slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}"
+    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name)
     found = env.kube.find(slice_path)
     taken = [ip for ep in (found or {}).get("endpoints") or [] for ip in ep.get("addresses", [])]
-    ip = fresh_ip(taken)
+    # an address neither the slice nor the node's rules hold: one the rules held before would "follow" at once
+    ip = fresh_ip([*taken, *node_sh(env, node, read).stdout.split()])
     if found is None:
         for obj in probe_objects(ip, name, KubeProxyFrozen.name):
             env.kube.apply(obj)
     else:
         env.kube.patch(slice_path, {"endpoints": [endpoint(ip)]})
-    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name)
     deadline = time.monotonic() + wait
     while True:
         if ip in node_sh(env, node, read).stdout.split():

@@ -320,3 +320,20 @@ def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(mon
         env = Env(kube, FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, '{"x": 1}'))), "chaoskit")
         assert fault.recovered(env, plan) is healed
         assert (kube.find(SERVICE_PATH) is None) is healed, "the probe is made for the measurement, deleted once fast"
+
+
+def test_a_frozen_nodes_old_rules_never_pass_for_a_followed_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen in a catalog run: the rules still held the endpoint programmed before the freeze, and a check that picked
+    that address again (free in the slice, which held the effect check's newer one) took the frozen node as
+    recovered."""
+    import chaoskit.faults.kube_proxy as kube_proxy
+
+    monkeypatch.setattr(kube_proxy, "FOLLOW_S", 0.3)
+    frozen_rules = "198.51.100.1\n"  # programmed before the freeze, and held since
+    env = Env(FakeKube(), FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, frozen_rules)
+                                                  if "iptables-save" in argv[-1] else None)), "chaoskit")  # fmt: skip
+    name = kube_proxy.rules_probe_name("w")
+    for obj in probe_objects("198.51.100.2", name, "kube-proxy.freeze"):  # the effect check's change, never followed
+        env.kube.apply(obj)
+    fault = kube_proxy.KubeProxyFrozen()
+    assert not fault.recovered(env, fault.plan("w", NoParams()))
