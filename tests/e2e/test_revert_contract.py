@@ -69,6 +69,15 @@ def _scheduler_running(cp: str) -> bool:
     return NODES.run(cp, ["pgrep", "-x", "kube-scheduler"], check=False).returncode == 0
 
 
+def _injecting(fault: str, cluster: str, journal: Path, *args: str) -> subprocess.Popen[str]:
+    """`chaoskit inject` running, its switch's deadline far off (600 s): the test, not the deadline, decides."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "inject", fault, "--cluster", cluster, *args, "--deadline", "600",
+         "--journal", str(journal), "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 MANIFESTS = "/etc/kubernetes/manifests"
 READ_ONLY = f"mount --bind {MANIFESTS} {MANIFESTS} && mount -o remount,bind,ro {MANIFESTS}"
 
@@ -80,11 +89,7 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
     # it runs before the kill-point tests, whose etcd outages cost the scheduler its lease: a scheduler in the
     # kubelet's crash-loop back-off must not be taken for the fault in place
     wait_healthy(Env(kube, NODES, cluster))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "chaoskit", "inject", "scheduler.down", "--cluster", cluster, "--duration", "10",
-         "--deadline", "600", "--journal", str(journal), "-o", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _injecting("scheduler.down", cluster, journal, "--duration", "10")
     try:
         _wait(
             "the scheduler's manifest to be parked and the scheduler to stop",
@@ -131,11 +136,7 @@ def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_i
 ) -> None:
     worker, journal = f"{cluster}-worker", tmp_path / "still-frozen.jsonl"
     wait_healthy(Env(kube, NODES, cluster))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "chaoskit", "inject", "kube-proxy.freeze", "--cluster", cluster, "--node", worker,
-         "--duration", "5", "--deadline", "600", "--journal", str(journal), "-o", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _injecting("kube-proxy.freeze", cluster, journal, "--node", worker, "--duration", "5")
     try:
         _wait("kube-proxy to be stopped", lambda: process_state(worker, "kube-proxy") == "T", 60)
         NODES.run(worker, ["sh", "-c", f"cat > {NO_CONT} && chmod 755 {NO_CONT}"], input=NO_CONT_SCRIPT.encode())

@@ -7,9 +7,19 @@ component's do, and the engine's fact check can be tested against them.
 
 from __future__ import annotations
 
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chaoskit.cluster.kube import FakeKube
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.env import Env
-from chaoskit.faults.base import FaultPlan
+from chaoskit.faults.base import Fault, FaultPlan
+from chaoskit.journal import Journal
+from chaoskit.playbook import parse_playbook
+from chaoskit.registry import FAULTS
+
+if TYPE_CHECKING:
+    from chaoskit.runner import RunRecord
 
 
 def holds(env: Env, plan: FaultPlan) -> bool:
@@ -19,3 +29,17 @@ def holds(env: Env, plan: FaultPlan) -> bool:
     applied = max((i for i, line in enumerate(ran) if plan.apply and line == plan.apply[-1]), default=-1)
     reverted = max((i for i, line in enumerate(ran) if line in plan.revert), default=-1)
     return applied > reverted
+
+
+def run_one_step(tmp_path: Path, fault: type[Fault], nodes: list[Node], spec: str = "") -> RunRecord:
+    """A playbook of one 100 ms step of `fault`, registered for this run only, run on the fakes to its record."""
+    from chaoskit.runner import Runner  # the runner imports the catalog: only when a test runs one
+
+    FAULTS.add(fault.name, fault)
+    text = f"kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {{name: p}}\nspec:\n{spec}  steps:\n"
+    try:
+        return Runner(
+            Env(FakeKube(), FakeNodeExec(), "chaoskit"), nodes, Journal(tmp_path / "j.jsonl"), lambda _: None
+        ).run(parse_playbook(text + f"    - {{fault: {fault.name}, duration: 100ms}}\n"))
+    finally:
+        FAULTS._classes.pop(fault.name)

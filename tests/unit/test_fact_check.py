@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from fake_faults import holds
+from fake_faults import holds, run_one_step
 from pydantic import BaseModel
 
 from chaoskit.cluster.kube import FakeKube
@@ -18,10 +18,8 @@ from chaoskit.faults.base import Fault, FaultPlan, IncompleteFault, Named, NoOpC
 from chaoskit.journal import Journal
 from chaoskit.model.factcheck import Observation, judge
 from chaoskit.model.params import NoParams
-from chaoskit.playbook import parse_playbook
 from chaoskit.registry import FAULTS
 from chaoskit.reports.run_junit import render_run_junit
-from chaoskit.runner import Runner
 
 NODE = "chaoskit-worker"
 NODES = [Node("chaoskit-control-plane", "control-plane"), Node(NODE, "worker")]
@@ -132,15 +130,7 @@ def test_a_clean_step_is_confirmed_with_every_answer_recorded(tmp_path: Path) ->
 def test_a_run_gives_each_fact_check_its_exit_code_and_records_it_everywhere(
     tmp_path: Path, kw: dict[str, bool], verdict: str, fact: str, exit_code: int
 ) -> None:
-    cls = type("P", (Probe,), {**kw, "__doc__": Probe.__doc__})
-    FAULTS.add(Probe.name, cls)
-    text = "kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {name: p}\nspec:\n  diagnose: false\n"
-    try:
-        rec = Runner(
-            Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None
-        ).run(parse_playbook(text + "  steps:\n    - {fault: test.fact, duration: 100ms}\n"))
-    finally:
-        FAULTS._classes.pop(Probe.name)
+    rec = run_one_step(tmp_path, type("P", (Probe,), {**kw, "__doc__": Probe.__doc__}), NODES, "  diagnose: false\n")
     assert (rec.verdict, rec.exit_code) == (verdict, exit_code), rec.errors
     data = rec.to_dict()
     assert data["steps"][0]["fact_check"]["verdict"] == fact

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from fake_faults import holds
+from fake_faults import holds, run_one_step
 from pydantic import BaseModel
 
 from chaoskit import subject as subjects
@@ -475,14 +475,7 @@ def test_the_diagnosis_looks_beside_a_slow_effect_check_from_its_early_look_and_
     # no effect: the revert comes at 1.3 s, while the early look (from 1 s, for 0.8 s) is under way
     monkeypatch.setattr(CauseFirst, "effect_timeout", 2.5 if effect_after < 99 else 1.3)
     monkeypatch.setattr(Runner, "_diagnosis", lambda self, when: _naming(when))
-    FAULTS.add(CauseFirst.name, CauseFirst)
-    text = "kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {name: p}\nspec:\n  steps:\n"
-    try:
-        rec = Runner(
-            Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None
-        ).run(parse_playbook(text + "    - {fault: test.cause-first, duration: 100ms}\n"))
-    finally:
-        FAULTS._classes.pop(CauseFirst.name)
+    rec = run_one_step(tmp_path, CauseFirst, NODES)
     (step,) = rec.steps
     during = [d for d in rec.diagnoses if d["when"] == "during"]
     if effect_after == 99:  # a look that ends after the revert began is not "during" the fault: nothing recorded
