@@ -106,12 +106,19 @@ def verdict_of(step: dict[str, Any]) -> FactVerdict | None:
 
 
 ANSWER = {True: "yes", False: "no", None: "never"}
+# Each question as the record's reader meets it: when it was asked, and what.
+ASKED: dict[tuple[str, str], str] = {
+    ("before", "took_effect"): "before: in effect?",
+    ("after", "took_effect"): "injected: in effect?",
+    ("during", "recovered"): "held: recovered?",
+    ("after", "recovered"): "reverted: recovered?",
+}
 
 
 def observed_words(fact_check: dict[str, Any]) -> str:
-    """A record's observations in a line: "before: in effect? no · during: recovered? no · after: ..."."""
+    """A record's observations in a line: "before: in effect? no (0.1s) · injected: in effect? yes (2.0s) · ..."."""
     said = []
     for o in fact_check.get("observations") or []:
-        asked = "in effect" if o.get("question") == "took_effect" else "recovered"
-        said.append(f"{o.get('moment')}: {asked}? {ANSWER.get(o.get('answer'), '?')} ({o.get('seconds', 0):.1f}s)")
+        asked = ASKED.get((str(o.get("moment")), str(o.get("question"))), f"{o.get('moment')}: {o.get('question')}?")
+        said.append(f"{asked} {ANSWER.get(o.get('answer'), '?')} ({o.get('seconds', 0):.1f}s)")
     return " · ".join(said)

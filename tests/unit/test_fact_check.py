@@ -161,3 +161,11 @@ def test_the_catalog_refuses_a_fault_without_its_own_checks_or_a_no_op_control()
     with pytest.raises(IncompleteFault, match="no_op"):
         register(without)
     assert "test.unchecked" not in FAULTS and "test.no-control" not in FAULTS
+
+
+def test_the_observations_read_in_the_order_they_were_asked() -> None:
+    from chaoskit.model.factcheck import FactCheck, observed_words
+
+    words = observed_words(FactCheck.of(CLEAN).to_dict())
+    assert words == ("before: in effect? no (0.1s) · injected: in effect? yes (0.1s) · held: recovered? no (0.1s) · "
+                     "reverted: recovered? yes (0.1s)")  # fmt: skip
