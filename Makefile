@@ -32,6 +32,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m pytest tests/e2e --collect-only -q > /dev/null  # every e2e module imports, before any cluster
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit -q -n auto

@@ -16,7 +16,6 @@ from chaoskit.cluster.kube import Kube
 from chaoskit.components.kube_proxy import set_mode
 from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
-from chaoskit.faults.base import process_state
 from chaoskit.faults.kube_proxy import KubeProxyFrozen
 from chaoskit.journal import Journal
 from chaoskit.measurements.probe import INTERVAL
@@ -24,6 +23,7 @@ from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_change
 from chaoskit.measurements.rule_sync_tracker import EndpointChange
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
+from tests.e2e.conftest import process_state
 from tests.e2e.test_faults import wait_healthy
 
 pytestmark = pytest.mark.e2e
@@ -144,7 +144,7 @@ def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_
     firsts: dict[str, EndpointChange] = {}
     try:
         freezer.start()
-        env.kube.wait(f"kube-proxy on {node} frozen", lambda: process_state(env, node, "kube-proxy") == "T", 30, 0.2)
+        env.kube.wait(f"kube-proxy on {node} frozen", lambda: process_state(node, "kube-proxy") == "T", 30, 0.2)
         for change in ("scale-up", "pod-deleted"):
             seen = len(m.changes())
             workload.change(change)
