@@ -5,7 +5,9 @@
 Runs the real CLI once against the cluster `chaoskit cluster up` built and prints: the wall time of the whole suite
 (the figure to keep under 20 minutes on a 2-core host), its verdict and exit code, how much ran at the same time (the
 sum of the playbooks' own times over the wall time), the time spent with only what runs alone, and per playbook its
-radius, when it started and ended, its verdict, and per step the effect, naming and recovery times.
+radius, when it started and ended, its verdict, and per step the effect, naming and recovery times, its fact check and
+what the fact check's two controls (the effect check before the injection, the recovery check while the fault held)
+cost it, with their total over the suite.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ def figures(record: dict[str, Any], wall: float, returncode: int) -> dict[str, A
             "playbook": r["playbook"], "radius": r["radius"], "started_s": r["started_s"],
             "took_s": round(r["finished_s"] - r["started_s"], 1), "verdict": r["verdict"],
             "steps": [{"fault": s["fault"], "node": s["node"], "effect_s": s["effect_s"], "named_s": s.get("named_s"),
-                       "recovery_s": s["recovery_s"]} for s in r["steps"]],
+                       "recovery_s": s["recovery_s"], "fact_check": (s.get("fact_check") or {}).get("verdict"),
+                       "controls_s": (s.get("fact_check") or {}).get("seconds")} for s in r["steps"]],
         } for r in runs],
+        "controls_s": round(sum((s.get("fact_check") or {}).get("seconds") or 0.0 for r in runs for s in r["steps"]),
+                            1),
     }  # fmt: skip
 
 
@@ -62,13 +67,14 @@ def main() -> None:
         return
     print(f"catalog: {out['playbooks']} playbooks in {out['wall_s'] / 60:.1f} min wall ({out['wall_s']}s; suite "
           f"{out['suite_s']}s), verdict {out['verdict']} (exit {out['exit_code']}); overlap {out['overlap']}x; "
-          f"{out['alone_s']:.0f}s running alone")  # fmt: skip
+          f"{out['alone_s']:.0f}s running alone; the fact checks' controls {out['controls_s']}s in all")  # fmt: skip
     for r in out["runs"]:
         print(f"  {r['playbook']:38s} {r['radius']:34s} start {r['started_s']:6.0f}s took {r['took_s']:5.0f}s "
               f"{r['verdict']}")  # fmt: skip
         for s in r["steps"]:
             print(f"      {s['fault']:36s} on {s['node']:24s} effect {_s(s['effect_s'])}, named "
-                  f"{_s(s['named_s'])}, healthy {_s(s['recovery_s'])} after the revert")  # fmt: skip
+                  f"{_s(s['named_s'])}, healthy {_s(s['recovery_s'])} after the revert; fact check "
+                  f"{s['fact_check']}, its controls {_s(s['controls_s'])}")  # fmt: skip
 
 
 if __name__ == "__main__":
