@@ -75,12 +75,14 @@ def seconds_until(check: Callable[[], bool], timeout: float) -> float | None:
 
 
 def ask_once(moment: Moment, question: Question, check: Callable[[], bool]) -> Observation:
-    """One answer of a check where it must say no; an error counts as "no", as it does while polling."""
+    """One answer of a check where it must say no; an error is no answer (None): before the injection the check then
+    cannot tell anything, while the fault holds it counts as "not recovered", as it does while polling."""
     started = time.monotonic()
+    answer: bool | None
     try:
         answer, detail = bool(check()), ""
     except ChaoskitError as exc:
-        answer, detail = False, f"{type(exc).__name__}: {exc}"
+        answer, detail = None, f"{type(exc).__name__}: {exc}"
     return Observation(moment, question, answer, round(time.monotonic() - started, 3), detail[:300])
 
 
@@ -153,6 +155,9 @@ def run_fault(
                                   f"{done.output}")  # fmt: skip
         before = ask_once("before", "took_effect", lambda: fault.took_effect(env, plan))
         result.observations.append(before)
+        if before.answer is None:
+            raise InjectError(f"fact check inconclusive: the effect check of {fault.name} on {node} could not answer "
+                              f"before the injection ({before.detail}); nothing was injected")  # fmt: skip
         if before.answer:
             raise InjectError(f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
                               " it cannot tell this fault from the cluster's state; nothing was injected")  # fmt: skip

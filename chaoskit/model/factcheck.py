@@ -37,7 +37,7 @@ class Observation:
 
     moment: Moment
     question: Question
-    answer: bool | None  # None: never answered yes within its wait, or not asked (chaoskit failed first)
+    answer: bool | None  # None: no answer (an error), or polled and never yes within its wait
     seconds: float  # how long asking took (for a polled question: until it answered yes, or gave up)
     detail: str = ""  # an error the check met, in words
 
@@ -47,6 +47,8 @@ class Observation:
 
     @property
     def as_expected(self) -> bool:
+        if self.answer is None and self.moment == "before":
+            return False  # no answer before the injection: the check told nothing, so nothing after it proves much
         return (self.answer is True) == self.expected
 
     def to_dict(self) -> dict[str, Any]:

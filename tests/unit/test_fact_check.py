@@ -169,3 +169,18 @@ def test_the_observations_read_in_the_order_they_were_asked() -> None:
     words = observed_words(FactCheck.of(CLEAN).to_dict())
     assert words == ("before: in effect? no (0.1s) · injected: in effect? yes (0.1s) · held: recovered? no (0.1s) · "
                      "reverted: recovered? yes (0.1s)")  # fmt: skip
+
+
+def test_an_effect_check_that_cannot_answer_before_the_injection_injects_nothing(tmp_path: Path) -> None:
+    """Seen in the operator: its effect check was refused by the API (RBAC), and an error read as "not in effect"
+    let the step inject a fault no check could see."""
+    from chaoskit.cluster.kube import KubeError
+
+    class Refused(Probe):
+        def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+            raise KubeError("POST /apis/discovery.k8s.io/v1/...: HTTP 403 Forbidden")
+
+    lines, result = _engine(tmp_path, Refused())
+    assert "break" not in lines and "heal" in lines
+    assert result.fact_check.verdict == "inconclusive"  # type: ignore[attr-defined]
+    assert "could not answer before the injection" in result.failures[0] and "403" in result.failures[0]  # type: ignore[attr-defined]
