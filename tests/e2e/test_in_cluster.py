@@ -272,6 +272,7 @@ def test_one_fault_per_component_through_the_agents_with_status_and_events_right
     assert sorted(s["fault"] for s in status["steps"]) == sorted(_faults(control_path(cluster)))
     for step in status["steps"]:
         assert step["ok"] and step["effectSeconds"] is not None and step["recoverySeconds"] is not None, step
+        assert step["factCheck"] == "confirmed", step  # each check said no where it must, in the cluster too
     steps = len(_faults(control_path(cluster)))
     # an event is posted through the API server: those made during its own outage (the effect, and the revert that
     # ends it, posted before the API server is back) may be lost, as any client's are; the status has them
