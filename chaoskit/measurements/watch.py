@@ -94,7 +94,7 @@ class WatchDelay:
 
     def to_dict(self) -> dict[str, Any]:
         ordered = sorted(self.samples)
-        median = ordered[len(ordered) // 2] if ordered else None
+        median = round(ordered[len(ordered) // 2], 4) if ordered else None
         return {"writes": len(self.samples), "median_s": median, "max_s": round(self.max, 4),
                 "clock_resolution_s": CLOCK_RESOLUTION}  # fmt: skip
 
