@@ -7,6 +7,7 @@ certificate is needed; latency is judged over the window between two scrapes, as
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -43,6 +44,35 @@ class EtcdParams(FaultParams):
     db_quota_share: float = Field(default=0.8, description="Database size over this share of its quota: warning.")
 
 
+# What the host's CPU looked like: Linux's pressure stall information (the share of the last 10 s in which some task
+# waited for a CPU) and the load average against the CPUs. A kind node shares the host's kernel, so this is the host.
+HOST_CPU = "cat /proc/pressure/cpu 2>/dev/null; cat /proc/loadavg; nproc"
+CPU_BUSY = 25.0  # percent of the last 10 s some task waited for a CPU: etcd and the API server wait their turn too
+
+
+@dataclass(frozen=True)
+class HostCpu:
+    pressure: float | None  # PSI cpu "some avg10", percent; None where the kernel has no PSI
+    load1: float | None
+    cpus: int | None
+
+    @classmethod
+    def parse(cls, text: str) -> HostCpu:
+        pressure = re.search(r"^some avg10=([\d.]+)", text, re.M)
+        load = re.search(r"^([\d.]+) [\d.]+ [\d.]+ \d+/\d+ \d+$", text, re.M)
+        cpus = re.search(r"^(\d+)$", text, re.M)
+        return cls(float(pressure.group(1)) if pressure else None, float(load.group(1)) if load else None,
+                   int(cpus.group(1)) if cpus else None)  # fmt: skip
+
+    @property
+    def busy(self) -> bool:
+        return self.pressure is not None and self.pressure >= CPU_BUSY
+
+    def words(self) -> str:
+        load = f"load {self.load1:g} on {self.cpus} CPUs" if self.load1 is not None and self.cpus else ""
+        return f"some task waited for a CPU {self.pressure:.0f}% of the last 10 s" + (f", {load}" if load else "")
+
+
 @dataclass(frozen=True)
 class EtcdEvidence:
     node: str
@@ -54,6 +84,7 @@ class EtcdEvidence:
     api_after: Metrics
     window_s: float
     process: ProcessState
+    cpu: HostCpu = HostCpu(None, None, None)
 
 
 @register
@@ -71,7 +102,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose"),
             "etcd_before": own, "etcd_wait": window_wait(self.p.window), "etcd_after": own,
             "api_before": api, "api_wait": window_wait(self.p.window), "api_after": api,
-            **process_commands(etcd.PROCESS),
+            "host_cpu": HOST_CPU, **process_commands(etcd.PROCESS),
         }, timeout=60 + self.p.window, chains=WINDOWS)  # fmt: skip
         return EtcdEvidence(
             node=node,
@@ -83,6 +114,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             api_after=metrics_of(s["api_after"]),
             window_s=self.p.window,
             process=ProcessState.of(etcd.PROCESS, s),
+            cpu=HostCpu.parse(s["host_cpu"].output),
         )
 
     def assess(self, ev: EtcdEvidence) -> list[Assessed]:
@@ -179,8 +211,17 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                      metrics=rounded([("p99_s", p99), ("mean_s", hist.mean)], 5))  # fmt: skip
         if p99 is None or not hist.slow(self.p.request_p99, self.p.min_slow):
             return Assessed(e)
+        cpu = Evidence("host-cpu", f"{HOST_CPU} on {ev.node}", {"cpu_pressure_some_avg10_pct": ev.cpu.pressure,
+                       "load1": ev.cpu.load1, "cpus": ev.cpu.cpus})  # fmt: skip
+        if ev.cpu.busy:
+            return Assessed(e, (Finding(
+                "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s, on a busy host CPU",
+                f"the host's CPU is saturated ({ev.cpu.words()}): etcd and the API server wait for a CPU like every "
+                "other process, so each request takes longer although the disk keeps up",
+                (e, cpu), ("top on the host: what else is using the CPUs", "give the control plane more CPU"),
+            ),))  # fmt: skip
         return Assessed(e, (Finding(
             "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s",
             "etcd answers slowly (disk, CPU, a large database) or the path to it drops packets",
-            (e,), ("look at etcd's disk latency and logs ('apply request took too long')",),
+            (e, cpu), ("look at etcd's disk latency and logs ('apply request took too long')",),
         ),))  # fmt: skip

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 from diagnose_evidence import NO_ANSWER, etcd, http, process, slow_histogram, text, titles
 
 from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.etcd import EtcdDiagnoser, EtcdEvidence
+from chaoskit.diagnosers.etcd import EtcdDiagnoser, EtcdEvidence, HostCpu
 
 
 def analyze(ev: EtcdEvidence) -> list[str]:
@@ -63,7 +64,18 @@ def test_slow_etcd_requests_seen_by_the_api_server_are_a_warning() -> None:
     ]
     after = Metrics.parse(recorded + "\n".join(lines) + "\n")
     (title,) = analyze(etcd(api_after=after))
-    assert title.startswith("warning: the API server's etcd requests are slow: p99 ")
+    assert title.startswith("warning: the API server's etcd requests are slow: p99 ") and "busy" not in title
+    # the same requests while the host's CPU is saturated: said so, with the pressure as evidence
+    busy = HostCpu.parse(
+        "some avg10=47.60 avg60=45.45 avg300=40.04 total=2394216793\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n10.63 8.77 7.02 2/600 240867\n2\n"
+    )
+    assert (busy.pressure, busy.load1, busy.cpus, busy.busy) == (47.6, 10.63, 2, True)
+    (finding,) = EtcdDiagnoser().analyze(dataclasses.replace(etcd(api_after=after), cpu=busy))
+    assert finding.title.endswith("on a busy host CPU") and "48% of the last 10 s" in finding.probable_cause
+    assert finding.evidence[1].observed["cpu_pressure_some_avg10_pct"] == 47.6
+    idle = HostCpu.parse("some avg10=3.10 avg60=2.00 avg300=1.00 total=1\n0.50 0.40 0.30 1/500 100\n2\n")
+    assert not idle.busy and HostCpu.parse("1.0 1.0 1.0 1/2 3\n2\n").pressure is None  # a kernel without PSI
 
 
 def test_unreachable_metrics_leave_checks_unavailable_not_failed() -> None:
