@@ -251,8 +251,11 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
         NODES.run(node, switch.disarm_argv(), check=False)
 
 
-def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, tmp_path: Path) -> None:
+def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, kube: Kube, tmp_path: Path) -> None:
     cp, journal = f"{cluster}-control-plane", tmp_path / "inject.jsonl"
+    # after the kill-point tests' etcd outages the scheduler may be in the kubelet's crash-loop back-off: the fact
+    # check would then rightly find scheduler.down "in effect" before the injection and inject nothing
+    wait_healthy(Env(kube, NODES, cluster))
     parked = "/etc/kubernetes/chaoskit-parked"
     NODES.run(cp, ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && "
                                f"mount -o remount,bind,ro {parked}"])  # fmt: skip
