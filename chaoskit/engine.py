@@ -15,20 +15,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 
-from pydantic import BaseModel
-
 from chaoskit import subject as subjects
 from chaoskit.cluster.poll import poll
 from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
-from chaoskit.faults.base import Fault, FaultPlan, HandoffError, hand_over
+from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.safety import holder_id, release_run_locks
+from chaoskit.step import ResolvedStep
 
-# The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
-DEFAULT_DEADLINE_MARGIN = 60.0
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
 
 
@@ -56,12 +53,6 @@ class FaultResult:
     @property
     def fact_check(self) -> FactCheck:
         return FactCheck.of(self.observations)
-
-
-def default_deadline(fault: Fault, duration: float) -> float:
-    """When the switch fires unless told: past the hold and past the longest wait for the effect (chaoskit may
-    still be waiting for it when the hold is short), by a margin."""
-    return max(duration, fault.effect_timeout) + DEFAULT_DEADLINE_MARGIN
 
 
 def new_injection_id() -> str:
@@ -109,33 +100,27 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def run_fault(
     env: Env,
-    fault: Fault,
-    node: str,
-    params: BaseModel,
+    step: ResolvedStep,
     *,
-    duration: float,
     journal: Journal,
-    deadline: float | None = None,
     say: Callable[[str], None] = lambda _: None,
     stop: threading.Event | None = None,
     on_injected: Callable[[], None] | None = None,
     on_effect: Callable[[], None] | None = None,
     on_revert: Callable[[], None] | None = None,
 ) -> FaultResult:
-    """Run one fault end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still runs.
+    """Run one resolved step end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still
+    runs.
 
     What went wrong is in the result: `errors` when the system deviated, `failures` when chaoskit could not arm,
     inject or revert (a failed revert is left to the switch, which keeps retrying on the node).
     """
-    plan: FaultPlan = fault.plan(node, params)
-    deadline = deadline if deadline is not None else default_deadline(fault, duration)
+    fault, node, plan, duration, deadline = step.fault, step.node.name, step.plan, step.duration, step.deadline
     inj_id = new_injection_id()
     result = FaultResult(fault.name, node, inj_id, plan.summary)
     switch = Switch(inj_id, node, plan.revert, deadline, fault=fault.name, run=str(journal.path))
-    journal.injection(
-        Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params.model_dump(mode="json"),
-                  lock=fault.lock_name(node, params))
-    )  # fmt: skip
+    params = step.params.model_dump(mode="json")
+    journal.injection(Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params, lock=step.lock))
     kill_point("journaled")
     try:
         arm(env.nodes, switch)  # before the first apply line: from here on the node heals itself
@@ -161,7 +146,7 @@ def run_fault(
         if before.answer:
             raise InjectError(f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
                               " it cannot tell this fault from the cluster's state; nothing was injected")  # fmt: skip
-        hand_over(env, plan)  # files made on another node (a certificate signed where the CA key is)
+        hand_over(env, plan, step.nodes)  # files made on another node (a certificate signed where the CA key is)
         injected = True
         for i, line in enumerate(plan.apply, 1):
             done = env.nodes.run(node, ["sh", "-c", line], check=False)

@@ -32,16 +32,19 @@ from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.nodeexec import DockerNodeExec, Node
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.diagnosers.base import Diagnosis
-from chaoskit.engine import FaultResult, default_deadline, run_fault
+from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
+from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.measurements.hpa_driver import measure
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
 from chaoskit.registry import FAULTS, load_catalog
-from chaoskit.runner import Runner, diagnose_cluster, resolve_node
+from chaoskit.run.during import diagnose_cluster
+from chaoskit.runner import Runner
 from chaoskit.safety import acquire, holder_id, recognise, release
+from chaoskit.step import resolve
 
 
 @dataclass(frozen=True)
@@ -70,19 +73,17 @@ class ChaoskitCluster:
                **params: Any) -> Iterator[Injected]:  # fmt: skip
         """The fault in place for the block (its effect seen first); reverted when the block ends, however."""
         load_catalog()
-        cls = FAULTS.get(fault)
+        the_fault: Fault = FAULTS.get(fault)()  # type: ignore[assignment]
         model = FAULTS.params_model(fault).model_validate(params)
-        the_fault = cls()
-        target = resolve_node(self.nodes, node, the_fault.target_role)  # type: ignore[attr-defined]
-        seconds = deadline or default_deadline(the_fault, duration)  # type: ignore[arg-type]
+        step = resolve(the_fault, model, self.nodes, target=node, duration=duration, deadline=deadline or None)
+        target, seconds = step.node.name, step.deadline
         holder = holder_id(f"pytest-{int(time.time())}")
-        lock = acquire(self.env.kube, the_fault.lock_name(target, model), holder, seconds)  # type: ignore[attr-defined]
+        lock = acquire(self.env.kube, step.lock, holder, seconds)
         journal = Journal(self.journal_dir / f"pytest-{fault}-{int(time.time() * 1000)}.jsonl")
         stop, effect, done = threading.Event(), threading.Event(), []
 
         def hold() -> None:
-            done.append(run_fault(self.env, the_fault, target, model, duration=duration, deadline=seconds,  # type: ignore[arg-type]
-                                  journal=journal, say=self.say, stop=stop, on_effect=effect.set))  # fmt: skip
+            done.append(run_fault(self.env, step, journal=journal, say=self.say, stop=stop, on_effect=effect.set))
 
         worker = threading.Thread(target=hold, name=f"inject-{fault}", daemon=True)
         t0 = time.monotonic()

@@ -11,6 +11,7 @@ import difflib
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -18,9 +19,11 @@ from pydantic import BaseModel
 from chaoskit.errors import DuplicateName, UnknownName
 
 __all__ = [
+    "CATALOG",
     "CHECKS",
     "FAULTS",
     "MEASUREMENTS",
+    "Catalog",
     "Registered",
     "Registry",
     "close_matches",
@@ -121,6 +124,17 @@ FAULTS: Registry[Registered] = Registry("fault")
 CHECKS: Registry[Registered] = Registry("check")
 MEASUREMENTS: Registry[Registered] = Registry("measurement")
 
+
+@dataclass(frozen=True)
+class Catalog:
+    """The three registries a run looks names up in, passed as one object (tests pass their own)."""
+
+    faults: Registry[Registered]
+    checks: Registry[Registered]
+    measurements: Registry[Registered]
+
+
+CATALOG = Catalog(FAULTS, CHECKS, MEASUREMENTS)
 CATALOG_PACKAGES = ("chaoskit.faults", "chaoskit.checks", "chaoskit.measurements")
 
 

@@ -31,9 +31,11 @@ from typing import Any
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
+from chaoskit.model.record import EXIT_CODES, RunRecord, Verdict
 from chaoskit.model.score import suite_score
-from chaoskit.registry import FAULTS
-from chaoskit.runner import EXIT_CODES, Peers, Runner, RunRecord, Verdict, fault_for, resolve_node
+from chaoskit.run.peers import Peers
+from chaoskit.runner import Runner
+from chaoskit.step import resolve_playbook
 
 # The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.
 SEVERITY: dict[Verdict, int] = {"passed": 0, "deviated": 1, "aborted": 2, "error": 3, "interrupted": 4}
@@ -68,13 +70,8 @@ class Planned:
 
 
 def plan(file: Path, pb: Playbook, nodes: list[Node]) -> Planned:
-    radii, cuts_api = [], False
-    for step in pb.spec.fault_steps():
-        fault = fault_for(step)
-        node = resolve_node(nodes, step.target.node if step.target else None, fault.target_role)
-        radii.append(fault.radius(node, FAULTS.params_model(step.fault).model_validate(step.params)))
-        cuts_api = cuts_api or fault.cuts_api
-    return Planned(file, pb, tuple(radii), cuts_api)
+    steps = resolve_playbook(pb, nodes)
+    return Planned(file, pb, tuple(s.radius for s in steps), any(s.fault.cuts_api for s in steps))
 
 
 def order(planned: list[Planned]) -> list[Planned]:

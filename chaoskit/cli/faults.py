@@ -13,15 +13,16 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, emit, node_exec, output_option, stdout_console
+from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
+from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
-from chaoskit.runner import resolve_node
 from chaoskit.safety import recognise
+from chaoskit.step import ResolvedStep, resolve
 
 
 def _fault_class(name: str) -> type[Fault]:
@@ -67,14 +68,14 @@ def describe(name: str) -> None:
     click.echo(json.dumps(cls.Params.model_json_schema(), indent=2))
 
 
-def _resolve_node(g: Globals, cluster: str, wanted: str | None, role: str) -> str:
+def _nodes(g: Globals, cluster: str) -> list[Node]:
     nodes = node_exec(g, cluster).list_nodes()
     if not nodes:
         raise UsageError(
             f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --name "
             f"{cluster}) and no chaoskit install (chaoskit install)"
         )
-    return resolve_node(nodes, wanted, role)
+    return nodes
 
 
 @click.command()
@@ -108,11 +109,10 @@ def inject(
         p = cls.Params(**dict(kv.split("=", 1) for kv in params))
     except (ValidationError, ValueError) as exc:
         raise UsageError(f"bad --param for {fault}: {exc}") from exc
-    target = _resolve_node(g, cluster, node, cls.target_role)
-    plan = cls().plan(target, p)
+    step: ResolvedStep = resolve(cls(), p, _nodes(g, cluster), target=node, duration=duration, deadline=deadline)
     if dry_run:
-        shown = {"fault": fault, "node": target, "summary": plan.summary, **plan.steps(),
-                 "deadline_s": deadline or default_deadline(cls(), duration)}  # fmt: skip
+        shown = {"fault": fault, "node": step.node.name, "summary": step.plan.summary, **step.plan.steps(),
+                 "deadline_s": step.deadline}  # fmt: skip
         emit(shown, "yaml" if output == "table" else output)
         return
     progress, env = Progress(), cluster_env(g, cluster)
@@ -121,8 +121,7 @@ def inject(
     journal = Journal(journal_path or default_journal_dir() / f"inject-{fault}-{int(time.time())}.jsonl")
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
-        result = run_fault(env, cls(), target, p, duration=duration, deadline=deadline, journal=journal,
-                           say=progress.info)  # fmt: skip
+        result = run_fault(env, step, journal=journal, say=progress.info)
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
             "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
             "failures": result.failures, "fact_check": result.fact_check.to_dict()}  # fmt: skip

@@ -22,6 +22,7 @@ from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
+from chaoskit.model.record import RunRecord
 from chaoskit.model.score import run_score
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
@@ -29,7 +30,10 @@ from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
 from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
-from chaoskit.runner import Peers, Runner, RunRecord, diagnose_cluster, plan_steps
+from chaoskit.run.during import diagnose_cluster
+from chaoskit.run.peers import Peers
+from chaoskit.run.plan import plan_steps
+from chaoskit.runner import Runner
 from chaoskit.safety import recognise
 from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 

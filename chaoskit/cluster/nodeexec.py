@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from chaoskit.cluster.shell import Completed, FakeRunner, Runner, end
+from chaoskit.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,22 @@ class Node:
 def ordered(nodes: list[Node]) -> list[Node]:
     """Control-plane nodes first, then by name: the order every listing uses."""
     return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))
+
+
+def pick(nodes: Sequence[Node], wanted: str | None, default_role: str) -> Node:
+    """The node a target names: a node's name, a role (its first node by name), or None / "any" for `default_role`.
+
+    The one place a role becomes a node: playbook targets, `chaoskit inject --node`, probes and a fault's own
+    params all pick this way, so a dry run shows the node the run will use."""
+    for n in nodes:
+        if n.name == wanted:
+            return n
+    role = default_role if wanted in (None, "any") else wanted
+    for n in sorted(nodes, key=lambda n: n.name):
+        if n.role == role:
+            return n
+    names = ", ".join(n.name for n in nodes) or "none"
+    raise UsageError(f"no node {wanted!r} (role {role}) in this cluster; nodes: {names}")
 
 
 class NodeExec(Protocol):

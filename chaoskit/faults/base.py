@@ -13,11 +13,13 @@ import dataclasses
 import inspect
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from chaoskit.cluster.nodeexec import Node, pick
 from chaoskit.cluster.shell import Completed
 from chaoskit.components.common import comm
 from chaoskit.env import Env
@@ -144,6 +146,11 @@ class Fault(ABC):
         where = self.radius(node, params).where
         return f"{self.component}-{where}" if where else self.component
 
+    def pinned(self, params: BaseModel, nodes: Sequence[Node]) -> BaseModel:
+        """The params with every node they name by role picked from the cluster's nodes (once, when the step is
+        resolved), so the plan, the dry run and the checks name the same node; most faults name none."""
+        return params
+
     @abstractmethod
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         """Whether the fault visibly holds, observed on the component (polled until effect_timeout; asked once
@@ -179,28 +186,15 @@ class HandoffError(ToolError):
     pass
 
 
-CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-
-
-def first_node(env: Env, role: Role) -> str:
-    """The first node of `role` by name, as a playbook's `target: {node: <role>}` picks it."""
-    nodes = env.kube.get("/api/v1/nodes")["items"]
-    wanted = role == "control-plane"
-    names = sorted(n["metadata"]["name"] for n in nodes
-                   if (CONTROL_PLANE_LABEL in (n["metadata"].get("labels") or {})) == wanted)  # fmt: skip
-    if not names:
-        raise HandoffError(f"no {role} node in this cluster")
-    return str(names[0])
-
-
-def hand_over(env: Env, plan: FaultPlan) -> None:
-    """Make each of the plan's handoffs on its source node and write it to the plan's node.
+def hand_over(env: Env, plan: FaultPlan, nodes: Sequence[Node]) -> None:
+    """Make each of the plan's handoffs on its source node (picked from the cluster's `nodes`) and write it to the
+    plan's node.
 
     The engine calls it after arming the dead-man switch (the revert removes the file) and before the first apply
     line, which expects the file.
     """
     for h in plan.handoffs:
-        source = first_node(env, h.source)
+        source = pick(nodes, h.source, h.source).name
         made = env.nodes.run(source, ["sh", "-c", h.make], check=False)
         if made.returncode != 0 or not made.stdout.strip():
             raise HandoffError(f"{plan.fault}: making {h.path} on {source} failed (exit {made.returncode}): "

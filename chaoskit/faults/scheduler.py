@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from chaoskit import workloads
 from chaoskit.cluster.images import WORKLOAD_IMAGE
+from chaoskit.cluster.nodeexec import Node, pick
 from chaoskit.components import scheduler
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, first_node, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
@@ -74,10 +76,6 @@ TOLERATED = (
                                            "pid-pressure", "network-unavailable")),
 )  # fmt: skip
 TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
-# the same pick as a playbook's `target: {node: worker}`
-FIRST_WORKER = (
-    f"{kubectl('get', 'nodes', '-l', '!node-role.kubernetes.io/control-plane', '-o', 'name')} | sort | head -1"
-)
 
 
 def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
@@ -98,13 +96,10 @@ def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
 
 
 def taint_line(node: str) -> str:
-    """Label and taint `node` (a name, or `worker`: picked by kubectl)."""
-    pick = f"n=$({FIRST_WORKER}); n=${{n#node/}}" if node == WORKER else f"n={shlex.quote(node)}"
+    """Label and taint `node` (a name: the step's resolution picked it)."""
+    n = shlex.quote(node)
     # the taint before the label: the pods, Pending already, select the label and must never meet the node untainted
-    return (
-        f"{pick}; [ -n \"$n\" ] || {{ echo 'no worker node to taint' >&2; exit 1; }};"
-        f' {kubectl()} taint nodes "$n" {TAINT} --overwrite && {kubectl()} label nodes "$n" {PIN_LABEL} --overwrite'
-    )
+    return f"{kubectl()} taint nodes {n} {TAINT} --overwrite && {kubectl()} label nodes {n} {PIN_LABEL} --overwrite"
 
 
 # Every node's name and taint keys, a line each: the revert finds our taint on any node, labelled or not
@@ -193,6 +188,12 @@ class Unschedulable(Fault):
             return super().radius(node, params)
         return Radius("namespace", p.namespace, self.component)  # pods nothing can place, in that namespace only
 
+    def pinned(self, params: BaseModel, nodes: Sequence[Node]) -> BaseModel:
+        p = params_of(params, UnschedulableParams)
+        if p.reason != "taint":
+            return p  # no node of its own: its pods fit none
+        return p.model_copy(update={"node": pick(nodes, p.node, WORKER).name})
+
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, UnschedulableParams)
         ns = p.namespace
@@ -208,7 +209,7 @@ class Unschedulable(Fault):
             setup.append(deployment)  # Pending already, pinned to a label no node has: the taint alone is the fault
             apply = [taint_line(p.node)]
             revert += [UNTAINT, kubectl("label", "nodes", "-l", PIN_LABEL, f"{TAINT_KEY}-"), NONE_LEFT]
-            summary += f" (NoSchedule taint {TAINT_KEY} on {'the first worker' if p.node == WORKER else p.node})"
+            summary += f" (NoSchedule taint {TAINT_KEY} on {p.node})"
         ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
         revert.append(kubectl("delete", "pod", "-n", PROBE_NAMESPACE, PROBE_POD, "--ignore-not-found", "--wait=false"))
         revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
@@ -231,8 +232,7 @@ class Unschedulable(Fault):
         """The scheduler binds a new pod again (on the tainted node, for reason taint), and nothing of the fault's is
         left: its Deployment, pods, taint, label, and its namespace if it made one."""
         p = plan.params_as(UnschedulableParams)
-        if not self._probe_bound(env, (p.node if p.node != WORKER else first_node(env, "worker"))
-                                 if p.reason == "taint" else None):  # fmt: skip
+        if not self._probe_bound(env, p.node if p.reason == "taint" else None):
             return False
         if not _absent(env, f"/apis/apps/v1/namespaces/{p.namespace}/deployments/{DEPLOYMENT}"):
             return False

@@ -14,8 +14,8 @@ from chaoskit.cluster.experiments import PHASES
 from chaoskit.engine import RevertOutcome
 from chaoskit.errors import PlaybookError
 from chaoskit.model.playbook import Playbook
+from chaoskit.model.record import RunRecord
 from chaoskit.playbook import parse_playbook
-from chaoskit.runner import RunRecord
 
 GROUP, VERSION, PLURAL = "chaoskit.dev", "v1alpha1", "chaosexperiments"
 

@@ -28,7 +28,8 @@ from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Playbook
-from chaoskit.runner import Runner, RunRecord
+from chaoskit.model.record import RunRecord
+from chaoskit.runner import Runner
 from chaoskit.safety import recognise
 from chaoskit_operator.experiment import (
     GROUP,

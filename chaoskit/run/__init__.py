@@ -1,0 +1,3 @@
+"""The parts of a playbook run that `chaoskit.runner` puts in sequence: the resolved steps as the engine runs them,
+the steady-state checks, the measurements, the probes, the stage (chaoskit's workload or the user's subject), the
+diagnosis while a fault holds, and the suite's peers."""

@@ -1,0 +1,137 @@
+"""The stage a run plays on: chaoskit's web workload (deployed for the run, deleted after) or the user's own objects
+(found before anything is injected, put back as they were after), the load on them, and the scale-ups a step asks of
+their HPA."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from chaoskit import subject as subjects
+from chaoskit import workloads
+from chaoskit.env import Env
+from chaoskit.errors import ChaoskitError, UsageError
+from chaoskit.journal import Journal
+from chaoskit.measurements.base import TargetParams
+from chaoskit.model.playbook import Playbook, ScaleUp
+from chaoskit.model.record import RunRecord, StepRecord
+
+
+@dataclass
+class Stage:
+    """What a run stands on and puts back; `subject` is what scaleUp and the measurements aim at once set up."""
+
+    env: Env
+    journal: Journal
+    say: Callable[[str], None]
+    subject: subjects.Subject | None = None
+
+    def set_up(self, pb: Playbook, rec: RunRecord) -> None:
+        """chaoskit's workload deployed, or the user's subject found (and its load started)."""
+        if pb.spec.workload is not None:
+            self.deploy(pb)
+            self.subject = subjects.chaoskits(pb.spec.namespace)
+        elif pb.spec.subject is not None:
+            self.subject = self.resolve_subject(pb, rec)
+
+    @staticmethod
+    def owns_namespace(pb: Playbook) -> bool:
+        """Whether the run made chaoskit's namespace (its workload, a subject's load, the probes' pods)."""
+        return pb.spec.workload is not None or bool(pb.spec.subject and pb.spec.subject.load) or bool(pb.spec.probes)
+
+    def scale_up(self, scale_up: ScaleUp, srec: StepRecord) -> None:
+        """The step's scaleUp: the subject's HPA asked for more pods now (a failure is chaoskit's, not the system's)."""
+        try:
+            assert self.subject is not None  # the playbook's rules demand a workload or a subject for a scaleUp
+            subjects.raise_min_replicas(self.env.kube, self.subject, scale_up.min_replicas, self.journal)
+        except ChaoskitError as exc:
+            srec.failures.append(f"could not raise the HPA's minReplicas to {scale_up.min_replicas}: {exc}")
+            return
+        srec.scaled_up_at = time.time()
+        self.say(f"[{srec.step}] asked the HPA for {scale_up.min_replicas} pods (minReplicas raised)")
+
+    def deploy(self, pb: Playbook) -> None:
+        w, ns = pb.spec.workload, pb.spec.namespace
+        assert w is not None
+        kube = self.env.kube
+        self.own_namespace(ns)
+        for obj in (
+            workloads.web_deployment(ns, replicas=w.replicas),
+            workloads.service(ns),
+            workloads.hpa(ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas,
+                          cpu_percent=w.hpa.cpu_percent),
+        ):  # fmt: skip
+            kube.apply(obj)
+        kube.wait("the web workload to be ready", lambda: workloads.ready_replicas(self.env.kube, ns) >= 1, 120)
+        self.say(f"workload ready in namespace {ns}")
+        if not w.load.concurrency:
+            return
+        time.sleep(w.load.start_after)
+        url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
+        kube.apply(workloads.load_generator(ns, url, concurrency=w.load.concurrency))
+
+    def resolve_subject(self, pb: Playbook, rec: RunRecord) -> subjects.Subject:
+        """The user's objects, found before anything is injected; their HPA must have room for every scaleUp."""
+        assert pb.spec.subject is not None
+        found = subjects.resolve(self.env.kube, pb.spec.subject)
+        rec.subject = found.words()
+        self.say(f"subject: {rec.subject}")
+        wanted = [s.scale_up.min_replicas for s in pb.spec.fault_steps() if s.scale_up is not None]
+        if wanted:
+            low, high = subjects.hpa_bounds(self.env.kube, found)
+            if bad := [n for n in wanted if not low < n <= high]:
+                raise UsageError(f"scaleUp minReplicas {bad[0]} must be above HPA {found.hpa}'s minReplicas ({low}) "
+                                 f"and at most its maxReplicas ({high})")  # fmt: skip
+            running = subjects.replicas(self.env.kube, found)
+            if running >= min(wanted):  # e.g. still up from an earlier scale-up: the HPA scales down only after 5 min
+                raise UsageError(f"scaleUp minReplicas {min(wanted)}: {found.kind} {found.namespace}/{found.name} "
+                                 f"runs {running} replicas already, so nothing would scale up; wait for its HPA to "
+                                 "scale it down, or ask for more")  # fmt: skip
+        if (load := pb.spec.subject.load) is not None:
+            self.load(pb.spec.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
+        return found
+
+    def aimed(self, params: BaseModel) -> BaseModel:
+        """A measurement's target defaults to the subject's objects (chaoskit's workload: already its defaults)."""
+        if self.subject is None or self.subject.ours or not isinstance(params, TargetParams):
+            return params
+        given, s = params.model_fields_set, self.subject
+        update = {
+            "namespace": s.namespace,
+            "deployment": s.name,
+            "kind": s.kind,
+            "hpa": s.hpa or "",
+            "service": s.service or "",
+            "first_request": False,
+        }  # fmt: skip  (your Service does not answer with its pod's name)
+        return params.model_copy(update={k: v for k, v in update.items() if k not in given})
+
+    def own_namespace(self, ns: str) -> None:
+        """chaoskit's namespace for the run, made once an earlier run's copy is gone (nothing can be created in a
+        terminating namespace)."""
+        kube = self.env.kube
+        kube.wait(f"namespace {ns} of an earlier run to be deleted", lambda: not workloads.terminating(kube, ns), 180)
+        kube.apply(workloads.namespace(ns))
+
+    def load(self, ns: str, url: str, concurrency: int) -> None:
+        self.own_namespace(ns)
+        self.env.kube.apply(workloads.load_generator(ns, url, concurrency=concurrency))
+        self.say(f"load: {concurrency} request loop(s) on {url}")
+
+    def put_back(self, rec: RunRecord) -> None:
+        """What the run changed of the user's objects, as it was (a failure leaves it to `chaoskit revert`)."""
+        try:
+            for what in subjects.put_back(self.env.kube, self.journal):
+                self.say(f"put back: {what}")
+        except ChaoskitError as exc:
+            rec.errors.append(f"could not put back what the run changed (chaoskit revert retries): {exc}")
+            rec.verdict = "error"
+
+    def clean_up(self, pb: Playbook) -> None:
+        try:
+            self.env.kube.delete(f"/api/v1/namespaces/{pb.spec.namespace}")
+        except ChaoskitError as exc:
+            self.say(f"could not delete namespace {pb.spec.namespace}: {exc}")
