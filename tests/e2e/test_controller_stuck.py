@@ -35,6 +35,7 @@ from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.step import resolve
 from tests.e2e.catalog import Catalog, Holding, observe
 from tests.e2e.conftest import HOST_DISK
 
@@ -219,9 +220,15 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
 
     fault = ControllerStuck()
     t0 = time.monotonic()
-    result = run_fault(env, fault, f"{env.cluster}-control-plane", ControllerStuckParams(controller=controller),
-                       duration=5, deadline=180, journal=Journal(tmp_path / "j.jsonl"),
-                       on_effect=while_stuck)  # fmt: skip
+    step = resolve(
+        fault,
+        ControllerStuckParams(controller=controller),
+        env.nodes.list_nodes(),
+        target=f"{env.cluster}-control-plane",
+        duration=5,
+        deadline=180,
+    )
+    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=while_stuck)
     print(f"\ncontroller-stuck {controller}: effect {result.effect_s}s after the apply lines, "
           f"{seen.get('inject_to_effect')}s after the first; held {result.held_s:.0f}s, "
           f"recovered {result.recovery_s}s after revert; named by the diagnosis after {seen.get('named_after')}s "

@@ -26,7 +26,8 @@ from chaoskit.journal import Journal
 from chaoskit.model.factcheck import observed_words
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
-from chaoskit.runner import names_fault
+from chaoskit.run.during import names_fault
+from chaoskit.step import resolve
 
 load_catalog()
 HEALTH_TIMEOUT = 240.0
@@ -91,9 +92,9 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
             )
         )
 
-    result = run_fault(env, fault, node, fault.Params.model_validate(params), duration=5,
-                       journal=Journal(tmp_path / "j.jsonl"), on_effect=diagnosed if params.get("reason") == "taint"
-                       else None)  # fmt: skip
+    step = resolve(fault, fault.Params.model_validate(params), env.nodes.list_nodes(), target=node, duration=5)
+    on_effect = diagnosed if params.get("reason") == "taint" else None
+    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=on_effect)
     assert result.ok, result.errors
     assert named or params.get("reason") != "taint"
     wait_healthy(env)
@@ -126,7 +127,8 @@ def proxy_mode(request: pytest.FixtureRequest, env: Env) -> Iterator[str]:
 def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, env: Env, tmp_path: Path) -> None:
     fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
     params = fault.Params.model_validate(MODE_PARAMS.get(name, {}))
-    result = run_fault(env, fault, _node(env.cluster, fault), params, duration=5, journal=Journal(tmp_path / "j.jsonl"))
+    step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, fault), duration=5)
+    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"))
     assert result.ok, result.errors
     assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
     wait_healthy(env)
@@ -154,7 +156,8 @@ def _run_no_op(name: str, env: Env, journal: Path) -> str:
     real: Fault = FAULTS.get(name)()  # type: ignore[assignment]
     fault = no_op_of(real)
     params = fault.Params.model_validate(dict(real.no_op.params))
-    result = run_fault(env, fault, _node(env.cluster, real), params, duration=1, journal=Journal(journal))
+    step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, real), duration=1)
+    result = run_fault(env, step, journal=Journal(journal))
     print(f"\n{name} as a no-op: {observed_words(result.fact_check.to_dict())}; errors {result.errors}, failures "
           f"{result.failures}{measured(fault)}")  # fmt: skip
     if result.failures:

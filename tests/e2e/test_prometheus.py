@@ -22,8 +22,8 @@ from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.scrape import HttpScraper, ScrapeError
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.journal import Injection, Journal
+from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
-from chaoskit.runner import RunRecord
 
 pytestmark = pytest.mark.e2e
 PLAYBOOK = "e2e-prometheus"

@@ -23,6 +23,7 @@ from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_change
 from chaoskit.measurements.rule_sync_tracker import EndpointChange
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.step import resolve
 from tests.e2e.conftest import process_state
 from tests.e2e.test_faults import wait_healthy
 
@@ -137,7 +138,8 @@ def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_
     journal = Journal(tmp_path / "j.jsonl")
 
     def freeze() -> None:  # held until `stop`; run_fault thaws it in its finally
-        fault.append(run_fault(env, KubeProxyFrozen(), node, NoParams(), duration=120, journal=journal, stop=stop))
+        step = resolve(KubeProxyFrozen(), NoParams(), env.nodes.list_nodes(), target=node, duration=120)
+        fault.append(run_fault(env, step, journal=journal, stop=stop))
 
     freezer = threading.Thread(target=freeze)
     before = len(m.changes())

@@ -19,7 +19,7 @@ from chaoskit.playbook import parse_playbook
 from chaoskit.registry import FAULTS
 
 if TYPE_CHECKING:
-    from chaoskit.runner import RunRecord
+    from chaoskit.model.record import RunRecord
 
 
 def holds(env: Env, plan: FaultPlan) -> bool:

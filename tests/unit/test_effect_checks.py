@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
@@ -33,6 +33,8 @@ from chaoskit.model.params import NoParams
 
 FAST = Timing(right_after=0.2, probe_lag=0.02, poll=0.01)  # the real timing, scaled down with the periods below
 NODES = ("cp", "w1", "w2")
+# the kind cluster the handoffs pick from: its first control-plane node makes, by name
+CLUSTER_NODES = [Node("chaoskit-worker", "worker"), Node("chaoskit-control-plane", "control-plane")]
 
 # --- the pure judge ----------------------------------------------------------------------------------------------
 
@@ -214,7 +216,7 @@ def test_cert_expired_on_a_worker_is_signed_on_the_control_plane_node_and_writte
     pem = "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"
     runner = FakeRunner(responder=lambda argv: Completed(argv, 0, pem if argv[0] == "chaoskit-control-plane" else ""))
     nodes = FakeNodeExec(runner)
-    hand_over(Env(FakeKube(NODE_LIST), nodes, "chaoskit"), plan)
+    hand_over(Env(FakeKube(NODE_LIST), nodes, "chaoskit"), plan, CLUSTER_NODES)
     made, written = nodes.calls
     assert made == ("chaoskit-control-plane", "sh", "-c", handoff.make)
     assert written[0] == "chaoskit-worker" and written[-1].endswith(f"cat > {EXPIRED_PEM}")
@@ -227,13 +229,13 @@ def test_a_handoff_that_cannot_be_made_stops_the_injection() -> None:
     plan = FaultPlan("f", "chaoskit-worker", ("true",), ("true",), "s", handoffs=(Handoff("control-plane", "x", "/p"),))
     nodes = FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 1, "", "no ca.key")))
     with pytest.raises(ToolError, match="no ca.key"):
-        hand_over(Env(FakeKube(NODE_LIST), nodes, "chaoskit"), plan)
+        hand_over(Env(FakeKube(NODE_LIST), nodes, "chaoskit"), plan, CLUSTER_NODES)
     assert [c[0] for c in nodes.calls] == ["chaoskit-control-plane"]  # nothing written to the worker
 
 
 def test_plans_without_handoffs_hand_nothing_over() -> None:
     nodes = FakeNodeExec()
-    hand_over(Env(FakeKube(), nodes, "chaoskit"), KubeProxySlowSync().plan("cp", SlowSyncParams()))
+    hand_over(Env(FakeKube(), nodes, "chaoskit"), KubeProxySlowSync().plan("cp", SlowSyncParams()), CLUSTER_NODES)
     assert nodes.calls == []
 
 

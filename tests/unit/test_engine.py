@@ -11,7 +11,7 @@ from fake_faults import holds
 from pydantic import BaseModel
 
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.deadman import HEAL_DIR
 from chaoskit.engine import FaultResult, revert_journal, run_fault
 from chaoskit.env import Env
@@ -19,6 +19,7 @@ from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.params import NoParams
 from chaoskit.safety import LOCK_PREFIX, acquire, holder_id
+from chaoskit.step import resolve
 
 NODE = "chaoskit-worker"
 
@@ -46,7 +47,8 @@ class TwoLineFault(Fault):
 def _run(nodes: FakeNodeExec, tmp_path: Path, fault: Fault | None = None) -> tuple[FaultResult, Journal]:
     journal = Journal(tmp_path / "j.jsonl")
     env = Env(FakeKube(), nodes, "chaoskit")
-    result = run_fault(env, fault or TwoLineFault(), NODE, NoParams(), duration=0, journal=journal)
+    step = resolve(fault or TwoLineFault(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0)
+    result = run_fault(env, step, journal=journal)
     return result, journal
 
 

@@ -24,8 +24,8 @@ from chaoskit.exporters.prometheus import (
     serve,
 )
 from chaoskit.journal import Injection, Journal
+from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
-from chaoskit.runner import RunRecord
 
 NOW = 1_800_000_000.0
 

@@ -20,6 +20,7 @@ from chaoskit.model.factcheck import Observation, judge
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS
 from chaoskit.reports.run_junit import render_run_junit
+from chaoskit.step import resolve
 
 NODE = "chaoskit-worker"
 NODES = [Node("chaoskit-control-plane", "control-plane"), Node(NODE, "worker")]
@@ -87,8 +88,8 @@ def _fault(**kw: bool) -> Probe:
 
 def _engine(tmp_path: Path, fault: Fault) -> tuple[list[str], object]:
     nodes = FakeNodeExec()
-    result = run_fault(Env(FakeKube(), nodes, "chaoskit"), fault, NODE, NoParams(), duration=0,
-                       journal=Journal(tmp_path / "j.jsonl"))  # fmt: skip
+    step = resolve(fault, NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0)
+    result = run_fault(Env(FakeKube(), nodes, "chaoskit"), step, journal=Journal(tmp_path / "j.jsonl"))
     return [c[-1] for c in nodes.calls], result
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from chaoskit.cluster.certs import expired_check, expired_copy
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.faults.apiserver import (
@@ -522,22 +522,18 @@ def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_a
     assert not any("taint" in line for line in Unschedulable().plan("cp", UnschedulableParams()).revert)
 
 
-# A fake kubectl for the taint line: `get nodes` lists two workers (not in order), anything else is recorded.
-FAKE_KUBECTL_NODES = r"""
-shift  # --kubeconfig
-case "$1 $2" in
-  "get nodes") printf 'node/chaoskit-worker2\nnode/chaoskit-worker\n' ;;
-  *) echo "$@" >> "$STATE" ;;
-esac
-"""
+# Two workers, not in order: the step's resolution pins `worker` to the first by name.
+KIND_NODES = [Node("chaoskit-worker2", "worker"), Node("chaoskit-worker", "worker"),
+              Node("chaoskit-control-plane", "control-plane")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("node", "tainted"), [("worker", "chaoskit-worker"), ("chaoskit-worker2", "chaoskit-worker2")])
 def test_unschedulable_taints_and_labels_the_first_worker_or_the_named_node(
     tmp_path: Path, node: str, tainted: str
 ) -> None:
-    _bin(tmp_path, "kubectl", FAKE_KUBECTL_NODES)
-    plan = Unschedulable().plan("chaoskit-control-plane", UnschedulableParams(reason="taint", node=node))
+    _bin(tmp_path, "kubectl", 'shift; echo "$@" >> "$STATE"')  # past --kubeconfig: what it was asked
+    params = Unschedulable().pinned(UnschedulableParams(reason="taint", node=node), KIND_NODES)
+    plan = Unschedulable().plan("chaoskit-control-plane", params)
     line = next(a for a in plan.apply if "taint nodes" in a)
     done = _run(tmp_path, line)
     assert done.returncode == 0, done.stderr
@@ -545,6 +541,12 @@ def test_unschedulable_taints_and_labels_the_first_worker_or_the_named_node(
         f"taint nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable:NoSchedule --overwrite",
         f"label nodes {tainted} chaoskit.dev/unschedulable=scheduler.unschedulable --overwrite",
     ]
+    assert tainted in plan.summary  # the dry run names the node the run will taint
+
+
+def test_unschedulable_pins_no_node_unless_it_taints_one() -> None:
+    params = UnschedulableParams(reason="resources")
+    assert Unschedulable().pinned(params, []) == params
 
 
 def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason() -> None:
@@ -562,7 +564,9 @@ def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason()
 
 
 def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_nothing_of_it_is_left() -> None:
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+    plan = Unschedulable().plan(
+        "cp", Unschedulable().pinned(UnschedulableParams(reason="taint"), [Node("w", "worker")])
+    )
     probe = "/api/v1/namespaces/default/pods/chaoskit-schedulable-probe"
 
     def node(taints: list[dict[str, str]], labels: dict[str, str]) -> dict[str, Any]:

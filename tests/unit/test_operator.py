@@ -7,8 +7,8 @@ from typing import Any
 from chaoskit.cluster.experiments import FINAL
 from chaoskit.engine import RevertOutcome
 from chaoskit.journal import Injection
+from chaoskit.model.record import CheckRecord, RunRecord, StepRecord
 from chaoskit.registry import load_catalog
-from chaoskit.runner import CheckRecord, RunRecord, StepRecord
 from chaoskit_operator.experiment import (
     Invalid,
     crd,

@@ -23,7 +23,7 @@ from chaoskit.cluster.kube import FakeKube
 from chaoskit.cluster.shell import Completed, FakeRunner, SubprocessRunner
 from chaoskit.errors import CommandError, MissingDependency
 from chaoskit.exporters.prometheus import Exporter, serve
-from chaoskit.runner import RunRecord
+from chaoskit.model.record import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "rules.yml"

@@ -16,18 +16,24 @@ from pydantic import BaseModel
 from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
 from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
+from chaoskit.cluster.nodeexec import FakeNodeExec, Node, pick
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Fault, FaultPlan, Named
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
+from chaoskit.model.record import EXIT_CODES, RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, load_catalog
-from chaoskit.runner import EXIT_CODES, Runner, RunRecord, plan_steps, resolve_node
+from chaoskit.run import during as during_module
+from chaoskit.run.during import Diagnostician
+from chaoskit.run.plan import plan_steps
+from chaoskit.run.steps import StepRunner
+from chaoskit.runner import Runner
 from chaoskit.safety import Lock
+from chaoskit.step import resolve_step
 
 load_catalog()
 NODES = [
@@ -56,15 +62,15 @@ spec:
 
 
 def test_a_role_picks_the_first_node_of_that_role_by_name() -> None:
-    assert resolve_node(NODES, "worker", "control-plane") == "chaoskit-worker"
-    assert resolve_node(NODES, None, "control-plane") == "chaoskit-control-plane"
-    assert resolve_node(NODES, "any", "worker") == "chaoskit-worker"
-    assert resolve_node(NODES, "chaoskit-worker2", "control-plane") == "chaoskit-worker2"
+    assert pick(NODES, "worker", "control-plane").name == "chaoskit-worker"
+    assert pick(NODES, None, "control-plane").name == "chaoskit-control-plane"
+    assert pick(NODES, "any", "worker").name == "chaoskit-worker"
+    assert pick(NODES, "chaoskit-worker2", "control-plane").name == "chaoskit-worker2"
 
 
 def test_an_unknown_node_is_a_usage_error_listing_the_nodes() -> None:
     with pytest.raises(UsageError, match="chaoskit-worker2"):
-        resolve_node(NODES, "chaoskit-worker9", "worker")
+        pick(NODES, "chaoskit-worker9", "worker")
 
 
 def test_dry_run_plan_has_exact_nodes_commands_reverse_and_deadlines() -> None:
@@ -239,6 +245,11 @@ spec:
 HPA_PATH = "/apis/autoscaling/v2/namespaces/chaoskit-scaled/horizontalpodautoscalers/web"
 
 
+def _steps(runner: Runner) -> StepRunner:
+    """The runner's steps as its run plays them, without a diagnosis."""
+    return StepRunner(runner.env, runner.journal, runner.say, runner.stop, runner.run_id, runner.peers, runner.stage)
+
+
 @pytest.mark.parametrize("at", ["effect", "recovered"])
 def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     at: str, registered: None, tmp_path: Path
@@ -247,10 +258,9 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     seen: list[str] = []
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
     pb = parse_playbook(SCALED % at)
-    runner.subject = subjects.chaoskits(pb.spec.namespace)  # what _run sets after deploying the workload
-    step = pb.spec.fault_steps()[0]
+    runner.stage.subject = subjects.chaoskits(pb.spec.namespace)  # what the stage's set-up makes of the workload
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = runner._step(step, runner._target(step), rec)
+    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES), rec)
     assert kube.objects[HPA_PATH]["spec"]["minReplicas"] == 3 and srec.scaled_up_at is not None
     said = [line for line in seen if "effect observed" in line or "asked the HPA" in line or "reverted" in line]
     # at the effect: before the revert; once recovered: after it
@@ -260,10 +270,9 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
 def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: None, tmp_path: Path) -> None:
     runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
     pb = parse_playbook(SCALED % "effect")
-    runner.subject = subjects.chaoskits(pb.spec.namespace)
-    step = pb.spec.fault_steps()[0]
+    runner.stage.subject = subjects.chaoskits(pb.spec.namespace)
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = runner._step(step, runner._target(step), rec)
+    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES), rec)
     assert srec.scaled_up_at is None and "could not raise the HPA's minReplicas to 3" in srec.failures[0]
 
 
@@ -282,7 +291,7 @@ def test_a_load_of_no_loops_deploys_no_load_generator(
 ) -> None:
     kube = ReadyKube()
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
-    runner._deploy(parse_playbook(SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
+    runner.stage.deploy(parse_playbook(SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
     assert ("/apis/apps/v1/namespaces/chaoskit-scaled/deployments/load" in kube.objects) == generator
     assert "/apis/apps/v1/namespaces/chaoskit-scaled/deployments/web" in kube.objects
 
@@ -468,13 +477,11 @@ def _naming(when: str) -> Diagnosis:
 def test_the_diagnosis_looks_beside_a_slow_effect_check_from_its_early_look_and_only_while_the_fault_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, effect_after: float
 ) -> None:
-    import chaoskit.runner as runner_module
-
-    monkeypatch.setattr(runner_module, "EARLY_LOOK_S", 1.0)
+    monkeypatch.setattr(during_module, "EARLY_LOOK_S", 1.0)
     monkeypatch.setattr(CauseFirst, "effect_after", effect_after)
     # no effect: the revert comes at 1.3 s, while the early look (from 1 s, for 0.8 s) is under way
     monkeypatch.setattr(CauseFirst, "effect_timeout", 2.5 if effect_after < 99 else 1.3)
-    monkeypatch.setattr(Runner, "_diagnosis", lambda self, when: _naming(when))
+    monkeypatch.setattr(Diagnostician, "look", lambda self, when: _naming(when))
     rec = run_one_step(tmp_path, CauseFirst, NODES)
     (step,) = rec.steps
     during = [d for d in rec.diagnoses if d["when"] == "during"]

@@ -18,11 +18,14 @@ from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
+from chaoskit.model.record import CheckRecord, RunRecord, StepRecord
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
-from chaoskit.runner import CheckRecord, Peers, Runner, RunRecord, StepRecord, names_fault
+from chaoskit.run.during import names_fault
+from chaoskit.run.peers import Peers
+from chaoskit.runner import Runner
 from chaoskit.suite import Planned, order, plan, run_suite, startable
 
 load_catalog()
