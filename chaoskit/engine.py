@@ -20,6 +20,7 @@ from chaoskit.cluster.poll import poll
 from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
+from chaoskit.events import Armed, EffectObserved, Emit, Injected, Recovered, Reverted, Reverting, ignore
 from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
@@ -103,7 +104,7 @@ def run_fault(
     step: ResolvedStep,
     *,
     journal: Journal,
-    say: Callable[[str], None] = lambda _: None,
+    emit: Emit = ignore,
     stop: threading.Event | None = None,
     on_injected: Callable[[], None] | None = None,
     on_effect: Callable[[], None] | None = None,
@@ -129,7 +130,7 @@ def run_fault(
         journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
         result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
         return result
-    say(f"armed dead-man switch {switch.unit} on {node} through {env.nodes.via} (fires in {deadline:.0f}s)")
+    emit(Armed(switch.unit, node, env.nodes.via, deadline, step=step.name))
     kill_point("armed")
     injected_at, injected = time.monotonic(), False
     try:
@@ -154,7 +155,7 @@ def run_fault(
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
             kill_point(f"applied-{i}")
         injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held time
-        say(f"injected {fault.name} on {node}: {plan.summary}")
+        emit(Injected(fault.name, node, plan.summary, step=step.name))
         if on_injected is not None:
             on_injected()  # e.g. a diagnosis that may look before a slow symptom shows: a cause often shows sooner
         effect = polled("after", "took_effect", lambda: fault.took_effect(env, plan), fault.effect_timeout)
@@ -163,7 +164,7 @@ def run_fault(
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
         else:
-            say(f"effect observed after {result.effect_s:.1f}s")
+            emit(EffectObserved(fault.name, result.effect_s, step=step.name))
             during = ask_once("during", "recovered", lambda: fault.recovered(env, plan))
             result.observations.append(during)
             if during.answer:
@@ -183,12 +184,12 @@ def run_fault(
         result.held_s = time.monotonic() - injected_at if injected else 0.0
         if on_revert is not None:
             on_revert()  # whatever looks "during" the fault stops looking
-        say(f"reverting {fault.name} on {node} after {result.held_s:.1f}s held")  # watchers know the hold is over
+        emit(Reverting(fault.name, node, result.held_s, step=step.name))  # watchers know the hold is over
         reverted = False
         try:
             heal(env.nodes, switch)
             journal.append("reverted", id=inj_id)
-            say(f"reverted {fault.name} on {node}")
+            emit(Reverted(fault.name, node, step=step.name))
             reverted = True
         except ChaoskitError as exc:
             journal.append("revert-failed", id=inj_id, error=str(exc))
@@ -204,7 +205,7 @@ def run_fault(
     if result.recovery_s is None:
         result.errors.append(f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert")
     else:
-        say(f"{fault.component} healthy again {result.recovery_s:.1f}s after the revert")
+        emit(Recovered(fault.component, result.recovery_s, step=step.name))
     return result
 
 

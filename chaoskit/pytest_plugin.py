@@ -35,6 +35,7 @@ from chaoskit.diagnosers.base import Diagnosis
 from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
+from chaoskit.events import speaking
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.measurements.hpa_driver import measure
@@ -83,7 +84,8 @@ class ChaoskitCluster:
         stop, effect, done = threading.Event(), threading.Event(), []
 
         def hold() -> None:
-            done.append(run_fault(self.env, step, journal=journal, say=self.say, stop=stop, on_effect=effect.set))
+            emit = speaking(self.say, step=False)
+            done.append(run_fault(self.env, step, journal=journal, emit=emit, stop=stop, on_effect=effect.set))
 
         worker = threading.Thread(target=hold, name=f"inject-{fault}", daemon=True)
         t0 = time.monotonic()
@@ -116,7 +118,7 @@ class ChaoskitCluster:
         load_catalog()
         pb = load_playbook(Path(path))
         journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
-        return Runner(self.env, self.nodes, journal, self.say).run(pb).to_dict()
+        return Runner(self.env, self.nodes, journal, speaking(self.say)).run(pb).to_dict()
 
     def measure_hpa(self, namespace: str = "chaoskit-pytest-hpa", runs: int = 1, trigger: str = "min-replicas",
                     max_replicas: int = 4) -> MeasurementResult:  # fmt: skip
@@ -124,7 +126,7 @@ class ChaoskitCluster:
         return measure(self.env, namespace, runs, trigger, max_replicas, say=self.say)  # type: ignore[arg-type]
 
     def diagnose(self) -> Diagnosis | None:
-        return diagnose_cluster(self.env, self.nodes, "after a failed test", self.say)
+        return diagnose_cluster(self.env, self.nodes, "after a failed test", speaking(self.say))
 
     def _diagnosis_text(self) -> str:
         try:

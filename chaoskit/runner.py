@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -22,6 +21,7 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
+from chaoskit.events import Emit, SteadyState, Threshold, said
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import CheckRecord, RunRecord
@@ -43,18 +43,19 @@ from chaoskit.step import ResolvedStep, resolve_groups
 class Runner:
     """One playbook, in sequence; `catalog` is where its faults, checks and measurements are looked up."""
 
-    def __init__(self, env: Env, nodes: list[Node], journal: Journal, say: Callable[[str], None],
+    def __init__(self, env: Env, nodes: list[Node], journal: Journal, emit: Emit,
                  peers: Peers | None = None, shell: ShellRunner | None = None,
                  catalog: Catalog = CATALOG) -> None:  # fmt: skip
-        self.env, self.nodes, self.journal, self.say, self.catalog = env, nodes, journal, say, catalog
+        self.env, self.nodes, self.journal, self.emit, self.catalog = env, nodes, journal, emit, catalog
+        self.say = said(emit)  # what is worth a line and no event of its own
         self.shell = shell or SubprocessRunner()  # where command probes run
         self.probes: ProbeSet | None = None
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
-        self.stage = Stage(env, journal, say)
+        self.stage = Stage(env, journal, emit)
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
-        self.diagnostician = Diagnostician(env, nodes, say, self.peers)
+        self.diagnostician = Diagnostician(env, nodes, emit, self.peers)
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
     def run(self, pb: Playbook) -> RunRecord:
@@ -110,7 +111,7 @@ class Runner:
         diagnostician = self.diagnostician if pb.spec.diagnose else None
         self._diagnose(rec, "before", diagnostician)
         running = start_measurements(self.env, pb, self.stage.aimed, self.say, self.catalog.measurements)
-        steps = StepRunner(self.env, self.journal, self.say, self.stop, self.run_id, self.peers, self.stage,
+        steps = StepRunner(self.env, self.journal, self.emit, self.stop, self.run_id, self.peers, self.stage,
                            diagnostician, self.probes)  # fmt: skip
         stopping: Future[dict[str, MeasurementResult]] | None = None
         try:
@@ -137,7 +138,7 @@ class Runner:
         breaches = [evaluate(t, results) for t in pb.spec.thresholds]
         rec.thresholds = [b.to_dict() for b in breaches]
         for b in breaches:
-            self.say(f"threshold {b.measurement} {b.stat} {b.stage}: {'BREACHED' if b.breached else 'ok'} ({b.reason})")
+            self.emit(Threshold(b.measurement, b.stat, b.stage, b.breached, b.reason))
         if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
             rec.verdict = "deviated"
 
@@ -156,7 +157,7 @@ class Runner:
 
     def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
         record = steady_check(self.env, name, params, timeout, self._excused, self.catalog.checks)
-        self.say(f"steady state {when}: {name} {'ok' if record.ok else 'FAILED'} ({record.detail})")
+        self.emit(SteadyState(when, name, record.ok, record.detail))
         return record
 
     def _excused(self) -> set[str]:

@@ -17,6 +17,7 @@ from chaoskit.cluster.nodeexec import Node
 from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
+from chaoskit.events import speaking
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
@@ -121,7 +122,7 @@ def inject(
     journal = Journal(journal_path or default_journal_dir() / f"inject-{fault}-{int(time.time())}.jsonl")
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
-        result = run_fault(env, step, journal=journal, say=progress.info)
+        result = run_fault(env, step, journal=journal, emit=speaking(progress.info, step=False))
     data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
             "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
             "failures": result.failures, "fact_check": result.fact_check.to_dict()}  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -19,6 +20,7 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
+from chaoskit.events import JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
@@ -59,6 +61,13 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the self-contained HTML report of every playbook (always written; default "
               "~/.local/state/chaoskit/reports/<suite>-<time>.html).")  # fmt: skip
+@click.option(
+    "--events",
+    "events_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write every event of the run (Armed, Injected, EffectObserved, Reverting, Reverted, Recovered, "
+    "Diagnosed, SteadyState, Threshold, Said) to this file as JSON lines, as they happen.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
 @click.option("--via-operator", is_flag=True, help="Submit each playbook as a ChaosExperiment to the operator "
@@ -66,7 +75,7 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 @output_option
 @click.pass_obj
 def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel: int, junit_path: Path | None,
-        html_path: Path | None, dry_run: bool, allow_any_cluster: bool, via_operator: bool,
+        html_path: Path | None, events_path: Path | None, dry_run: bool, allow_any_cluster: bool, via_operator: bool,
         output: str) -> None:  # fmt: skip
     """Run playbooks: steady state, faults (always reverted), steady state again, verdict.
 
@@ -103,23 +112,27 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
         recognise(runner, kube, cluster)
     progress, env = Progress(), Env(kube, seam, cluster)
     suite = _suite_name(paths)
+    with ExitStack() as stack:
+        on_event = speaking(progress.info, playbook=len(files) > 1)
+        if events_path is not None:
+            on_event = fan_out(on_event, JsonLines(stack.enter_context(events_path.open("w", encoding="utf-8"))))
 
-    def make_runner(p: Planned, peers: Peers) -> Runner:
-        path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
-        say = progress.info if len(files) == 1 else lambda m: progress.info(f"{p.playbook.name}: {m}")
-        say(f"running {p.playbook.name} on {cluster}; journal {path}")
-        runner = Runner(env, nodes, Journal(path), say, peers)
-        runner.diagnose_around = len(files) == 1
-        return runner
+        def make_runner(p: Planned, peers: Peers) -> Runner:
+            path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
+            run_emit = stamped(on_event, p.playbook.name)
+            run_emit(Said(f"running {p.playbook.name} on {cluster}; journal {path}"))
+            runner = Runner(env, nodes, Journal(path), run_emit, peers)
+            runner.diagnose_around = len(files) == 1
+            return runner
 
-    def diagnosis(when: str) -> dict[str, object] | None:
-        found = diagnose_cluster(env, nodes, f"of the suite {when}", progress.info)
-        return None if found is None else {"when": when, "report": found.to_dict()}
+        def diagnosis(when: str) -> dict[str, object] | None:
+            found = diagnose_cluster(env, nodes, f"of the suite {when}", on_event)
+            return None if found is None else {"when": when, "report": found.to_dict()}
 
-    planned = [plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)]
-    with sigterm_as_interrupt():
-        record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=progress.info,
-                           diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
+        planned = [plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)]
+        with sigterm_as_interrupt():
+            record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=said(on_event),
+                               diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
     data = record.runs[0].record.to_dict() if len(files) == 1 and record.runs else record.to_dict()
     html_path = html_path or state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
     html_path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,16 +3,17 @@ the other faults held at that moment explain), shared between the runs of a suit
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
+from chaoskit.events import Diagnosed, Emit
 from chaoskit.faults.base import Fault
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.run.peers import Peers
@@ -40,21 +41,21 @@ def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[F
                and re.search(fault.named.cause, f"{f.title} {f.probable_cause}") for f in top)  # fmt: skip
 
 
-def diagnose_cluster(env: Env, nodes: list[Node], when: str, say: Callable[[str], None]) -> Diagnosis | None:
+def diagnose_cluster(env: Env, nodes: list[Node], when: str, emit: Emit) -> Diagnosis | None:
     """A diagnosis of every component, said in one line; None when it broke (it must not cost the experiment)."""
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), nodes[0].name)
     try:
         found = diagnose(env, control_plane, [n.name for n in nodes])
     except Exception as exc:  # a broken diagnoser reports, it does not stop a run
-        say(f"diagnosis {when} failed: {type(exc).__name__}: {exc}")
+        emit(Diagnosed(when, error=f"{type(exc).__name__}: {exc}"))
         return None
-    say(diagnosis_line(when, found))
+    emit(diagnosed(when, found))
     return found
 
 
-def diagnosis_line(when: str, found: Diagnosis) -> str:
-    failing = [f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok"]
-    return f"diagnosis {when}: {', '.join(failing) or 'every component ok'} ({found.duration_s:.1f}s)"
+def diagnosed(when: str, found: Diagnosis) -> Diagnosed:
+    failing = tuple(f"{r.component}@{r.subject}: {r.status}" for r in found.reports if r.status != "ok")
+    return Diagnosed(when, failing, found.duration_s)
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,11 @@ class Diagnostician:
 
     env: Env
     nodes: list[Node]
-    say: Callable[[str], None]
+    emit: Emit
     peers: Peers
 
     def look(self, when: str) -> Diagnosis | None:
-        return diagnose_cluster(self.env, self.nodes, when, self.say)
+        return diagnose_cluster(self.env, self.nodes, when, self.emit)
 
     def during(self, rec: RunRecord, held: Held, stop: threading.Event) -> None:
         """While the fault holds: diagnose until the top finding names it (past what other faults held now explain),
@@ -100,17 +101,16 @@ class Diagnostician:
             if found is None or reverting.is_set():
                 return
             if not mine:  # another run's, started after this fault was injected (or after the last one looked at)
-                self.say(f"{diagnosis_line(when, found)}, shared")
+                self.emit(dataclasses.replace(diagnosed(when, found), shared=True))
             named = names_fault(found, held.fault, step.node, besides)
             if named or stop.is_set() or time.monotonic() + found.duration_s > held.until:
                 break
             if (effect_seen or not effect.is_set()) and reverting.wait(2):
                 return
         step.named_s = time.monotonic() - t0 if named else None
-        took = f" after {step.named_s:.1f}s" if named else ""
         fault = held.fault
-        self.say(f"[{step.step}] diagnosis {'named' if named else 'did NOT name'} {fault.named.component} "
-                 f"({fault.named.cause}){took}")  # fmt: skip
+        self.emit(Diagnosed(when, named=named, component=fault.named.component, cause=fault.named.cause,
+                            named_after_s=step.named_s, step=step.step))  # fmt: skip
         rec.diagnoses.append({
             "when": "during", "step": step.step, "fault": fault.name, "node": step.node, "named_s": step.named_s,
             "held_besides": [f"{f.name}@{n}" for f, n in besides], "report": found.to_dict(),

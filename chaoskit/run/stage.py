@@ -5,7 +5,6 @@ their HPA."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -14,6 +13,7 @@ from chaoskit import subject as subjects
 from chaoskit import workloads
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
+from chaoskit.events import Emit, Said
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import TargetParams
 from chaoskit.model.playbook import Playbook, ScaleUp
@@ -26,8 +26,11 @@ class Stage:
 
     env: Env
     journal: Journal
-    say: Callable[[str], None]
+    emit: Emit
     subject: subjects.Subject | None = None
+
+    def say(self, text: str) -> None:
+        self.emit(Said(text))
 
     def set_up(self, pb: Playbook, rec: RunRecord) -> None:
         """chaoskit's workload deployed, or the user's subject found (and its load started)."""
@@ -51,7 +54,7 @@ class Stage:
             srec.failures.append(f"could not raise the HPA's minReplicas to {scale_up.min_replicas}: {exc}")
             return
         srec.scaled_up_at = time.time()
-        self.say(f"[{srec.step}] asked the HPA for {scale_up.min_replicas} pods (minReplicas raised)")
+        self.emit(Said(f"asked the HPA for {scale_up.min_replicas} pods (minReplicas raised)", step=srec.step))
 
     def deploy(self, pb: Playbook) -> None:
         w, ns = pb.spec.workload, pb.spec.namespace

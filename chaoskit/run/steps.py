@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
+from chaoskit.events import Emit
 from chaoskit.journal import Journal
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.probes.run import ProbeSet
@@ -29,7 +29,7 @@ class StepRunner:
 
     env: Env
     journal: Journal
-    say: Callable[[str], None]
+    emit: Emit
     stop: threading.Event
     run_id: str
     peers: Peers
@@ -86,7 +86,7 @@ class StepRunner:
         self.peers.hold(key, step.fault, step.node.name)  # from before the first apply line: others may see it
         try:
             result: FaultResult = run_fault(
-                self.env, step, journal=self.journal, say=lambda m: self.say(f"[{step.name}] {m}"), stop=self.stop,
+                self.env, step, journal=self.journal, emit=self.emit, stop=self.stop,
                 on_injected=diagnosing.start, on_effect=during, on_revert=held.reverting.set,
             )  # fmt: skip
         finally:

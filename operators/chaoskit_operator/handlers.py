@@ -26,6 +26,7 @@ from chaoskit.deadman import fire
 from chaoskit.engine import RevertOutcome, revert_journal
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
+from chaoskit.events import Event, line
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
@@ -132,20 +133,21 @@ def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStoppe
     if not cfg.allow_any_cluster and cfg.agent_tls is None:  # installed in the cluster: the install was the opt-in
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
     env = cfg.env(pb.spec.cluster)
-    said: queue.Queue[str] = queue.Queue()
-    runner = Runner(env, env.nodes.list_nodes(), journal, said.put)
+    happened: queue.Queue[Event] = queue.Queue()
+    runner = Runner(env, env.nodes.list_nodes(), journal, happened.put)
     done: list[RunRecord] = []
     worker = threading.Thread(target=lambda: done.append(runner.run(pb)), name=f"run-{pb.name}", daemon=True)
     worker.start()
-    while worker.is_alive() or not said.empty():
+    while worker.is_alive() or not happened.empty():
         if stopped and not runner.stop.is_set():
             runner.stop.set()  # deleted, or the operator is exiting: the Runner reverts and returns
             kopf.warn(body, reason="Stopping", message=f"{stopped.reason}: reverting every injected fault")
         try:
-            message = said.get(timeout=0.5)
+            event = happened.get(timeout=0.5)
         except queue.Empty:
             continue
-        kopf.info(body, reason=_reason(message), message=message[:1000])
+        message = line(event)
+        kopf.info(body, reason=event.reason, message=message[:1000])
         _patch(cfg, path, {"message": message[:1000]}, retry_for=0)  # best effort: the fault may be the API server
     worker.join()
     return done[0]
@@ -167,16 +169,6 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
     if fired:
         message += f"; no journal left: fired {len(fired)} dead-man switch(es) the run armed"
     kopf.warn(body, reason="Interrupted", message=message)
-
-
-def _reason(message: str) -> str:
-    """An event reason from a progress line, so `kubectl get events` can be filtered by what happened."""
-    for word, reason in (("injected", "Injected"), ("reverted", "Reverted"), ("effect observed", "EffectObserved"),
-                         ("healthy again", "Recovered"), ("steady state", "SteadyState"),
-                         ("diagnosis", "Diagnosis"), ("threshold", "Threshold")):  # fmt: skip
-        if word in message:
-            return reason
-    return "Progress"
 
 
 def _patch(cfg: Config, path: str, status: dict[str, Any], retry_for: float = 120) -> None:

@@ -3,7 +3,7 @@ while each fault holds.
 
 A test module that needs more than the run record about a fault (a lease renewing, /healthz, a work queue, while
 the fault holds) registers an observer for it with `@observe(fault)`. The catalog fixture starts each observer in
-a thread when chaoskit's progress says the fault's effect was observed, and sets its `reverted` event when
+a thread when chaoskit's events say the fault's effect was observed, and sets its `reverted` event when
 chaoskit says it is reverting it; what the observer returns is kept by (playbook, step) in `Catalog.seen`. So each
 fault is injected once per session, and the tests of its details read what was observed then.
 """
@@ -11,11 +11,10 @@ fault is injected once per session, and the tests of its details read what was o
 from __future__ import annotations
 
 import json
-import re
+import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +36,8 @@ class Holding:
 
 Observer = Callable[[Holding], dict[str, Any]]
 OBSERVERS: dict[str, list[Observer]] = {}
-# the runner's progress: "  12.3s <playbook>: [<step>] effect observed after 0.2s" / "... [<step>] reverting ..." /
-# "... [<step>] reverted ..."
-PROGRESS = re.compile(
-    r"^\s*[\d.]+s (?P<playbook>[\w.-]+): \[(?P<step>[^\]]+)\] (?P<what>effect observed|reverting|reverted) "
-)
+# The run's typed events the catalog follows, and the moment each marks in `Catalog.moments`.
+FOLLOWED = {"EffectObserved": "effect", "Reverting": "reverting", "Reverted": "reverted"}
 
 
 def observe(fault: str) -> Callable[[Observer], Observer]:
@@ -75,8 +71,9 @@ def _fault_of(step: str) -> str:
 
 def run_catalog(env: Env, out: Path, timeout: float = 2400) -> Catalog:
     junit, html = out / "junit.xml", out / "report.html"
+    events_r, events_w = os.pipe()  # chaoskit writes its typed events here, a JSON line each, as they happen
     argv = [sys.executable, "-m", "chaoskit", "run", "playbooks/", "-o", "json", "--junit", str(junit),
-            "--html", str(html)]  # fmt: skip
+            "--html", str(html), "--events", f"/dev/fd/{events_w}"]  # fmt: skip
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     moments: dict[tuple[str, str], dict[str, float]] = {}
     holding: dict[tuple[str, str], threading.Event] = {}
@@ -88,35 +85,44 @@ def run_catalog(env: Env, out: Path, timeout: float = 2400) -> Catalog:
         except Exception as exc:  # an observer's own failure is kept for the test to report
             seen.setdefault((h.playbook, h.step), {})["observer_error"] = f"{fn.__name__}: {exc!r}"
 
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    watchdog = threading.Timer(timeout, proc.kill)  # reading its progress blocks: a hung run must still end
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(events_w,))
+    os.close(events_w)  # the pipe ends when chaoskit does
+    watchdog = threading.Timer(timeout, proc.kill)  # reading its events blocks: a hung run must still end
     watchdog.start()
     stdout: list[str] = []
-    reader = threading.Thread(target=lambda: stdout.append(proc.stdout.read() if proc.stdout else ""), daemon=True)
-    reader.start()
-    lines: list[str] = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        lines.append(line)
-        m = PROGRESS.match(line)
-        if m is None:
-            continue
-        key = (m["playbook"], m["step"])
-        moments.setdefault(key, {})["effect" if m["what"] == "effect observed" else m["what"]] = time.time()
-        if m["what"] in ("reverting", "reverted"):
-            holding.pop(key, threading.Event()).set()
-            continue
-        holding[key] = reverted = threading.Event()
-        for fn in OBSERVERS.get(_fault_of(m["step"]), []):
-            h = Holding(env, m["playbook"], m["step"], f"chaoskit-{m['playbook']}", reverted)
-            threads.append(threading.Thread(target=watch, args=(fn, h), daemon=True))
-            threads[-1].start()
+    stderr: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: stdout.append(proc.stdout.read() if proc.stdout else ""), daemon=True),
+        threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else ""), daemon=True),
+    ]
+    for r in readers:
+        r.start()
+    events: list[str] = []
+    with os.fdopen(events_r, encoding="utf-8") as stream:
+        for line in stream:
+            events.append(line)
+            event = json.loads(line)
+            if event["event"] not in FOLLOWED or not event["step"]:
+                continue
+            key, what = (event["playbook"], event["step"]), FOLLOWED[event["event"]]
+            moments.setdefault(key, {})[what] = event["at"]
+            if what in ("reverting", "reverted"):
+                holding.pop(key, threading.Event()).set()
+                continue
+            holding[key] = reverted = threading.Event()
+            for fn in OBSERVERS.get(_fault_of(event["step"]), []):
+                h = Holding(env, event["playbook"], event["step"], f"chaoskit-{event['playbook']}", reverted)
+                threads.append(threading.Thread(target=watch, args=(fn, h), daemon=True))
+                threads[-1].start()
     proc.wait()
     watchdog.cancel()
-    reader.join()
+    for r in readers:
+        r.join()
     for t in threads:
         t.join(timeout=60)
     record = json.loads(stdout[0]) if stdout and stdout[0].strip() else {}
     (out / "record.json").write_text(stdout[0] if stdout else "")  # kept for a look after the session
-    (out / "progress.log").write_text("".join(lines))
-    return Catalog(record, junit, html, proc.returncode, "".join(lines), seen, moments)
+    progress = stderr[0] if stderr else ""
+    (out / "progress.log").write_text(progress)
+    (out / "events.jsonl").write_text("".join(events))
+    return Catalog(record, junit, html, proc.returncode, progress, seen, moments)

@@ -20,6 +20,7 @@ from chaoskit.cluster.nodeexec import FakeNodeExec, Node, pick
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
+from chaoskit.events import EffectObserved, Event, Reverted, Said
 from chaoskit.faults.base import Fault, FaultPlan, Named
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
@@ -247,7 +248,7 @@ HPA_PATH = "/apis/autoscaling/v2/namespaces/chaoskit-scaled/horizontalpodautosca
 
 def _steps(runner: Runner) -> StepRunner:
     """The runner's steps as its run plays them, without a diagnosis."""
-    return StepRunner(runner.env, runner.journal, runner.say, runner.stop, runner.run_id, runner.peers, runner.stage)
+    return StepRunner(runner.env, runner.journal, runner.emit, runner.stop, runner.run_id, runner.peers, runner.stage)
 
 
 @pytest.mark.parametrize("at", ["effect", "recovered"])
@@ -255,16 +256,17 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     at: str, registered: None, tmp_path: Path
 ) -> None:
     kube = FakeKube({HPA_PATH: {"spec": {"minReplicas": 1, "maxReplicas": 6}}})
-    seen: list[str] = []
+    seen: list[Event] = []
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
     pb = parse_playbook(SCALED % at)
     runner.stage.subject = subjects.chaoskits(pb.spec.namespace)  # what the stage's set-up makes of the workload
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
     srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES), rec)
     assert kube.objects[HPA_PATH]["spec"]["minReplicas"] == 3 and srec.scaled_up_at is not None
-    said = [line for line in seen if "effect observed" in line or "asked the HPA" in line or "reverted" in line]
+    asked = [e for e in seen if isinstance(e, Said) and "asked the HPA" in e.text]
+    said = [e for e in seen if isinstance(e, EffectObserved | Reverted) or e in asked]
     # at the effect: before the revert; once recovered: after it
-    assert ("asked the HPA" in said[1]) == (at == "effect"), said
+    assert asked and (said[1] is asked[0]) == (at == "effect"), said
 
 
 def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: None, tmp_path: Path) -> None:
@@ -345,7 +347,7 @@ def _shop_kube() -> FakeKube:
 def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_nothing_else(
     registered: None, tmp_path: Path
 ) -> None:
-    kube, journal, said = _shop_kube(), Journal(tmp_path / "j.jsonl"), []
+    kube, journal, said = _shop_kube(), Journal(tmp_path / "j.jsonl"), list[Event]()
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append)
     started: list[Measurement] = []
     MEASUREMENTS._classes["test_fixed_delays"] = type("Seen", (FixedMeasurement,), {
@@ -355,7 +357,7 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
     assert rec.subject == "Deployment shop/prices, HPA prices, Service prices"
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2  # put back
     assert [e.kind for e in journal.entries() if e.kind in ("changed", "restored")] == ["changed", "restored"]
-    assert any("put back: HPA shop/prices minReplicas back to 2 (raised to 4)" in line for line in said), said
+    assert any("put back: HPA shop/prices minReplicas back to 2 (raised to 4)" in e.words() for e in said), said
     writes = [c for c in kube.calls if c[0] != "GET" and "/leases" not in c[1]]  # leases: chaoskit's locks
     assert writes == [("PATCH", SHOP_HPA), ("PATCH", SHOP_HPA)]  # nothing of the user's created or deleted
     params = started[0].params
