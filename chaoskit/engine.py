@@ -111,102 +111,144 @@ def run_fault(
     on_revert: Callable[[], None] | None = None,
 ) -> FaultResult:
     """Run one resolved step end to end. Setting `stop` (Ctrl-C in another thread) cuts the hold short; revert still
-    runs.
+    runs. `on_injected`, `on_effect` and `on_revert` are called as the fault is injected, seen to hold, and about to
+    be reverted.
 
     What went wrong is in the result: `errors` when the system deviated, `failures` when chaoskit could not arm,
     inject or revert (a failed revert is left to the switch, which keeps retrying on the node).
     """
-    fault, node, plan, duration, deadline = step.fault, step.node.name, step.plan, step.duration, step.deadline
-    inj_id = new_injection_id()
-    result = FaultResult(fault.name, node, inj_id, plan.summary)
-    switch = Switch(inj_id, node, plan.revert, deadline, fault=fault.name, run=str(journal.path))
-    params = step.params.model_dump(mode="json")
-    journal.injection(Injection(inj_id, fault.name, node, plan.revert, time.time() + deadline, params, lock=step.lock))
-    kill_point("journaled")
+    run = _Injection(env, step, journal, emit)
+    if not run.arm():
+        return run.result
     try:
-        arm(env.nodes, switch)  # before the first apply line: from here on the node heals itself
+        run.inject()
+        if on_injected is not None:
+            on_injected()  # e.g. a diagnosis that may look before a slow symptom shows: a cause often shows sooner
+        if run.effect_seen() and on_effect is not None:
+            on_effect()  # while the fault holds: e.g. the diagnosis taken "during"
+        run.hold(stop or threading.Event())
+    except (InjectError, HandoffError) as exc:
+        run.result.failures.append(str(exc))
     except ChaoskitError as exc:
-        env.nodes.run(node, switch.disarm_argv(), check=False)  # whatever part of it was installed
-        journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
-        result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
-        return result
-    emit(Armed(switch.unit, node, env.nodes.via, deadline, step=step.name))
-    kill_point("armed")
-    injected_at, injected = time.monotonic(), False
-    try:
+        run.result.errors.append(str(exc))
+    finally:
+        if on_revert is not None:
+            on_revert()  # whatever looks "during" the fault stops looking
+        reverted = run.revert()
+    if reverted and run.injected:  # else nothing to wait for: broken until the switch or a user heals it, or never
+        run.recover()
+    return run.result
+
+
+class _Injection:
+    """One step's way through the engine: journaled, armed, injected, held, reverted, recovered; what it saw goes
+    into `result`."""
+
+    def __init__(self, env: Env, step: ResolvedStep, journal: Journal, emit: Emit) -> None:
+        self.env, self.step, self.journal, self.emit = env, step, journal, emit
+        self.fault, self.node, self.plan = step.fault, step.node.name, step.plan
+        self.result = FaultResult(self.fault.name, self.node, new_injection_id(), self.plan.summary)
+        self.switch = Switch(self.result.injection_id, self.node, self.plan.revert, step.deadline,
+                             fault=self.fault.name, run=str(journal.path))  # fmt: skip
+        self.injected, self.injected_at = False, time.monotonic()
+
+    def arm(self) -> bool:
+        """The revert journaled, then armed inside the node: from here on the node heals itself."""
+        inj_id, node, step = self.result.injection_id, self.node, self.step
+        params = step.params.model_dump(mode="json")
+        deadline = time.time() + step.deadline
+        self.journal.injection(Injection(inj_id, self.fault.name, node, self.plan.revert, deadline, params,
+                                         lock=step.lock))  # fmt: skip
+        kill_point("journaled")
+        try:
+            arm(self.env.nodes, self.switch)  # before the first apply line
+        except ChaoskitError as exc:
+            self.env.nodes.run(node, self.switch.disarm_argv(), check=False)  # whatever part of it was installed
+            self.journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
+            self.result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
+            return False
+        self.emit(Armed(self.switch.unit, node, self.env.nodes.via, step.deadline, step=step.name))
+        kill_point("armed")
+        return True
+
+    def inject(self) -> None:
+        """The setup lines, the effect check asked where it must say no, the handoffs, then the apply lines."""
+        fault, node, plan, env = self.fault, self.node, self.plan, self.env
         for line in plan.setup:  # what the checks read, made before they are first asked; it breaks nothing
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: setting up `{line}` failed (exit {done.returncode}): "
                                   f"{done.output}")  # fmt: skip
         before = ask_once("before", "took_effect", lambda: fault.took_effect(env, plan))
-        result.observations.append(before)
+        self.result.observations.append(before)
         if before.answer is None:
             raise InjectError(f"fact check inconclusive: the effect check of {fault.name} on {node} could not answer "
                               f"before the injection ({before.detail}); nothing was injected")  # fmt: skip
         if before.answer:
             raise InjectError(f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
                               " it cannot tell this fault from the cluster's state; nothing was injected")  # fmt: skip
-        hand_over(env, plan, step.nodes)  # files made on another node (a certificate signed where the CA key is)
-        injected = True
+        hand_over(env, plan, self.step.nodes)  # files made on another node (a certificate signed where the CA key is)
+        self.injected = True
         for i, line in enumerate(plan.apply, 1):
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
             kill_point(f"applied-{i}")
-        injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held time
-        emit(Injected(fault.name, node, plan.summary, step=step.name))
-        if on_injected is not None:
-            on_injected()  # e.g. a diagnosis that may look before a slow symptom shows: a cause often shows sooner
+        self.injected_at = time.monotonic()  # the hold counts from here: a restart in the apply lines is not held
+        self.emit(Injected(fault.name, node, plan.summary, step=self.step.name))
+
+    def effect_seen(self) -> bool:
+        """The effect check polled until yes; then the recovery check asked once, where it must say no."""
+        fault, plan, env, result = self.fault, self.plan, self.env, self.result
         effect = polled("after", "took_effect", lambda: fault.took_effect(env, plan), fault.effect_timeout)
         result.observations.append(effect)
         result.effect_s = effect.seconds if effect.answer else None
         if result.effect_s is None:
             result.errors.append(f"no effect of {fault.name} observed within {fault.effect_timeout:.0f}s")
-        else:
-            emit(EffectObserved(fault.name, result.effect_s, step=step.name))
-            during = ask_once("during", "recovered", lambda: fault.recovered(env, plan))
-            result.observations.append(during)
-            if during.answer:
-                result.failures.append(f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
-                                       f"{node}): its recovery check is blind to this fault")  # fmt: skip
-            kill_point("holding")
-            if on_effect is not None:
-                on_effect()  # while the fault holds: e.g. the diagnosis taken "during"
-        remaining = duration - (time.monotonic() - injected_at)
-        if remaining > 0 and (stop or threading.Event()).wait(remaining):
-            result.errors.append("interrupted while holding the fault")
-    except (InjectError, HandoffError) as exc:
-        result.failures.append(str(exc))
-    except ChaoskitError as exc:
-        result.errors.append(str(exc))
-    finally:
-        result.held_s = time.monotonic() - injected_at if injected else 0.0
-        if on_revert is not None:
-            on_revert()  # whatever looks "during" the fault stops looking
-        emit(Reverting(fault.name, node, result.held_s, step=step.name))  # watchers know the hold is over
-        reverted = False
+            return False
+        self.emit(EffectObserved(fault.name, result.effect_s, step=self.step.name))
+        during = ask_once("during", "recovered", lambda: fault.recovered(env, plan))
+        result.observations.append(during)
+        if during.answer:
+            result.failures.append(f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
+                                   f"{self.node}): its recovery check is blind to this fault")  # fmt: skip
+        kill_point("holding")
+        return True
+
+    def hold(self, stop: threading.Event) -> None:
+        remaining = self.step.duration - (time.monotonic() - self.injected_at)
+        if remaining > 0 and stop.wait(remaining):
+            self.result.errors.append("interrupted while holding the fault")
+
+    def revert(self) -> bool:
+        """The switch's revert run now; a failure leaves it to the switch, which keeps retrying on the node."""
+        fault, node, result = self.fault, self.node, self.result
+        result.held_s = time.monotonic() - self.injected_at if self.injected else 0.0
+        self.emit(Reverting(fault.name, node, result.held_s, step=self.step.name))  # watchers: the hold is over
         try:
-            heal(env.nodes, switch)
-            journal.append("reverted", id=inj_id)
-            emit(Reverted(fault.name, node, step=step.name))
-            reverted = True
+            heal(self.env.nodes, self.switch)
         except ChaoskitError as exc:
-            journal.append("revert-failed", id=inj_id, error=str(exc))
+            self.journal.append("revert-failed", id=result.injection_id, error=str(exc))
             result.failures.append(
-                f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {switch.unit} retries it on "
-                f"the node for up to {RETRY_FOR_S // 60} min, or run: chaoskit revert {journal.path}"
+                f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {self.switch.unit} retries it "
+                f"on the node for up to {RETRY_FOR_S // 60} min, or run: chaoskit revert {self.journal.path}"
             )
-    if not reverted or not injected:
-        return result  # nothing to wait for: broken until the switch or a user heals it, or never broken
-    recovery = polled("after", "recovered", lambda: fault.recovered(env, plan), fault.recovery_timeout)
-    result.observations.append(recovery)
-    result.recovery_s = recovery.seconds if recovery.answer else None
-    if result.recovery_s is None:
-        result.errors.append(f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert")
-    else:
-        emit(Recovered(fault.component, result.recovery_s, step=step.name))
-    return result
+            return False
+        self.journal.append("reverted", id=result.injection_id)
+        self.emit(Reverted(fault.name, node, step=self.step.name))
+        return True
+
+    def recover(self) -> None:
+        fault, plan, env, result = self.fault, self.plan, self.env, self.result
+        recovery = polled("after", "recovered", lambda: fault.recovered(env, plan), fault.recovery_timeout)
+        result.observations.append(recovery)
+        result.recovery_s = recovery.seconds if recovery.answer else None
+        if result.recovery_s is None:
+            result.errors.append(
+                f"{fault.component} did not recover within {fault.recovery_timeout:.0f}s of the revert"
+            )
+        else:
+            self.emit(Recovered(fault.component, result.recovery_s, step=self.step.name))
 
 
 @dataclass
