@@ -41,7 +41,7 @@ from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.measurements.hpa_driver import measure
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
-from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run.during import diagnose_cluster
 from chaoskit.runner import Runner
 from chaoskit.safety import acquire, holder_id, recognise, release
@@ -65,6 +65,7 @@ class ChaoskitCluster:
     nodes: list[Node]
     journal_dir: Path
     said: list[str] = field(default_factory=list)  # what chaoskit said, for the failure report
+    catalog: Catalog = CATALOG  # where fault, check and measurement names are looked up
 
     def say(self, message: str) -> None:
         self.said.append(message)
@@ -74,8 +75,9 @@ class ChaoskitCluster:
                **params: Any) -> Iterator[Injected]:  # fmt: skip
         """The fault in place for the block (its effect seen first); reverted when the block ends, however."""
         load_catalog()
-        the_fault: Fault = FAULTS.get(fault)()  # type: ignore[assignment]
-        model = FAULTS.params_model(fault).model_validate(params)
+        faults = self.catalog.faults
+        the_fault: Fault = faults.get(fault)()  # type: ignore[assignment]
+        model = faults.params_model(fault).model_validate(params)
         step = resolve(the_fault, model, self.nodes, target=node, duration=duration, deadline=deadline or None)
         target, seconds = step.node.name, step.deadline
         holder = holder_id(f"pytest-{int(time.time())}")
@@ -116,9 +118,10 @@ class ChaoskitCluster:
     def run_playbook(self, path: str | Path) -> dict[str, Any]:
         """Run one playbook to its verdict; the record (`verdict`, `exit_code`, `score`, steps, probes, ...)."""
         load_catalog()
-        pb = load_playbook(Path(path))
+        c = self.catalog
+        pb = load_playbook(Path(path), faults=c.faults, checks=c.checks, measurements=c.measurements)
         journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
-        return Runner(self.env, self.nodes, journal, speaking(self.say)).run(pb).to_dict()
+        return Runner(self.env, self.nodes, journal, speaking(self.say), catalog=c).run(pb).to_dict()
 
     def measure_hpa(self, namespace: str = "chaoskit-pytest-hpa", runs: int = 1, trigger: str = "min-replicas",
                     max_replicas: int = 4) -> MeasurementResult:  # fmt: skip

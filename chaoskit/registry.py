@@ -115,6 +115,14 @@ class Registry(Generic[T]):
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()!r})"
 
+    def extended(self, entries: Iterable[tuple[str, type[T]]]) -> Registry[T]:
+        """A copy holding `entries` too; this one is left as it was."""
+        copy: Registry[T] = Registry(self.kind)
+        copy._classes = dict(self._classes)
+        for name, cls in entries:
+            copy.add(name, cls)
+        return copy
+
 
 def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -132,6 +140,17 @@ class Catalog:
     faults: Registry[Registered]
     checks: Registry[Registered]
     measurements: Registry[Registered]
+
+    def extended(
+        self,
+        faults: Iterable[tuple[str, type[Registered]]] = (),
+        checks: Iterable[tuple[str, type[Registered]]] = (),
+        measurements: Iterable[tuple[str, type[Registered]]] = (),
+    ) -> Catalog:
+        """A catalog with these entries too (a test's own fault beside the real ones); the registries it was made from
+        are left as they were."""
+        return Catalog(self.faults.extended(faults), self.checks.extended(checks),
+                       self.measurements.extended(measurements))  # fmt: skip
 
 
 CATALOG = Catalog(FAULTS, CHECKS, MEASUREMENTS)

@@ -7,12 +7,13 @@ from typing import Any
 
 from chaoskit.cluster.nodeexec import Node
 from chaoskit.model.playbook import Playbook
+from chaoskit.registry import FAULTS, Registered, Registry
 from chaoskit.step import ResolvedStep, resolve_playbook
 
 
-def plan_steps(pb: Playbook, nodes: list[Node]) -> list[dict[str, Any]]:
+def plan_steps(pb: Playbook, nodes: list[Node], faults: Registry[Registered] = FAULTS) -> list[dict[str, Any]]:
     """Per step the exact node, the commands, their reverse and the deadline."""
-    return [_planned(pb, step) for step in resolve_playbook(pb, nodes)]
+    return [_planned(pb, step) for step in resolve_playbook(pb, nodes, faults)]
 
 
 def _planned(pb: Playbook, step: ResolvedStep) -> dict[str, Any]:

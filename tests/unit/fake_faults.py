@@ -16,7 +16,7 @@ from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Journal
 from chaoskit.playbook import parse_playbook
-from chaoskit.registry import FAULTS
+from chaoskit.registry import CATALOG
 
 if TYPE_CHECKING:
     from chaoskit.model.record import RunRecord
@@ -35,11 +35,9 @@ def run_one_step(tmp_path: Path, fault: type[Fault], nodes: list[Node], spec: st
     """A playbook of one 100 ms step of `fault`, registered for this run only, run on the fakes to its record."""
     from chaoskit.runner import Runner  # the runner imports the catalog: only when a test runs one
 
-    FAULTS.add(fault.name, fault)
+    catalog = CATALOG.extended(faults=[(fault.name, fault)])
     text = f"kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {{name: p}}\nspec:\n{spec}  steps:\n"
-    try:
-        return Runner(
-            Env(FakeKube(), FakeNodeExec(), "chaoskit"), nodes, Journal(tmp_path / "j.jsonl"), lambda _: None
-        ).run(parse_playbook(text + f"    - {{fault: {fault.name}, duration: 100ms}}\n"))
-    finally:
-        FAULTS._classes.pop(fault.name)
+    text += f"    - {{fault: {fault.name}, duration: 100ms}}\n"
+    pb = parse_playbook(text, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    return Runner(env, nodes, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog).run(pb)

@@ -16,7 +16,7 @@ from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.pytest_plugin import ChaoskitCluster, diagnosis_text
-from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.registry import CATALOG, load_catalog
 
 NODES = [Node("c-control-plane", "control-plane"), Node("c-worker", "worker")]
 
@@ -41,11 +41,8 @@ class Marked(Fault):
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[ChaoskitCluster]:
     load_catalog()
-    FAULTS.add("test.marked", Marked)
-    try:
-        yield ChaoskitCluster("c", Env(FakeKube(), FakeNodeExec(nodes=NODES), "c"), NODES, tmp_path)
-    finally:
-        FAULTS._classes.pop("test.marked")
+    catalog = CATALOG.extended(faults=[("test.marked", Marked)])
+    yield ChaoskitCluster("c", Env(FakeKube(), FakeNodeExec(nodes=NODES), "c"), NODES, tmp_path, catalog=catalog)
 
 
 def _ran(cluster: ChaoskitCluster, line: str) -> bool:

@@ -6,7 +6,16 @@ import pytest
 from pydantic import BaseModel
 
 from chaoskit.errors import EXIT_USAGE, DuplicateName, UnknownName, UsageError
-from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, Registered, Registry, close_matches, load_catalog
+from chaoskit.registry import (
+    CHECKS,
+    FAULTS,
+    MEASUREMENTS,
+    Catalog,
+    Registered,
+    Registry,
+    close_matches,
+    load_catalog,
+)
 
 
 class Params(BaseModel):
@@ -141,3 +150,17 @@ def test_close_matches_puts_the_best_first() -> None:
 
 def test_load_catalog_skips_packages_that_do_not_exist() -> None:
     load_catalog(["chaoskit.no_such_catalog_package"])
+
+
+def test_an_extended_catalog_holds_a_tests_own_entries_and_leaves_the_real_one_alone() -> None:
+    real = Catalog(_faults("scheduler.down"), Registry("check"), Registry("measurement"))
+
+    class Mine:
+        """A test's own fault."""
+
+        Params = Params
+
+    mine = real.extended(faults=[("test.mine", Mine)])
+    assert mine.faults.names() == ["scheduler.down", "test.mine"] and real.faults.names() == ["scheduler.down"]
+    with pytest.raises(DuplicateName):
+        real.extended(faults=[("scheduler.down", Mine)])

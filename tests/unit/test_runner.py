@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,10 +24,11 @@ from chaoskit.events import EffectObserved, Event, Reverted, Said
 from chaoskit.faults.base import Fault, FaultPlan, Named
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import Measurement, TargetParams
+from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import EXIT_CODES, RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
-from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, load_catalog
+from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run import during as during_module
 from chaoskit.run.during import Diagnostician
 from chaoskit.run.plan import plan_steps
@@ -126,15 +127,13 @@ class NoopFault(Fault):
 
 
 @pytest.fixture
-def registered() -> Iterator[None]:
-    """The test fault and measurement in the catalog for one test only (the e2e suite lists the catalog)."""
-    FAULTS.add("test.noop", NoopFault)
-    MEASUREMENTS.add("test_fixed_delays", FixedMeasurement)
-    try:
-        yield
-    finally:
-        FAULTS._classes.pop("test.noop")
-        MEASUREMENTS._classes.pop("test_fixed_delays")
+def registered() -> Catalog:
+    """The real catalog with the test fault and measurement, for one test only (the globals are left alone)."""
+    return CATALOG.extended(faults=[("test.noop", NoopFault)], measurements=[("test_fixed_delays", FixedMeasurement)])
+
+
+def _parse(catalog: Catalog, text: str) -> Playbook:
+    return parse_playbook(text, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
 
 
 MEASURED = """\
@@ -153,23 +152,23 @@ spec:
 """
 
 
-def _run(limit: str, tmp_path: Path) -> RunRecord:
-    kube = FakeKube()
-    env = Env(kube, FakeNodeExec(), "chaoskit")
-    return Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(parse_playbook(MEASURED % limit))
+def _run(limit: str, tmp_path: Path, catalog: Catalog) -> RunRecord:
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog)
+    return runner.run(_parse(catalog, MEASURED % limit))
 
 
 def test_a_threshold_within_limits_passes_and_the_measurement_is_in_the_record(
-    registered: None, tmp_path: Path
+    registered: Catalog, tmp_path: Path
 ) -> None:
-    rec = _run("5s", tmp_path)
+    rec = _run("5s", tmp_path, registered)
     assert rec.verdict == "passed", rec.errors
     assert rec.measurements[0]["summaries"]["scheduled"]["max"] == 3
     assert rec.thresholds[0]["breached"] is False
 
 
-def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: None, tmp_path: Path) -> None:
-    rec = _run("2s", tmp_path)
+def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: Catalog, tmp_path: Path) -> None:
+    rec = _run("2s", tmp_path, registered)
     assert rec.verdict == "deviated" and rec.exit_code == 1
     assert rec.thresholds[0]["observed"] == 3 and "above 2s" in rec.thresholds[0]["reason"]
 
@@ -201,20 +200,16 @@ class SettlingSeen(Check):
         return Outcome(True, f"a measurement settling meanwhile: {seen}")
 
 
-def test_measurements_settle_while_the_steady_state_after_is_checked(registered: None, tmp_path: Path) -> None:
+def test_measurements_settle_while_the_steady_state_after_is_checked(registered: Catalog, tmp_path: Path) -> None:
     SettlingSeen.runs = 0  # class state: a rerun in the same process starts over
     SlowToSettle.settling.clear()
     SlowToSettle.checked.clear()
-    MEASUREMENTS.add(SlowToSettle.name, SlowToSettle)
-    CHECKS.add(SettlingSeen.name, SettlingSeen)
+    catalog = registered.extended(checks=[(SettlingSeen.name, SettlingSeen)],
+                                  measurements=[(SlowToSettle.name, SlowToSettle)])  # fmt: skip
     text = MEASURED.replace("test_fixed_delays", SlowToSettle.name) % "5s"
     text = text.replace("  steps:", "  steadyState:\n    - check: test_settling_seen\n  steps:")
-    try:
-        rec = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"),
-                     lambda _: None).run(parse_playbook(text))  # fmt: skip
-    finally:
-        MEASUREMENTS._classes.pop(SlowToSettle.name)
-        CHECKS._classes.pop(SettlingSeen.name)
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog).run(_parse(catalog, text))
     assert rec.verdict == "passed", rec.errors
     assert rec.after[0].detail == "a measurement settling meanwhile: True", "one waited for the other"
 
@@ -253,15 +248,15 @@ def _steps(runner: Runner) -> StepRunner:
 
 @pytest.mark.parametrize("at", ["effect", "recovered"])
 def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
-    at: str, registered: None, tmp_path: Path
+    at: str, registered: Catalog, tmp_path: Path
 ) -> None:
     kube = FakeKube({HPA_PATH: {"spec": {"minReplicas": 1, "maxReplicas": 6}}})
     seen: list[Event] = []
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
-    pb = parse_playbook(SCALED % at)
+    pb = _parse(registered, SCALED % at)
     runner.stage.subject = subjects.chaoskits(pb.spec.namespace)  # what the stage's set-up makes of the workload
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES), rec)
+    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES, registered.faults), rec)
     assert kube.objects[HPA_PATH]["spec"]["minReplicas"] == 3 and srec.scaled_up_at is not None
     asked = [e for e in seen if isinstance(e, Said) and "asked the HPA" in e.text]
     said = [e for e in seen if isinstance(e, EffectObserved | Reverted) or e in asked]
@@ -269,12 +264,12 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     assert asked and (said[1] is asked[0]) == (at == "effect"), said
 
 
-def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: None, tmp_path: Path) -> None:
+def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: Catalog, tmp_path: Path) -> None:
     runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
-    pb = parse_playbook(SCALED % "effect")
+    pb = _parse(registered, SCALED % "effect")
     runner.stage.subject = subjects.chaoskits(pb.spec.namespace)
     rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES), rec)
+    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES, registered.faults), rec)
     assert srec.scaled_up_at is None and "could not raise the HPA's minReplicas to 3" in srec.failures[0]
 
 
@@ -289,31 +284,34 @@ class ReadyKube(FakeKube):
 
 @pytest.mark.parametrize(("load", "generator"), [("{}", True), ("{concurrency: 0}", False)])
 def test_a_load_of_no_loops_deploys_no_load_generator(
-    load: str, generator: bool, registered: None, tmp_path: Path
+    load: str, generator: bool, registered: Catalog, tmp_path: Path
 ) -> None:
     kube = ReadyKube()
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
-    runner.stage.deploy(parse_playbook(SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
+    runner.stage.deploy(_parse(registered, SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
     assert ("/apis/apps/v1/namespaces/chaoskit-scaled/deployments/load" in kube.objects) == generator
     assert "/apis/apps/v1/namespaces/chaoskit-scaled/deployments/web" in kube.objects
 
 
-def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(registered: None, tmp_path: Path) -> None:
-    pb = parse_playbook(SCALED % "effect")
+def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(
+    registered: Catalog, tmp_path: Path
+) -> None:
+    pb = _parse(registered, SCALED % "effect")
     lock = Lock(NoopFault().lock_name("chaoskit-worker", NoopFault.Params()), "another-host/run")
     lease = {"spec": {"holderIdentity": "another-host/run", "leaseDurationSeconds": 600,
                       "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}  # fmt: skip
     kube = FakeKube({lock.path: lease, HPA_PATH: {"spec": {"minReplicas": 1}}})
-    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(pb)
+    env = Env(kube, FakeNodeExec(), "chaoskit")
+    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered).run(pb)
     assert rec.verdict == "error" and "being broken by another run (another-host/run)" in rec.errors[0]
     assert [c for c in kube.calls if c[0] != "GET"] == [("DELETE", "/api/v1/namespaces/chaoskit-scaled")]  # cleanup
 
 
-def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: None) -> None:
-    (step,) = plan_steps(parse_playbook(SCALED % "recovered"), NODES)
+def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: Catalog) -> None:
+    (step,) = plan_steps(_parse(registered, SCALED % "recovered"), NODES, registered.faults)
     assert step["scale_up"] == ("at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the "
                                 "namespace after the run)")  # fmt: skip
-    assert "scale_up" not in plan_steps(parse_playbook(PLAYBOOK), NODES)[0]
+    assert "scale_up" not in plan_steps(_parse(registered, PLAYBOOK), NODES, registered.faults)[0]
 
 
 SHOP = """\
@@ -345,14 +343,14 @@ def _shop_kube() -> FakeKube:
 
 
 def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_nothing_else(
-    registered: None, tmp_path: Path
+    registered: Catalog, tmp_path: Path
 ) -> None:
     kube, journal, said = _shop_kube(), Journal(tmp_path / "j.jsonl"), list[Event]()
-    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append)
     started: list[Measurement] = []
-    MEASUREMENTS._classes["test_fixed_delays"] = type("Seen", (FixedMeasurement,), {
-        "start": lambda self: started.append(self)})  # fmt: skip
-    rec = runner.run(parse_playbook(SHOP % ("", 4)))
+    seen = type("Seen", (FixedMeasurement,), {"__doc__": "Seen started.", "start": lambda self: started.append(self)})
+    catalog = CATALOG.extended(faults=[("test.noop", NoopFault)], measurements=[("test_fixed_delays", seen)])
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append, catalog=catalog)
+    rec = runner.run(_parse(catalog, SHOP % ("", 4)))
     assert rec.verdict == "passed", rec.errors
     assert rec.subject == "Deployment shop/prices, HPA prices, Service prices"
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2  # put back
@@ -366,34 +364,30 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
 
 
 def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected(
-    registered: None, tmp_path: Path
+    registered: Catalog, tmp_path: Path
 ) -> None:
     kube = _shop_kube()
-    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(
-        parse_playbook(SHOP % ("", 7))
-    )
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None,
+                    catalog=registered)  # fmt: skip
+    rec = runner.run(_parse(registered, SHOP % ("", 7)))
     assert rec.verdict == "error" and "at most its maxReplicas (6)" in rec.errors[0] and rec.steps == []
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2
 
 
 def test_a_scale_up_the_subject_has_already_reached_is_refused_before_anything_is_injected(
-    registered: None, tmp_path: Path
+    registered: Catalog, tmp_path: Path
 ) -> None:
     kube = _shop_kube()
     kube.objects["/apis/apps/v1/namespaces/shop/deployments/prices"]["spec"]["replicas"] = 4
-    rec = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(
-        parse_playbook(SHOP % ("", 4))
-    )
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None,
+                    catalog=registered)  # fmt: skip
+    rec = runner.run(_parse(registered, SHOP % ("", 4)))
     assert rec.verdict == "error" and "runs 4 replicas already, so nothing would scale up" in rec.errors[0]
 
 
-def test_dry_run_says_a_subjects_hpa_is_put_back() -> None:
-    FAULTS.add("test.noop", NoopFault)
-    try:
-        (step,) = plan_steps(parse_playbook(SHOP.replace("  measurements:\n    - {name: m, type: test_fixed_delays}\n",
-                                                         "") % (", hpa: prices", 3)), NODES)  # fmt: skip
-    finally:
-        FAULTS._classes.pop("test.noop")
+def test_dry_run_says_a_subjects_hpa_is_put_back(registered: Catalog) -> None:
+    text = SHOP.replace("  measurements:\n    - {name: m, type: test_fixed_delays}\n", "") % (", hpa: prices", 3)
+    (step,) = plan_steps(_parse(registered, text), NODES, registered.faults)
     assert (
         step["scale_up"] == "at effect: raise HPA shop/prices minReplicas to 3 (its minReplicas put back after "
         "the run, or by chaoskit revert)"
@@ -417,21 +411,23 @@ spec:
 """
 
 
-def _probed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool]) -> RunRecord:
+def _probed_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool], catalog: Catalog
+) -> RunRecord:
     from chaoskit.cluster.shell import Completed, FakeRunner
     from chaoskit.probes import run as probes_run
 
     monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
     shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))
     runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"),
-                    lambda _: None, shell=shell)  # fmt: skip
-    return runner.run(parse_playbook(PROBED))
+                    lambda _: None, shell=shell, catalog=catalog)  # fmt: skip
+    return runner.run(_parse(catalog, PROBED))
 
 
 def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
-    registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registered: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rec = _probed_run(tmp_path, monkeypatch, lambda: False)
+    rec = _probed_run(tmp_path, monkeypatch, lambda: False, registered)
     assert rec.verdict == "passed", rec.errors
     (probe,) = rec.probes
     assert [(p["phase"], p["ok"]) for p in probe["phases"]] == [("before", True), ("during", True), ("after", True),
@@ -440,9 +436,9 @@ def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
 
 
 def test_a_probe_failing_before_the_faults_aborts_the_run_with_nothing_injected(
-    registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registered: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rec = _probed_run(tmp_path, monkeypatch, lambda: True)
+    rec = _probed_run(tmp_path, monkeypatch, lambda: True, registered)
     assert rec.verdict == "aborted" and rec.steps == [] and rec.exit_code == 4
     assert "probe shop-ok: " in rec.errors[0] and "exit 1: shop down" in rec.errors[0]
 
