@@ -20,7 +20,7 @@ from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
-from chaoskit.events import JsonLines, Said, fan_out, said, speaking, stamped
+from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
@@ -113,9 +113,7 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
     progress, env = Progress(), Env(kube, seam, cluster)
     suite = _suite_name(paths)
     with ExitStack() as stack:
-        on_event = speaking(progress.info, playbook=len(files) > 1)
-        if events_path is not None:
-            on_event = fan_out(on_event, JsonLines(stack.enter_context(events_path.open("w", encoding="utf-8"))))
+        on_event = _subscribers(progress, len(files) > 1, events_path, stack)
 
         def make_runner(p: Planned, peers: Peers) -> Runner:
             path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
@@ -133,8 +131,26 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
         with sigterm_as_interrupt():
             record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=said(on_event),
                                diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
-    data = record.runs[0].record.to_dict() if len(files) == 1 and record.runs else record.to_dict()
-    html_path = html_path or state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
+    _publish(record, len(files) > 1, junit_path, html_path or _default_html(suite, record), output, progress)
+    raise click.exceptions.Exit(record.exit_code)
+
+
+def _subscribers(progress: Progress, several: bool, events_path: Path | None, stack: ExitStack) -> Emit:
+    """Who follows the run's events: the terminal, and the --events file if asked for."""
+    on_event = speaking(progress.info, playbook=several)
+    if events_path is None:
+        return on_event
+    return fan_out(on_event, JsonLines(stack.enter_context(events_path.open("w", encoding="utf-8"))))
+
+
+def _default_html(suite: str, record: SuiteRecord) -> Path:
+    return state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
+
+
+def _publish(record: SuiteRecord, several: bool, junit_path: Path | None, html_path: Path, output: str,
+             progress: Progress) -> None:  # fmt: skip
+    """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's)."""
+    data = record.runs[0].record.to_dict() if not several and record.runs else record.to_dict()
     html_path.parent.mkdir(parents=True, exist_ok=True)
     for path, text in ((junit_path, render_run_junit), (html_path, render_run_html)):
         if path is not None:
@@ -144,7 +160,6 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
         _table(record)
     else:
         emit(data, output)
-    raise click.exceptions.Exit(record.exit_code)
 
 
 def _playbook_files(paths: tuple[Path, ...]) -> list[Path]:
