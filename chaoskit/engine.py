@@ -18,7 +18,6 @@ from types import FrameType
 from pydantic import BaseModel
 
 from chaoskit import subject as subjects
-from chaoskit.cluster.poll import poll
 from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
@@ -26,6 +25,7 @@ from chaoskit.faults.base import Fault, FaultPlan, HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.safety import holder_id, release_run_locks
+from chaoskit.seams.poll import poll
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
 DEFAULT_DEADLINE_MARGIN = 60.0

@@ -28,9 +28,6 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec, Node
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.diagnosers.base import Diagnosis
 from chaoskit.engine import FaultResult, default_deadline, run_fault
 from chaoskit.env import Env
@@ -42,6 +39,9 @@ from chaoskit.playbook import load_playbook
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.runner import Runner, diagnose_cluster, resolve_node
 from chaoskit.safety import acquire, holder_id, recognise, release
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import DockerNodeExec, Node
+from chaoskit.seams.shell import SubprocessRunner
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,6 @@ from pydantic import BaseModel
 from chaoskit import subject as subjects
 from chaoskit import workloads
 from chaoskit.checks.base import Check
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.poll import poll
-from chaoskit.cluster.shell import Runner as ShellRunner
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
@@ -42,6 +38,10 @@ from chaoskit.model.timeline import MeasurementResult
 from chaoskit.probes.run import ProbeSet, prober_for
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS
 from chaoskit.safety import acquire, check_free, holder_id, release
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.poll import poll
+from chaoskit.seams.shell import Runner as ShellRunner
+from chaoskit.seams.shell import SubprocessRunner
 
 Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
 EXIT_CODES: dict[Verdict, int] = {

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.nodeexec import Node
 from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.score import suite_score
 from chaoskit.registry import FAULTS
 from chaoskit.runner import EXIT_CODES, Peers, Runner, RunRecord, Verdict, fault_for, resolve_node
+from chaoskit.seams.nodeexec import Node
 
 # The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.
 SEVERITY: dict[Verdict, int] = {"passed": 0, "deviated": 1, "aborted": 2, "error": 3, "interrupted": 4}

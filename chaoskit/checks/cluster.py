@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
-from chaoskit.cluster.kube import KubeError, condition
 from chaoskit.components import controller_manager, scheduler
 from chaoskit.diagnosers.leases import LeaseState
 from chaoskit.env import Env
+from chaoskit.seams.kube import KubeError, condition
 
 LEADERS = (("scheduler", scheduler.LEASE), ("controller-manager", controller_manager.LEASE))
 

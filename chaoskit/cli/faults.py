@@ -13,7 +13,6 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, emit, node_exec, output_option, stdout_console
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import default_deadline, revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.faults.base import Fault
@@ -22,6 +21,7 @@ from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.runner import resolve_node
 from chaoskit.safety import recognise
+from chaoskit.seams.shell import SubprocessRunner
 
 
 def _fault_class(name: str) -> type[Fault]:

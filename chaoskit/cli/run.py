@@ -13,9 +13,6 @@ from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
 from chaoskit.cli.measure import print_stages
 from chaoskit.cli.options import context_of, emit, node_exec, output_option, stdout_console
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
@@ -31,6 +28,9 @@ from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
 from chaoskit.runner import Peers, Runner, RunRecord, diagnose_cluster, plan_steps
 from chaoskit.safety import recognise
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 
 

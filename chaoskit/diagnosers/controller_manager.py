@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
@@ -44,6 +43,7 @@ from chaoskit.diagnosers.quotas import exhausted, quota_findings, quotas_evidenc
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 HEALTHZ = f"{controller_manager.HEALTHZ}?verbose"
 LEASE = controller_manager.LEASE

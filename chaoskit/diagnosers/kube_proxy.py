@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import kube_proxy as kp
 from chaoskit.components.kube_proxy import Target
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
@@ -33,6 +32,7 @@ from chaoskit.diagnosers.common import (
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"

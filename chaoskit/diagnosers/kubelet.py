@@ -16,8 +16,6 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import kubelet
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
@@ -37,6 +35,8 @@ from chaoskit.diagnosers.common import (
 from chaoskit.diagnosers.leases import LeaseState
 from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 KUBELET_DIR = kubelet.DIR
 CLIENT_PEM = kubelet.CLIENT_PEM

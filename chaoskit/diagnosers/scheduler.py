@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.components import scheduler
 from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.common import (
@@ -32,6 +31,7 @@ from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.scrape import Metrics
 
 HEALTHZ = f"{scheduler.HEALTHZ}?verbose"
 PENDING_PODS = "/api/v1/pods"

@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.diagnosers.leases import LeaseState
@@ -23,6 +22,7 @@ from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespac
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 
 @register

@@ -23,8 +23,6 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.diagnosers.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
@@ -35,6 +33,8 @@ from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.scrape import Metrics, scrape_command
 from tests.e2e.catalog import Catalog, Holding, observe
 from tests.e2e.conftest import HOST_DISK
 

@@ -12,9 +12,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.certs import parse_not_after
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.components.common import MANIFESTS
 from chaoskit.components.kube_proxy import min_sync_period
 from chaoskit.diagnosers.apiserver import ApiServerEvidence
@@ -29,6 +26,9 @@ from chaoskit.diagnosers.scheduler import SchedulerEvidence
 from chaoskit.diagnosers.sources import Fetched, Section
 from chaoskit.diagnosers.staticpod import ProcessState
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.certs import parse_not_after
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.scrape import Metrics
 
 DATA = Path(__file__).parent / "data" / "evidence"
 CP, WORKER = "chaoskit-control-plane", "chaoskit-worker"

@@ -11,10 +11,6 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
 from chaoskit.faults.controller_manager import (
@@ -32,6 +28,10 @@ from chaoskit.faults.controller_manager import (
 from chaoskit.faults.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import Metrics
+from chaoskit.seams.shell import Completed, FakeRunner
 
 DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"
 CP = "chaoskit-control-plane"

@@ -10,11 +10,6 @@ from typing import Any
 import pytest
 from diagnose_evidence import FrozenKube
 
-from chaoskit.cluster.certs import DAY, expiry, parse_not_after
-from chaoskit.cluster.kube import FakeKube, Kube, KubeError
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import Histogram, Metrics, windowed
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.diagnosers.base import DIAGNOSERS, ComponentReport, Diagnosis, Evidence, Finding, by_severity, status_of
 from chaoskit.diagnosers.budget import Budget, Outcome, leashed
 from chaoskit.diagnosers.common import HttpAnswer, excerpt, failing_checks
@@ -31,6 +26,11 @@ from chaoskit.diagnosers.sources import (
 )
 from chaoskit.env import Env
 from chaoskit.errors import DuplicateName, UnknownName
+from chaoskit.seams.certs import DAY, expiry, parse_not_after
+from chaoskit.seams.kube import FakeKube, Kube, KubeError
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import Histogram, Metrics, windowed
+from chaoskit.seams.shell import FakeRunner
 
 REFUSED = (
     "GET /readyz: MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused "

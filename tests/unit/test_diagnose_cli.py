@@ -40,8 +40,8 @@ def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
 ) -> None:
     """One diagnosis, every format: a CI job keeps one moment's picture, not three diagnoses seconds apart."""
     from chaoskit.cli import diagnose as cmd
-    from chaoskit.cluster.nodeexec import Node
     from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+    from chaoskit.seams.nodeexec import Node
 
     calls: list[float] = []
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from diagnose_evidence import FrozenKube, text
 
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.diagnosers import run, sources
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.shell import Completed, FakeRunner
 
 NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
 PARKED = "/etc/kubernetes/chaoskit-parked/kube-apiserver.yaml"

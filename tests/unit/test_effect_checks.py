@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.faults.base import FaultPlan, Handoff, hand_over
@@ -30,6 +27,9 @@ from chaoskit.faults.sync_delay import (
     probe_objects,
 )
 from chaoskit.model.params import NoParams
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.shell import Completed, FakeRunner
 
 FAST = Timing(right_after=0.2, probe_lag=0.02, poll=0.01)  # the real timing, scaled down with the periods below
 NODES = ("cp", "w1", "w2")

@@ -15,8 +15,6 @@ from pydantic import BaseModel
 
 from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
@@ -28,6 +26,8 @@ from chaoskit.playbook import parse_playbook
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, load_catalog
 from chaoskit.runner import EXIT_CODES, Runner, RunRecord, plan_steps, resolve_node
 from chaoskit.safety import Lock
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 
 load_catalog()
 NODES = [
@@ -407,8 +407,8 @@ spec:
 
 
 def _probed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool]) -> RunRecord:
-    from chaoskit.cluster.shell import Completed, FakeRunner
     from chaoskit.probes import run as probes_run
+    from chaoskit.seams.shell import Completed, FakeRunner
 
     monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
     shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))

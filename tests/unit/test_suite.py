@@ -12,8 +12,6 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from chaoskit.checks.cluster import ClusterHealthy, NodeChecks
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
@@ -23,6 +21,8 @@ from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
 from chaoskit.runner import CheckRecord, Peers, Runner, RunRecord, StepRecord, names_fault
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.suite import Planned, order, plan, run_suite, startable
 
 load_catalog()
