@@ -28,7 +28,7 @@ from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
-from chaoskit.faults.controller_manager import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
+from chaoskit.faults.controller_manager.stuck import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
 from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time

@@ -13,7 +13,8 @@ import pytest
 
 from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
-from chaoskit.faults.controller_manager import (
+from chaoskit.faults.controller_manager.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
+from chaoskit.faults.controller_manager.stuck import (
     LEASE,
     MANIFEST,
     PROBE,
@@ -25,7 +26,6 @@ from chaoskit.faults.controller_manager import (
     probe_object,
     queue_works,
 )
-from chaoskit.faults.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.kube import FakeKube
