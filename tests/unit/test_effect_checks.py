@@ -15,7 +15,7 @@ from chaoskit.errors import ToolError
 from chaoskit.faults.base import FaultPlan, Handoff, hand_over
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.faults.kubelet import EXPIRED_PEM, KubeletCertExpired
-from chaoskit.faults.sync_delay import (
+from chaoskit.measurements.rule_sync_delay import (
     SERVICE_PATH,
     SLICE_PATH,
     Change,
@@ -302,7 +302,7 @@ def test_a_frozen_kube_proxy_is_seen_by_rules_that_do_not_follow_an_endpoint_cha
 
 def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
     import chaoskit.faults.kube_proxy as kube_proxy
-    from chaoskit.faults.sync_delay import SyncDelays
+    from chaoskit.measurements.rule_sync_delay import SyncDelays
 
     ds = {"status": {"desiredNumberScheduled": 1}}
     pod = {"metadata": {"name": "a", "labels": {"k8s-app": "kube-proxy"}}, "spec": {"nodeName": "w"},
