@@ -104,7 +104,7 @@ class Finding:
 
 # When several components fail at once, the one the others depend on is the likelier cause; a fault chaoskit could
 # not revert comes before all of them.
-CAUSAL_RANK = {"reverts": -1, "etcd": 0, "apiserver": 1, "runtime": 2, "kubelet": 3, "scheduler": 4,
+CAUSAL_RANK = {"reverts": -1, "etcd": 0, "apiserver": 1, "containerd": 2, "kubelet": 3, "scheduler": 4,
                "controller-manager": 5, "kube-proxy": 6}  # fmt: skip
 
 

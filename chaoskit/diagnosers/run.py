@@ -31,7 +31,7 @@ from chaoskit.registry import load_catalog
 
 # The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
 # own reverts last (their findings still rank first: see CAUSAL_RANK).
-ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
+ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "containerd", "reverts")
 BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 

@@ -62,7 +62,7 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
 
     name = "kubelet.runtime-unresponsive"
     component = "kubelet"
-    named = Named("runtime", r"containerd|runtime")
+    named = Named("containerd", r"containerd|runtime")
     no_op = NoOpControl(wait=10.0)  # CRI calls hang at once
     scope = "node"
     target_role = "worker"

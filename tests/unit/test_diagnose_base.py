@@ -71,10 +71,10 @@ def test_every_component_has_a_registered_diagnoser_in_troubleshooting_order() -
         "controller-manager",
         "kubelet",
         "kube-proxy",
-        "runtime",
+        "containerd",
         "reverts",
     ]
-    assert components(["runtime", "apiserver"]) == ["apiserver", "runtime"]
+    assert components(["containerd", "apiserver"]) == ["apiserver", "containerd"]
     with pytest.raises(UnknownName, match="did you mean 'kubelet'"):
         components(["kubelt"])
     with pytest.raises(DuplicateName):

@@ -16,7 +16,7 @@ from chaoskit.errors import UsageError
 
 def test_help_names_the_components_and_the_exit_codes() -> None:
     out = CliRunner().invoke(cli, ["diagnose", "--help"]).output
-    assert "kube-proxy, runtime" in out and "1 when any is degraded or failed" in out
+    assert "kube-proxy, containerd" in out and "1 when any is degraded or failed" in out
     assert "-o, --format [table|json|markdown|html|junit]" in out and "--output FILE" in out
 
 

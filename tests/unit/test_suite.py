@@ -193,7 +193,7 @@ def test_a_fault_is_named_past_the_findings_another_held_fault_explains() -> Non
     runtime: Fault = FAULTS.get("kubelet.runtime-unresponsive")()  # type: ignore[assignment]
     freeze: Fault = FAULTS.get("kube-proxy.freeze")()  # type: ignore[assignment]
     found = Diagnosis("c", (
-        _report("runtime", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
+        _report("containerd", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
         _report("kube-proxy", "chaoskit-worker", "kube-proxy on chaoskit-worker is not synced", "warning"),
     ), 0.0, 1.0)  # fmt: skip
     # the runtime's critical finding outranks kube-proxy's warning, until the runtime's node is set aside
