@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from chaoskit.cluster.kind import control_plane
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.seams.kube import Kube, KubeError, condition
 from chaoskit.seams.shell import Completed, SubprocessRunner

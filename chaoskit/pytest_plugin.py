@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.engine import FaultResult, default_deadline, run_fault
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError

@@ -23,7 +23,7 @@ from chaoskit import subject as subjects
 from chaoskit import workloads
 from chaoskit.checks.base import Check
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import FaultResult, default_deadline, run_fault
 from chaoskit.env import Env

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.components import table
-from chaoskit.diagnosers.leases import LeaseState
+from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.seams.kube import KubeError, condition
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from chaoskit.components import apiserver
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, Severity, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, Severity, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     excerpt,
     expiry_findings,
@@ -26,8 +26,8 @@ from chaoskit.diagnosers.common import (
     rounded,
     uncollected,
 )
-from chaoskit.diagnosers.sources import Sources, window_wait
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.certs import cert_dates_command, parse_not_after, served_cert_command
 from chaoskit.seams.scrape import Labels, Metrics, counter_delta, scrape_command, windowed

@@ -15,9 +15,9 @@ from pydantic import Field
 
 from chaoskit.components import containerd
 from chaoskit.components.common import CRICTL, pid_command, thaw_command
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import excerpt
-from chaoskit.diagnosers.sources import Section, Sources
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import excerpt
+from chaoskit.diagnosers.kit.sources import Section, Sources
 from chaoskit.model.params import FaultParams
 
 

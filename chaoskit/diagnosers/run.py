@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from chaoskit.components.table import ORDER
-from chaoskit.diagnosers.base import (
+from chaoskit.diagnosers.kit.base import (
     DIAGNOSERS,
     UNCOLLECTED,
     ComponentReport,
@@ -25,8 +25,8 @@ from chaoskit.diagnosers.base import (
     Finding,
     diagnoser_class,
 )
-from chaoskit.diagnosers.budget import Budget, leashed
-from chaoskit.diagnosers.sources import API_TIMEOUT, Fetched, Sources
+from chaoskit.diagnosers.kit.budget import Budget, leashed
+from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.env import Env
 from chaoskit.registry import load_catalog
 

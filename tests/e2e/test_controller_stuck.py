@@ -23,7 +23,7 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.diagnosers.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault

@@ -15,16 +15,16 @@ from typing import Any
 from chaoskit.components.common import MANIFESTS
 from chaoskit.components.kube_proxy import min_sync_period
 from chaoskit.diagnosers.apiserver import ApiServerEvidence
-from chaoskit.diagnosers.base import Finding
-from chaoskit.diagnosers.common import HttpAnswer
 from chaoskit.diagnosers.containerd import ContainerdEvidence
 from chaoskit.diagnosers.controller_manager import ControllerManagerEvidence
 from chaoskit.diagnosers.etcd import EtcdEvidence
+from chaoskit.diagnosers.kit.base import Finding
+from chaoskit.diagnosers.kit.common import HttpAnswer
+from chaoskit.diagnosers.kit.sources import Fetched, Section
+from chaoskit.diagnosers.kit.staticpod import ProcessState
 from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence
 from chaoskit.diagnosers.kubelet import KubeletEvidence, _used_percent
 from chaoskit.diagnosers.scheduler import SchedulerEvidence
-from chaoskit.diagnosers.sources import Fetched, Section
-from chaoskit.diagnosers.staticpod import ProcessState
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.certs import parse_not_after
 from chaoskit.seams.kube import FakeKube, KubeError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chaoskit.components.table import CAUSAL_RANK, COMPONENTS, ORDER
-from chaoskit.diagnosers.base import DIAGNOSERS
+from chaoskit.diagnosers.kit.base import DIAGNOSERS
 from chaoskit.faults.base import Fault
 from chaoskit.registry import FAULTS, load_catalog
 

@@ -18,7 +18,7 @@ from diagnose_evidence import (
 )
 
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser, ApiServerEvidence
-from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.kit.base import status_of
 from chaoskit.seams.scrape import Metrics
 
 DAY = 86400.0

@@ -40,7 +40,7 @@ def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
 ) -> None:
     """One diagnosis, every format: a CI job keeps one moment's picture, not three diagnoses seconds apart."""
     from chaoskit.cli import diagnose as cmd
-    from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+    from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
     from chaoskit.seams.nodeexec import Node
 
     calls: list[float] = []

@@ -9,7 +9,7 @@ import json
 from diagnose_evidence import containerd, text, titles
 
 from chaoskit.diagnosers.containerd import ContainerdDiagnoser, ContainerdEvidence
-from chaoskit.diagnosers.sources import Section
+from chaoskit.diagnosers.kit.sources import Section
 
 
 def analyze(ev: ContainerdEvidence) -> list[str]:

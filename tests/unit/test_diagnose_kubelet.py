@@ -7,9 +7,9 @@ import copy
 
 from diagnose_evidence import DOWN, NO_ANSWER, edit_metric, http, iso_at, kubelet, obj, text, titles
 
-from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser, KubeletEvidence
-from chaoskit.diagnosers.sources import Fetched
 from chaoskit.seams.scrape import Metrics
 
 

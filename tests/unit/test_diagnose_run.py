@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from diagnose_evidence import FrozenKube, text
 
-from chaoskit.diagnosers import run, sources
+from chaoskit.diagnosers import run
+from chaoskit.diagnosers.kit import sources
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
 from chaoskit.seams.kube import FakeKube, KubeError

@@ -242,7 +242,7 @@ def test_plans_without_handoffs_hand_nothing_over() -> None:
 
 def _lease_env(renewed_ago: float | None, healthz: str = "ok", duration: int = 11) -> Env:
     from chaoskit.components import controller_manager as cm
-    from chaoskit.diagnosers.common import iso
+    from chaoskit.diagnosers.kit.common import iso
 
     def responder(argv: tuple[str, ...]) -> Completed | None:
         if "ps -o stat=" in argv[-1]:

@@ -10,7 +10,7 @@ import pytest
 from fake_faults import holds
 from pydantic import BaseModel
 
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.pytest_plugin import ChaoskitCluster, diagnosis_text

@@ -12,7 +12,7 @@ from diagnose_evidence import DOWN, apiserver, http, kubelet, text
 from junitparser import Failure, JUnitXml, Skipped
 
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.reports import FORMATS, render

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.faults.base import Fault, FaultPlan, Named

@@ -12,7 +12,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from chaoskit.checks.cluster import ClusterHealthy, NodeChecks
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal

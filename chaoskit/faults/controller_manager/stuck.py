@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
-from chaoskit.diagnosers.leases import LeaseState
+from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
 from chaoskit.faults.control_plane import PARKED, swap_static_pod

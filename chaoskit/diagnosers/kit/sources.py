@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from chaoskit.diagnosers.budget import UNLIMITED, Budget, leashed
+from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError

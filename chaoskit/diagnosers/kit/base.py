@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 from pydantic import BaseModel
 
 from chaoskit.components.table import CAUSAL_RANK
-from chaoskit.diagnosers.sources import Sources
+from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.model.params import NoParams
 from chaoskit.registry import Registered, Registry
 
