@@ -21,8 +21,8 @@ from pathlib import Path
 
 from chaoskit.cluster.build import build_all
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.progress import Progress
+from chaoskit.seams.shell import SubprocessRunner
 
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
 

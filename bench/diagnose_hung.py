@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from chaoskit.cluster.kind import control_plane
-from chaoskit.cluster.kube import Kube, KubeError, condition
-from chaoskit.cluster.shell import Completed, SubprocessRunner
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.diagnosers.run import BUDGET
+from chaoskit.seams.kube import Kube, KubeError, condition
+from chaoskit.seams.shell import Completed, SubprocessRunner
 
 CASES: dict[str, str | None] = {"healthy": None, "etcd frozen": "etcd", "apiserver frozen": "kube-apiserver"}
 SAFETY_S = 90  # longer than any diagnosis, even the 60 s ones from before the budget

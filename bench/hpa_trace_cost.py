@@ -18,12 +18,12 @@ import tracemalloc
 import uuid
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import Kube
 from chaoskit.env import Env
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_driver import READY_TIMEOUT, one_run
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp
 from chaoskit.model.timeline import HPA_STAGES
+from chaoskit.seams.kube import Kube
 
 
 def main() -> None:

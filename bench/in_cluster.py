@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from chaoskit.cluster import install as ops
-from chaoskit.cluster.kube import Kube
+from chaoskit.seams.kube import Kube
 
 NS = "chaoskit-bench"
 

@@ -18,12 +18,12 @@ import uuid
 from itertools import cycle, islice
 from typing import Any
 
-from chaoskit.cluster.kube import Kube
 from chaoskit.components.kube_proxy import node_names, running_mode
 from chaoskit.env import Env
 from chaoskit.measurements.rule_sync_driver import CHANGES, run_changes
 from chaoskit.model.timeline import MeasurementResult, summarize
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube
 
 
 def _stats(diffs: list[float]) -> dict[str, Any]:

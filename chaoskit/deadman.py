@@ -18,8 +18,8 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.errors import CommandError
+from chaoskit.seams.nodeexec import NodeExec
 
 HEAL_DIR = "/var/lib/chaoskit/heal"
 RETRY_FIRST_S = 2  # the first retry comes this soon after a failed attempt...

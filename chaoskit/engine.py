@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from chaoskit import subject as subjects
-from chaoskit.cluster.poll import poll
 from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
@@ -25,6 +24,7 @@ from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.safety import holder_id, release_run_locks
+from chaoskit.seams.poll import poll
 from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery

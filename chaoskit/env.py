@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec, NodeExec
-from chaoskit.cluster.shell import Runner, SubprocessRunner
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import DockerNodeExec, NodeExec
+from chaoskit.seams.shell import Runner, SubprocessRunner
 
 
 @dataclass(frozen=True)

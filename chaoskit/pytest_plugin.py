@@ -28,10 +28,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec, Node
-from chaoskit.cluster.shell import SubprocessRunner
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
@@ -45,6 +42,9 @@ from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run.during import diagnose_cluster
 from chaoskit.runner import Runner
 from chaoskit.safety import acquire, holder_id, recognise, release
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import DockerNodeExec, Node
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
 
 

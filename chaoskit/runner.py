@@ -15,9 +15,6 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.shell import Runner as ShellRunner
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
@@ -37,6 +34,9 @@ from chaoskit.run.stage import Stage
 from chaoskit.run.steady import steady_check
 from chaoskit.run.steps import StepRunner
 from chaoskit.safety import check_free, holder_id
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.shell import Runner as ShellRunner
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import ResolvedStep, resolve_groups
 
 

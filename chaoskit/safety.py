@@ -9,17 +9,17 @@ run's lock expires.
 
 from __future__ import annotations
 
-import socket
+import platform
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from chaoskit.cluster.install import NAMESPACE
-from chaoskit.cluster.kube import Kube, KubeError, Obj
 from chaoskit.cluster.marker import MARKER
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError, UsageError
+from chaoskit.seams.kube import Kube, KubeError, Obj
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import Runner
 
 LOCK_PREFIX = "chaoskit-lock-"
 INSTALLED = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"  # what `chaoskit install` leaves
@@ -65,7 +65,7 @@ class Lock:
 
 
 def holder_id(run_id: str) -> str:
-    return f"{socket.gethostname()}/{run_id}"
+    return f"{platform.node()}/{run_id}"  # uname's node name, what gethostname() answers on Linux
 
 
 def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:

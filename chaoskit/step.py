@@ -14,10 +14,10 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
-from chaoskit.cluster.nodeexec import Node, pick
 from chaoskit.faults.base import Fault, FaultPlan, Radius
 from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
 from chaoskit.registry import FAULTS, Registered, Registry
+from chaoskit.seams.nodeexec import Node, pick
 
 # The switch fires this long after the planned revert at the latest, unless the playbook says otherwise.
 DEFAULT_DEADLINE_MARGIN = 60.0

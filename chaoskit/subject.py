@@ -12,11 +12,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.errors import UsageError
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.model.playbook import SubjectLoad
+from chaoskit.seams.kube import Kube, KubeError
 
 Kind = Literal["Deployment", "StatefulSet"]
 PLURAL: dict[Kind, str] = {"Deployment": "deployments", "StatefulSet": "statefulsets"}

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.nodeexec import Node
 from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import EXIT_CODES, RunRecord, Verdict
 from chaoskit.model.score import suite_score
 from chaoskit.run.peers import Peers
 from chaoskit.runner import Runner
+from chaoskit.seams.nodeexec import Node
 from chaoskit.step import resolve_playbook
 
 # The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.cluster.kube import Kube
+from chaoskit.seams.kube import Kube
 
 Obj = dict[str, Any]
 PORT = 8080

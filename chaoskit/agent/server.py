@@ -5,7 +5,7 @@ hostPID and hostNetwork, and every command goes through `nsenter` into PID 1's n
 `iptables`, the static-pod manifests and the dead-man switch's timers are the node's own. It is dialled on the
 node's address, never through pods/exec: that path runs API server → kubelet → runtime, which are what the faults
 break. Only a peer with a client certificate of the install's CA gets past the TLS handshake (see
-chaoskit.cluster.pki); anything else is refused before a byte of the request is read.
+chaoskit.seams.pki); anything else is refused before a byte of the request is read.
 
     GET  /v1/ping    {"node": ..., "version": ...}
     POST /v1/run     {"argv": [...], "input": base64 | null, "timeout": seconds | null}
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit import __version__
-from chaoskit.cluster.agentexec import PORT as PORT  # the CLI's default
+from chaoskit.seams.agentexec import PORT as PORT  # the CLI's default
 
 HOST_NAMESPACES = ("nsenter", "--target", "1", "--mount", "--uts", "--ipc", "--net", "--pid", "--")
 MAX_BODY = 16 << 20  # a request carries an argv and a command's stdin (a manifest, a script): never more

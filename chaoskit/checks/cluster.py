@@ -8,12 +8,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
-from chaoskit.cluster.kube import KubeError, condition
-from chaoskit.components import controller_manager, scheduler
-from chaoskit.diagnosers.leases import LeaseState
+from chaoskit.components import table
+from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
+from chaoskit.seams.kube import KubeError, condition
 
-LEADERS = (("scheduler", scheduler.LEASE), ("controller-manager", controller_manager.LEASE))
+LEADERS = tuple((c.name, c.lease) for c in table.LEADERS)
 
 
 class NodeChecks(BaseModel):

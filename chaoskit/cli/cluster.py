@@ -12,9 +12,9 @@ from chaoskit.cli.options import cluster_env, cluster_name_option, emit, output_
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
 from chaoskit.progress import Progress
+from chaoskit.seams.shell import SubprocessRunner
 
 
 @click.group()

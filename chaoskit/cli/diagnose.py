@@ -45,7 +45,7 @@ def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Pat
              junit_file: Path | None, cluster: str, record_path: Path | None, budget: float) -> None:  # fmt: skip
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
-    COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, runtime, reverts
+    COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd, reverts
     (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server
     is down: the API server's report then fails on node-local evidence, and the others say which API-side
     evidence was unavailable.

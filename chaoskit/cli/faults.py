@@ -13,8 +13,6 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, emit, node_exec, output_option, stdout_console
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.events import speaking
@@ -23,6 +21,8 @@ from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.safety import recognise
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import ResolvedStep, resolve
 
 

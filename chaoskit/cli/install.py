@@ -9,10 +9,11 @@ from chaoskit.cli.options import context_of
 from chaoskit.cluster import install as ops
 from chaoskit.cluster import selfimage
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kind import Kind, node_containers
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.cluster.kind import Kind
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.shell import SubprocessRunner
 
 
 @click.command()

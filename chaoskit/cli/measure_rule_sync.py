@@ -12,7 +12,6 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_name_option, emit, node_exec, stdout_console
-from chaoskit.cluster.kube import Kube
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
@@ -20,6 +19,7 @@ from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
 from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube
 
 WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and wrap every cell)
 

@@ -20,14 +20,14 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_name_option, stdout_console
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
 from chaoskit.exporters.prometheus import Exporter, JournalDir
 from chaoskit.exporters.prometheus import serve as serve_exporter
 from chaoskit.journal import default_journal_dir
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.shell import SubprocessRunner
 
 
 def default_prometheus_dir() -> Path:

@@ -14,11 +14,11 @@ from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
 from chaoskit.cluster.install import LocalInstall
-from chaoskit.cluster.kube import Kube, KubeError
-from chaoskit.cluster.nodeexec import DockerNodeExec, NodeExec
-from chaoskit.cluster.shell import Runner, SubprocessRunner
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
+from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.nodeexec import DockerNodeExec, NodeExec
+from chaoskit.seams.shell import Runner, SubprocessRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -14,9 +14,6 @@ from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
 from chaoskit.cli.measure import print_stages
 from chaoskit.cli.options import context_of, emit, node_exec, output_option, stdout_console
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
@@ -37,6 +34,9 @@ from chaoskit.run.peers import Peers
 from chaoskit.run.plan import plan_steps
 from chaoskit.runner import Runner
 from chaoskit.safety import recognise
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 
 

@@ -14,9 +14,9 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from chaoskit.cluster.experiments import FINAL
-from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.errors import EXIT_INTERRUPTED, ToolError
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube, KubeError
 
 GROUP_VERSION = "chaoskit.dev/v1alpha1"
 EXIT = {"Passed": 0, "Deviated": 1, "Aborted": 4, "Error": 4, "Interrupted": EXIT_INTERRUPTED, "Invalid": 3}

@@ -1,1 +1,2 @@
-"""The cluster seam: the Docker engine, the offline builds, the kind provider and command running."""
+"""The machinery that builds, starts and installs into a kind cluster: the Docker engine, Go builds, debootstrap,
+images, the node image, the kind provider, the build cache, `chaoskit install`, and Prometheus beside it."""

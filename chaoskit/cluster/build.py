@@ -8,9 +8,9 @@ from pathlib import Path
 
 from chaoskit.cluster import debian, gobuild, images, nodeimage, selfimage
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.shell import Runner
 from chaoskit.errors import CommandError
 from chaoskit.progress import Progress
+from chaoskit.seams.shell import Runner
 
 # Binaries needed whatever the node image: kind drives the cluster, kubectl is offered to the user.
 HOST_TARGETS = ("kind", "workload")

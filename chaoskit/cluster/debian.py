@@ -7,7 +7,7 @@ from pathlib import Path
 
 from chaoskit.cluster import versions as v
 from chaoskit.cluster.cache import Cache, cache_key
-from chaoskit.cluster.shell import Runner
+from chaoskit.seams.shell import Runner
 
 # Dropped from every rootfs: documentation and apt state only weigh on the image.
 _PRUNE = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from chaoskit.cluster import gobuild
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.poll import poll
-from chaoskit.cluster.shell import Runner, spawn
 from chaoskit.errors import CommandError, MissingDependency
 from chaoskit.progress import Progress
+from chaoskit.seams.poll import poll
+from chaoskit.seams.shell import Runner, spawn
 
 RUNTIME_NAME = "chaoskit-runc"
 RUNTIME_PATH = Path("/usr/local/libexec/chaoskit/runc-capfilter")

@@ -12,7 +12,7 @@ from pathlib import Path
 from chaoskit.cluster import versions as v
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache, cache_key, tree_digest
-from chaoskit.cluster.shell import Runner
+from chaoskit.seams.shell import Runner
 
 # what shapes compiled packages, which Go's build cache keys on: `go vet` and `go test` of our modules pass the same
 COMPILE_ENV = {"CGO_ENABLED": "0"}

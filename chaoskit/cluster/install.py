@@ -1,7 +1,7 @@
 """`chaoskit install`: the operator and the node agents into a cluster, and the credentials to reach the agents.
 
 Applied with server-side apply, so installing again changes only what changed (a new image rolls the pods through
-an annotation carrying its id). The private CA is made once per install (chaoskit.cluster.pki) and lives only in
+an annotation carrying its id). The private CA is made once per install (chaoskit.seams.pki) and lives only in
 two Secrets: the agents' server pair and the clients' pair. A CLI reaches the agents with the clients' pair, read
 from the API once and kept under ~/.local/state/chaoskit/installs/<context>/ with the node list, so reverts still
 work while the API server is down.
@@ -20,13 +20,13 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from chaoskit.cluster import pki
-from chaoskit.cluster.agentexec import PORT, AgentNode, AgentNodeExec, client_context
 from chaoskit.cluster.assets import deploy_dir
 from chaoskit.cluster.experiments import FINAL, FINALIZER
-from chaoskit.cluster.kube import Kube, KubeError, Obj, condition, object_path
 from chaoskit.cluster.selfimage import CHAOSKIT_IMAGE
 from chaoskit.journal import state_home
+from chaoskit.seams import pki
+from chaoskit.seams.agentexec import PORT, AgentNode, AgentNodeExec, client_context
+from chaoskit.seams.kube import Kube, KubeError, Obj, condition, object_path
 
 NAMESPACE = "chaoskit-system"
 AGENT_SECRET = "chaoskit-agent-tls"

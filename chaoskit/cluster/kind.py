@@ -1,6 +1,6 @@
 """The kind provider: create, delete, list and inspect kind clusters through the kind binary and Docker.
 
-kind identifies a cluster's node containers by the label io.x-k8s.kind.cluster;
+kind identifies a cluster's node containers by the label io.x-k8s.kind.cluster (seams/nodecontainers.py lists them);
 chaoskit's own node image also carries dev.chaoskit.node-image.
 """
 
@@ -11,18 +11,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaoskit.cluster.shell import Runner
-
-CLUSTER_LABEL = "io.x-k8s.kind.cluster"
-ROLE_LABEL = "io.x-k8s.kind.role"
-
-
-@dataclass(frozen=True)
-class NodeContainer:
-    name: str
-    role: str
-    image: str
-    state: str
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.shell import Runner
 
 
 @dataclass(frozen=True)
@@ -77,19 +67,6 @@ def archive_image(archive: Path) -> tuple[list[str], str]:
         return [], ""
     config = str(entry.get("Config", "")).removeprefix("blobs/sha256/").removesuffix(".json")
     return list(entry.get("RepoTags") or []), f"sha256:{config}" if config else ""
-
-
-def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
-    """The cluster's node containers, from Docker alone (works without the kind binary)."""
-    out = runner.run(
-        ["docker", "ps", "-a", "--filter", f"label={CLUSTER_LABEL}={cluster}", "--format", "{{json .}}"]
-    ).stdout
-    nodes = []
-    for line in out.splitlines():
-        row = json.loads(line)
-        labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
-        nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"]))
-    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))  # as nodeexec.ordered
 
 
 def container_addresses(runner: Runner, cluster: str) -> dict[str, set[str]]:

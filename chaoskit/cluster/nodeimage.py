@@ -21,8 +21,8 @@ from pathlib import Path
 from chaoskit.cluster import versions as v
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import cache_key, tree_digest
-from chaoskit.cluster.shell import Runner, end, spawn
 from chaoskit.errors import ToolError
+from chaoskit.seams.shell import Runner, end, spawn
 
 NODE_IMAGE_REPO = "chaoskit/node"
 NODE_IMAGE_LABEL = "dev.chaoskit.node-image"

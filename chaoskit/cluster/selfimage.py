@@ -21,7 +21,7 @@ from chaoskit import __version__
 from chaoskit.cluster import debian
 from chaoskit.cluster.cache import Cache, cache_key
 from chaoskit.cluster.oci import PATH_ENV, FileEntry, ImageSpec, write_archive
-from chaoskit.cluster.shell import Runner
+from chaoskit.seams.shell import Runner
 
 CHAOSKIT_IMAGE = f"docker.io/chaoskit/chaoskit:v{__version__}"
 PYTHON = debian.Rootfs("python", ("python3", "util-linux", "ca-certificates"))

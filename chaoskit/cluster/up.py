@@ -20,13 +20,14 @@ from chaoskit.cluster import build, docker, versions
 from chaoskit.cluster import config as kind_config
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.kind import Kind, container_addresses, node_containers, node_kubectl
-from chaoskit.cluster.kube import condition
+from chaoskit.cluster.kind import Kind, container_addresses, node_kubectl
 from chaoskit.cluster.marker import MARKER, marker_configmap
-from chaoskit.cluster.poll import poll
-from chaoskit.cluster.shell import Runner
 from chaoskit.errors import ToolError
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import condition
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.poll import poll
+from chaoskit.seams.shell import Runner
 
 REGISTRY_PROBE = "https://registry-1.docker.io/v2/"
 READY_TIMEOUT = 300.0

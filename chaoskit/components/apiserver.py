@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from chaoskit.cluster.certs import PKI
 from chaoskit.components import etcd
 from chaoskit.components.common import local_url, manifest
+from chaoskit.seams.certs import PKI
 
 PROCESS = "kube-apiserver"
 MANIFEST = manifest(PROCESS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaoskit.cluster.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import NodeExec
 
 PROCESS = "containerd"
 SERVICE = "containerd"  # the systemd unit

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
-from chaoskit.cluster.kube import Kube, condition
-from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.errors import ToolError
 from chaoskit.model.duration import parse_duration
+from chaoskit.seams.kube import Kube, condition
+from chaoskit.seams.nodeexec import NodeExec
 
 PROCESS = "kube-proxy"
 

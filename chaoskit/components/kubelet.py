@@ -5,7 +5,8 @@ from __future__ import annotations
 SERVICE = "kubelet"  # the systemd unit
 DIR = "/var/lib/kubelet"  # its root dir; a 4 GiB ext4 of its own in chaoskit's node image: kubelet's nodefs
 CLIENT_PEM = f"{DIR}/pki/kubelet-client-current.pem"  # its client cert and key; a symlink to the dated file
-HEALTHZ = "http://127.0.0.1:10248/healthz"  # plain HTTP, on the node's loopback only
+HEALTHZ_PORT = 10248  # plain HTTP, on the node's loopback only
+HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
 JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
 

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from chaoskit.cluster.certs import cert_dates_command, parse_not_after, served_cert_command
-from chaoskit.cluster.scrape import Labels, Metrics, counter_delta, scrape_command, windowed
 from chaoskit.components import apiserver
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, Severity, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, Severity, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     excerpt,
     expiry_findings,
@@ -28,9 +26,11 @@ from chaoskit.diagnosers.common import (
     rounded,
     uncollected,
 )
-from chaoskit.diagnosers.sources import Sources, window_wait
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.certs import cert_dates_command, parse_not_after, served_cert_command
+from chaoskit.seams.scrape import Labels, Metrics, counter_delta, scrape_command, windowed
 
 API = apiserver.URL
 CLIENT_CERTS = apiserver.CLIENT_CERTS

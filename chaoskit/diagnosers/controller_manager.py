@@ -5,8 +5,8 @@ A deadlocked or frozen controller manager keeps its port open for a while but st
 then nothing converges: the document's example is an HPA scale-up after which the pod count never settles. So the
 lease age and the objects' own convergence (observedGeneration, replicas, HPA conditions) are the evidence. One
 controller can also stop while the process stays up, leading and healthy: its work queue fills and nothing takes
-from it, or it is not running at all (chaoskit.diagnosers.controllers names it). A full ResourceQuota stops a
-scale-out with every controller working (chaoskit.diagnosers.quotas).
+from it, or it is not running at all (chaoskit.diagnosers.kit.controllers names it). A full ResourceQuota stops a
+scale-out with every controller working (chaoskit.diagnosers.kit.quotas).
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     age,
     api_unavailable,
@@ -30,7 +29,7 @@ from chaoskit.diagnosers.common import (
     rounded,
     uncollected,
 )
-from chaoskit.diagnosers.controllers import (
+from chaoskit.diagnosers.kit.controllers import (
     controllers_evidence,
     lagging_hpas,
     lagging_replicasets,
@@ -39,11 +38,12 @@ from chaoskit.diagnosers.controllers import (
     stuck_findings,
     stuck_queues,
 )
-from chaoskit.diagnosers.leases import LeaseState, assess_leader_lease
-from chaoskit.diagnosers.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
-from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
+from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
+from chaoskit.diagnosers.kit.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 HEALTHZ = f"{controller_manager.HEALTHZ}?verbose"
 LEASE = controller_manager.LEASE

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics, scrape_command, windowed
 from chaoskit.components import apiserver, etcd
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded, uncollected
-from chaoskit.diagnosers.sources import Sources, window_wait
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded, uncollected
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.scrape import Metrics, scrape_command, windowed
 
 ETCD_METRICS_URL = etcd.METRICS_BASE
 ETCD_METRICS = (

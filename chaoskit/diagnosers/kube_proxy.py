@@ -16,11 +16,10 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import kube_proxy as kp
 from chaoskit.components.kube_proxy import Target
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     api_unavailable,
     http_command,
@@ -30,9 +29,10 @@ from chaoskit.diagnosers.common import (
     uncollected,
     unread,
 )
-from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"

@@ -16,11 +16,9 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import kubelet
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     api_unavailable,
     excerpt,
@@ -34,9 +32,11 @@ from chaoskit.diagnosers.common import (
     uncollected,
     unread,
 )
-from chaoskit.diagnosers.leases import LeaseState
-from chaoskit.diagnosers.sources import Fetched, Sources
+from chaoskit.diagnosers.kit.leases import LeaseState
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.model.params import FaultParams
+from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 KUBELET_DIR = kubelet.DIR
 CLIENT_PEM = kubelet.CLIENT_PEM

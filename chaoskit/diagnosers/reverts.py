@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chaoskit.deadman import HEAL_DIR
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.sources import Sources
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.model.params import NoParams
 
 # One block per file: "==> <name> <==" then its content (head's own framing).

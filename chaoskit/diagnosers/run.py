@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from chaoskit.diagnosers.base import (
+from chaoskit.components.table import ORDER
+from chaoskit.diagnosers.kit.base import (
     DIAGNOSERS,
     UNCOLLECTED,
     ComponentReport,
@@ -24,14 +25,11 @@ from chaoskit.diagnosers.base import (
     Finding,
     diagnoser_class,
 )
-from chaoskit.diagnosers.budget import Budget, leashed
-from chaoskit.diagnosers.sources import API_TIMEOUT, Fetched, Sources
+from chaoskit.diagnosers.kit.budget import Budget, leashed
+from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.env import Env
 from chaoskit.registry import load_catalog
 
-# The document's troubleshooting order: API server, its store, then the components that depend on it; chaoskit's
-# own reverts last (their findings still rank first: see CAUSAL_RANK).
-ORDER = ("apiserver", "etcd", "scheduler", "controller-manager", "kubelet", "kube-proxy", "runtime", "reverts")
 BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 

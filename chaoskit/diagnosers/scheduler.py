@@ -14,10 +14,9 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.components import scheduler
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import (
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     age,
     api_unavailable,
@@ -26,12 +25,13 @@ from chaoskit.diagnosers.common import (
     rounded,
     uncollected,
 )
-from chaoskit.diagnosers.leases import assess_leader_lease
-from chaoskit.diagnosers.placement import blocked_by_policy
-from chaoskit.diagnosers.sources import Fetched, Sources
-from chaoskit.diagnosers.staticpod import ProcessState, assess_process, collect_local
+from chaoskit.diagnosers.kit.leases import assess_leader_lease
+from chaoskit.diagnosers.kit.placement import blocked_by_policy
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.scrape import Metrics
 
 HEALTHZ = f"{scheduler.HEALTHZ}?verbose"
 PENDING_PODS = "/api/v1/pods"

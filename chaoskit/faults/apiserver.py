@@ -11,12 +11,12 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.certs import CA_CRT, expired_copy
 from chaoskit.components import apiserver
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, StaticPodDown
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.certs import CA_CRT, expired_copy
 
 API = apiserver.URL
 MANIFEST = apiserver.MANIFEST

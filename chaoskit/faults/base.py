@@ -19,13 +19,13 @@ from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from chaoskit.cluster.nodeexec import Node, pick
-from chaoskit.cluster.shell import Completed
 from chaoskit.components.common import comm
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.model.params import NoParams, ParamsT
 from chaoskit.registry import FAULTS
+from chaoskit.seams.nodeexec import Node, pick
+from chaoskit.seams.shell import Completed
 
 Role = Literal["control-plane", "worker"]
 # What stands on a fault, so a suite knows what may overlap it: the whole cluster (every workload needs the API

@@ -9,16 +9,24 @@ import time
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.certs import CA_CRT
 from chaoskit.components import kube_proxy as kp
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
-from chaoskit.faults.sync_delay import NAMESPACE as PROBE_NAMESPACE
-from chaoskit.faults.sync_delay import SERVICE as PROBE_SERVICE
-from chaoskit.faults.sync_delay import SERVICE_PATH, SLICE_PATH, SyncDelays, endpoint, fresh_ip, measure, probe_objects
+from chaoskit.measurements.rule_sync_delay import NAMESPACE as PROBE_NAMESPACE
+from chaoskit.measurements.rule_sync_delay import SERVICE as PROBE_SERVICE
+from chaoskit.measurements.rule_sync_delay import (
+    SERVICE_PATH,
+    SLICE_PATH,
+    SyncDelays,
+    endpoint,
+    fresh_ip,
+    measure,
+    probe_objects,
+)
 from chaoskit.model.duration import Duration
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.certs import CA_CRT
 
 # A running kube-proxy programs an endpoint change within its minSyncPeriod (1 s on kind) plus one sync (well under a
 # second at this size); a node whose rules have not taken one up after this long does not follow the cluster.

@@ -7,12 +7,12 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.certs import CA_KEY, expired_check, expired_client_pem
 from chaoskit.components import containerd, kubelet
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Handoff, Named, NoOpControl, node_sh, register, sh
 from chaoskit.faults.control_plane import ProcessFrozen
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.certs import CA_KEY, expired_check, expired_client_pem
 
 
 def node_ready(env: Env, node: str) -> bool | None:
@@ -62,7 +62,7 @@ class ContainerRuntimeUnresponsive(ProcessFrozen):
 
     name = "kubelet.runtime-unresponsive"
     component = "kubelet"
-    named = Named("runtime", r"containerd|runtime")
+    named = Named("containerd", r"containerd|runtime")
     no_op = NoOpControl(wait=10.0)  # CRI calls hang at once
     scope = "node"
     target_role = "worker"

@@ -12,13 +12,13 @@ from pydantic import BaseModel, Field
 
 from chaoskit import workloads
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.cluster.nodeexec import Node, pick
 from chaoskit.components import scheduler
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.nodeexec import Node, pick
 
 
 @register

@@ -11,12 +11,12 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
 
-from chaoskit.cluster.kube import Kube
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.model.params import FaultParams
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.registry import MEASUREMENTS
+from chaoskit.seams.kube import Kube
 from chaoskit.subject import Kind
 
 

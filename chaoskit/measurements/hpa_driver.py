@@ -14,12 +14,12 @@ from collections.abc import Callable
 from typing import Literal
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import KubeError
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp
 from chaoskit.model.timeline import MeasurementResult
+from chaoskit.seams.kube import KubeError
 
 Trigger = Literal["load", "min-replicas"]
 READY_TIMEOUT = 180.0

@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chaoskit.cluster.kube import condition
 from chaoskit.measurements.probe import AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
 from chaoskit.model.timeline import (
@@ -23,6 +22,7 @@ from chaoskit.model.timeline import (
     api_time,
     clamp_notes,
 )
+from chaoskit.seams.kube import condition
 
 TYPE = "hpa_scale_up"
 Clock = Callable[[], float]  # wall-clock seconds since the epoch, as time.time gives them

@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chaoskit.cluster.nodeexec import NodeExec, Stream
 from chaoskit.components.kube_proxy import endpoint_ips_command
+from chaoskit.seams.nodeexec import NodeExec, Stream
 
 INTERVAL = 0.1  # the pause between two rounds of each loop (a round itself takes longer: see `precision`)
 REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k

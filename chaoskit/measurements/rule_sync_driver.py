@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import Kube, condition
-from chaoskit.cluster.poll import poll
 from chaoskit.env import Env
 from chaoskit.errors import ToolError, UsageError
 from chaoskit.measurements.rule_sync import RuleSync, RuleSyncParams
 from chaoskit.model.timeline import MeasurementResult
+from chaoskit.seams.kube import Kube, condition
+from chaoskit.seams.poll import poll
 
 CHANGES: tuple[str, ...] = ("scale-up", "scale-down", "pod-deleted")
 STEP = {"scale-up": 1, "scale-down": -1, "pod-deleted": 0}

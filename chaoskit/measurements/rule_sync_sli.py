@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from chaoskit.cluster.nodeexec import NodeExec
-from chaoskit.cluster.scrape import Metric, Metrics, NodeScraper, ScrapeError
 from chaoskit.components.kube_proxy import LAST_QUEUED, LAST_SYNC, METRICS_URL
 from chaoskit.components.kube_proxy import NETWORK_PROGRAMMING as PROGRAMMING
 from chaoskit.measurements.rule_sync_tracker import RuleSyncTracker
+from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.scrape import Metric, Metrics, NodeScraper, ScrapeError
 
 SCRAPE_TIMEOUT = 3.0  # a frozen kube-proxy does not answer: do not hold the measurement up for it
 

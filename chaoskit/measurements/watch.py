@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.cluster.kube import Kube
 from chaoskit.model.timeline import CLOCK_RESOLUTION, Gap, MeasurementResult
+from chaoskit.seams.kube import Kube
 
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj, float], None]  # (ADDED | MODIFIED | DELETED | LISTED, object, received at)

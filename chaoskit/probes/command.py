@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from chaoskit.cluster.shell import Runner
 from chaoskit.errors import CommandError
 from chaoskit.model.probes import CommandProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes.base import ProbeError, Prober
+from chaoskit.seams.shell import Runner
 
 
 class CommandProber(Prober):

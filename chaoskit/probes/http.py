@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.model.probes import HttpProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes.base import ProbeError, Prober
+from chaoskit.seams.kube import Kube, KubeError
 
 START_TIMEOUT = 60.0
 

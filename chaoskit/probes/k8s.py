@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.model.probes import K8sProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes.base import ProbeError, Prober
+from chaoskit.seams.kube import Kube, KubeError
 
 
 class K8sProber(Prober):

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.cluster.shell import Runner
 from chaoskit.env import Env
 from chaoskit.model.probes import Probe
 from chaoskit.model.slo import PhaseResult, Phases, ProbeSample, judge
@@ -25,6 +24,7 @@ from chaoskit.probes.command import CommandProber
 from chaoskit.probes.http import HttpProber
 from chaoskit.probes.k8s import K8sProber
 from chaoskit.probes.promql import PromqlProber
+from chaoskit.seams.shell import Runner
 
 MIN_PHASE_S = 5.0  # the shortest before and after phases: a few samples at least, whatever `every` is
 SAMPLE_WAIT_S = 30.0  # past its `every`, how long a phase waits for a probe's first sample there (a slow command's)

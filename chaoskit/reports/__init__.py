@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.reports.htmlpage import render_html
 from chaoskit.reports.jsondoc import render_json
 from chaoskit.reports.junit import render_junit

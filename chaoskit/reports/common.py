@@ -8,7 +8,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.model.factcheck import observed_words
 from chaoskit.model.timeline import MeasurementResult
 

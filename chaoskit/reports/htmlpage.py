@@ -7,7 +7,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.model.timeline import STAGE_COMPONENTS
 from chaoskit.reports.common import TEMPLATES, Record, findings, measurements
 from chaoskit.reports.svg import timeline_svg

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.reports.common import Record
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.reports.common import Record, observed
 
 

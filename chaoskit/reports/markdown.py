@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.reports.common import (
     SEVERITY_MARK,
     STATUS_MARK,

@@ -10,7 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.model.score import step_held
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
 from chaoskit.reports.svg import probe_svg, timeline_svg

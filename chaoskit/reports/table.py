@@ -8,7 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.reports.common import SEVERITY_MARK, STATUS_MARK, Record, findings, measurements, seconds, when
 
 STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red"}

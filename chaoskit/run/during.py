@@ -9,14 +9,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
 from chaoskit.events import Diagnosed, Emit
 from chaoskit.faults.base import Fault
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.run.peers import Peers
+from chaoskit.seams.nodeexec import Node
 
 # When the diagnosis first looks at a fault whose effect has not shown yet: about one look's length. A look begun
 # before a quick effect (an API server stopping, an etcd outage reaching /readyz) is spent on a cluster that does not

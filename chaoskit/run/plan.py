@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskit.cluster.nodeexec import Node
 from chaoskit.model.playbook import Playbook
 from chaoskit.registry import FAULTS, Registered, Registry
+from chaoskit.seams.nodeexec import Node
 from chaoskit.step import ResolvedStep, resolve_playbook
 
 

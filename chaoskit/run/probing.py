@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from chaoskit.cluster.nodeexec import Node, pick
-from chaoskit.cluster.shell import Runner as ShellRunner
 from chaoskit.env import Env
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
 from chaoskit.probes.run import ProbeSet, prober_for
+from chaoskit.seams.nodeexec import Node, pick
+from chaoskit.seams.shell import Runner as ShellRunner
 
 
 def start_probes(env: Env, pb: Playbook, nodes: list[Node], shell: ShellRunner, say: Callable[[str], None]) -> ProbeSet:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from chaoskit.checks.base import Check
-from chaoskit.cluster.poll import poll
 from chaoskit.env import Env
 from chaoskit.model.record import CheckRecord
 from chaoskit.registry import CHECKS, Registered, Registry
+from chaoskit.seams.poll import poll
 
 
 def steady_check(

@@ -14,11 +14,11 @@ from pathlib import Path
 import click
 import kopf
 
-from chaoskit.cluster.kube import Kube, KubeError, condition
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.exporters.prometheus import Exporter, JournalDir, serve
 from chaoskit.journal import state_home
 from chaoskit.registry import load_catalog
+from chaoskit.seams.kube import Kube, KubeError, condition
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit_operator.experiment import crd
 from chaoskit_operator.handlers import Config, registry
 

@@ -20,8 +20,6 @@ import kopf
 
 from chaoskit.cluster.experiments import FINAL, FINALIZER
 from chaoskit.cluster.install import in_cluster_node_exec
-from chaoskit.cluster.kube import Kube, KubeError
-from chaoskit.cluster.shell import Runner as Shell
 from chaoskit.deadman import fire
 from chaoskit.engine import RevertOutcome, revert_journal
 from chaoskit.env import Env
@@ -32,6 +30,8 @@ from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
 from chaoskit.runner import Runner
 from chaoskit.safety import recognise
+from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.shell import Runner as Shell
 from chaoskit_operator.experiment import (
     GROUP,
     PLURAL,

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.kube import Kube, KubeError
 from chaoskit.journal import Journal
+from chaoskit.seams.kube import Kube, KubeError
 from chaoskit_operator.experiment import GROUP, VERSION
 
 KEY = "journal.jsonl"

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import pytest
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.env import Env
 from chaoskit.journal import state_home
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.catalog import Catalog, run_catalog
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-from chaoskit.diagnosers.base import Diagnosis
+from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.faults.base import Fault
 from chaoskit.model.factcheck import observed_words
 from chaoskit.registry import FAULTS, load_catalog

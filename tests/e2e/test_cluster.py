@@ -9,12 +9,12 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster import versions
-from chaoskit.cluster.kind import CLUSTER_LABEL as KIND_CLUSTER
-from chaoskit.cluster.kind import ROLE_LABEL as KIND_ROLE
-from chaoskit.cluster.kube import Kube, KubeError, condition
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components import kube_proxy as kp
+from chaoskit.seams.kube import Kube, KubeError, condition
+from chaoskit.seams.nodecontainers import CLUSTER_LABEL as KIND_CLUSTER
+from chaoskit.seams.nodecontainers import ROLE_LABEL as KIND_ROLE
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
 
 

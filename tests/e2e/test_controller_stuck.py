@@ -23,18 +23,18 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.scrape import Metrics, scrape_command
-from chaoskit.diagnosers.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
-from chaoskit.faults.controller_manager import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
+from chaoskit.faults.controller_manager.stuck import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
 from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.scrape import Metrics, scrape_command
 from chaoskit.step import resolve
 from tests.e2e.catalog import Catalog, Holding, observe
 from tests.e2e.conftest import HOST_DISK

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 import uuid
 
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.deadman import Switch, arm, armed, heal
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import SubprocessRunner
 
 NODE_SUFFIX = "-worker"
 

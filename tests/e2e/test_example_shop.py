@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from junitparser import Failure, JUnitXml
 
-from chaoskit.cluster.kube import Kube
+from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import process_state
 
 REPO = Path(__file__).resolve().parents[2]

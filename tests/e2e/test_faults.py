@@ -13,9 +13,6 @@ import pytest
 from pydantic import BaseModel
 
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.cluster.kind import node_containers
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import node_names, running_mode, set_mode
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
@@ -27,6 +24,9 @@ from chaoskit.model.factcheck import observed_words
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.run.during import names_fault
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
 
 load_catalog()

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from chaoskit import workloads
-from chaoskit.cluster.kube import Kube
 from chaoskit.env import Env
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp, MissingPiece
 from chaoskit.measurements.probe import INTERVAL
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
+from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
 
 

@@ -17,8 +17,8 @@ from chaoskit.cluster import install as ops
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.experiments import FINAL
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.shell import SubprocessRunner
 from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import chaoskit, process_state
 

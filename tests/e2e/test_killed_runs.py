@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.deadman import armed
 from chaoskit.journal import Journal
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
 
 FAULT, PROCESS = "kube-proxy.freeze", "kube-proxy"

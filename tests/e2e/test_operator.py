@@ -18,8 +18,8 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.cluster.experiments import FINAL
-from chaoskit.cluster.kube import Kube
 from chaoskit.journal import Journal
+from chaoskit.seams.kube import Kube
 from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import process_state
 

@@ -18,12 +18,12 @@ import pytest
 
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.scrape import HttpScraper, ScrapeError
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.scrape import HttpScraper, ScrapeError
+from chaoskit.seams.shell import SubprocessRunner
 
 pytestmark = pytest.mark.e2e
 PLAYBOOK = "e2e-prometheus"

@@ -17,9 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.shell import SubprocessRunner
 from chaoskit.components.kube_proxy import running_min_sync_period
 from chaoskit.deadman import Switch, arm, armed, attempts
 from chaoskit.env import Env
@@ -27,6 +24,9 @@ from chaoskit.faults.apiserver import ETCD_TAG
 from chaoskit.faults.base import local_healthz
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.journal import Injection, Journal
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
 from tests.e2e.test_faults import wait_healthy
 from tests.e2e.test_killed_runs import _wait

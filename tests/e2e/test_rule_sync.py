@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import Kube
 from chaoskit.components.kube_proxy import set_mode
 from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
@@ -23,6 +22,7 @@ from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_change
 from chaoskit.measurements.rule_sync_tracker import EndpointChange
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.seams.kube import Kube
 from chaoskit.step import resolve
 from tests.e2e.conftest import process_state
 from tests.e2e.test_faults import wait_healthy

@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.safety import acquire, release
+from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import chaoskit
 
 ALL_PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))  # each runs end to end in test_catalog.py

@@ -17,8 +17,8 @@ import pytest
 from chaoskit import workloads
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kube import Kube
-from chaoskit.cluster.shell import SubprocessRunner
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
 
 pytestmark = pytest.mark.e2e

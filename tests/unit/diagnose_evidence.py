@@ -12,23 +12,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.certs import parse_not_after
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.components.common import MANIFESTS
 from chaoskit.components.kube_proxy import min_sync_period
 from chaoskit.diagnosers.apiserver import ApiServerEvidence
-from chaoskit.diagnosers.base import Finding
-from chaoskit.diagnosers.common import HttpAnswer
+from chaoskit.diagnosers.containerd import ContainerdEvidence
 from chaoskit.diagnosers.controller_manager import ControllerManagerEvidence
 from chaoskit.diagnosers.etcd import EtcdEvidence
+from chaoskit.diagnosers.kit.base import Finding
+from chaoskit.diagnosers.kit.common import HttpAnswer
+from chaoskit.diagnosers.kit.sources import Fetched, Section
+from chaoskit.diagnosers.kit.staticpod import ProcessState
 from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence
 from chaoskit.diagnosers.kubelet import KubeletEvidence, _used_percent
-from chaoskit.diagnosers.runtime import RuntimeEvidence
 from chaoskit.diagnosers.scheduler import SchedulerEvidence
-from chaoskit.diagnosers.sources import Fetched, Section
-from chaoskit.diagnosers.staticpod import ProcessState
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.certs import parse_not_after
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.scrape import Metrics
 
 DATA = Path(__file__).parent / "data" / "evidence"
 CP, WORKER = "chaoskit-control-plane", "chaoskit-worker"
@@ -226,13 +226,13 @@ def kube_proxy(**changes: Any) -> KubeProxyEvidence:
     return replace(ev, **changes)
 
 
-def runtime(**changes: Any) -> RuntimeEvidence:
-    ev = RuntimeEvidence(
+def containerd(**changes: Any) -> ContainerdEvidence:
+    ev = ContainerdEvidence(
         node=WORKER,
-        info=Section(text("runtime/crictl-info.json"), 0),
+        info=Section(text("containerd/crictl-info.json"), 0),
         service="active",
         stat="Ssl",
-        containers=Section(text("runtime/containers.json"), 0),
-        journal=text("runtime/journal.txt"),
+        containers=Section(text("containerd/containers.json"), 0),
+        journal=text("containerd/journal.txt"),
     )
     return replace(ev, **changes)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Journal
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import CATALOG
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 
 if TYPE_CHECKING:
     from chaoskit.model.record import RunRecord

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from chaoskit.agent.server import AgentServer, TLSFiles, server_context
-from chaoskit.cluster.agentexec import AgentNode, AgentNodeExec, client_context
-from chaoskit.cluster.nodeexec import Node
-from chaoskit.cluster.pki import AGENT_NAME, Issued, Pair, issue
 from chaoskit.errors import CommandError
+from chaoskit.seams.agentexec import AgentNode, AgentNodeExec, client_context
+from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.pki import AGENT_NAME, Issued, Pair, issue
 
 
 def _write(dir: Path, ca: bytes, pair: Pair) -> TLSFiles:

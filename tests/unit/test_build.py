@@ -11,9 +11,9 @@ import pytest
 
 from chaoskit.cluster import build, debian, gobuild, images, nodeimage, selfimage
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.errors import CommandError
 from chaoskit.progress import Progress
+from chaoskit.seams.shell import FakeRunner
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from chaoskit.checks.cluster import (
     NodeChecks,
     NodesReady,
 )
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.env import Env
 from chaoskit.model.params import NoParams
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
 
 
 def _obj(name: str, ready: bool) -> dict:  # type: ignore[type-arg]

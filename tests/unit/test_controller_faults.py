@@ -11,13 +11,10 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
-from chaoskit.faults.controller_manager import (
+from chaoskit.faults.controller_manager.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
+from chaoskit.faults.controller_manager.stuck import (
     LEASE,
     MANIFEST,
     PROBE,
@@ -29,9 +26,12 @@ from chaoskit.faults.controller_manager import (
     probe_object,
     queue_works,
 )
-from chaoskit.faults.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import Metrics
+from chaoskit.seams.shell import Completed, FakeRunner
 
 DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"
 CP = "chaoskit-control-plane"

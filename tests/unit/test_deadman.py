@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.shell import Completed
 from chaoskit.deadman import HEAL_DIR, Switch, arm, armed, fire, heal, revert_lines
 from chaoskit.errors import CommandError
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.shell import Completed
 
 
 def _switch() -> Switch:

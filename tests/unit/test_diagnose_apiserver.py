@@ -17,9 +17,9 @@ from diagnose_evidence import (
     titles,
 )
 
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser, ApiServerEvidence
-from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.seams.scrape import Metrics
 
 DAY = 86400.0
 

@@ -10,16 +10,18 @@ from typing import Any
 import pytest
 from diagnose_evidence import FrozenKube
 
-from chaoskit.cluster.certs import DAY, expiry, parse_not_after
-from chaoskit.cluster.kube import FakeKube, Kube, KubeError
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import Histogram, Metrics, windowed
-from chaoskit.cluster.shell import FakeRunner
-from chaoskit.diagnosers.base import DIAGNOSERS, ComponentReport, Diagnosis, Evidence, Finding, by_severity, status_of
-from chaoskit.diagnosers.budget import Budget, Outcome, leashed
-from chaoskit.diagnosers.common import HttpAnswer, excerpt, failing_checks
-from chaoskit.diagnosers.run import components
-from chaoskit.diagnosers.sources import (
+from chaoskit.diagnosers.kit.base import (
+    DIAGNOSERS,
+    ComponentReport,
+    Diagnosis,
+    Evidence,
+    Finding,
+    by_severity,
+    status_of,
+)
+from chaoskit.diagnosers.kit.budget import Budget, Outcome, leashed
+from chaoskit.diagnosers.kit.common import HttpAnswer, excerpt, failing_checks
+from chaoskit.diagnosers.kit.sources import (
     ApiAccess,
     Fetched,
     Section,
@@ -29,8 +31,14 @@ from chaoskit.diagnosers.sources import (
     short_reason,
     window_wait,
 )
+from chaoskit.diagnosers.run import components
 from chaoskit.env import Env
 from chaoskit.errors import DuplicateName, UnknownName
+from chaoskit.seams.certs import DAY, expiry, parse_not_after
+from chaoskit.seams.kube import FakeKube, Kube, KubeError
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import Histogram, Metrics, windowed
+from chaoskit.seams.shell import FakeRunner
 
 REFUSED = (
     "GET /readyz: MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused "
@@ -71,10 +79,10 @@ def test_every_component_has_a_registered_diagnoser_in_troubleshooting_order() -
         "controller-manager",
         "kubelet",
         "kube-proxy",
-        "runtime",
+        "containerd",
         "reverts",
     ]
-    assert components(["runtime", "apiserver"]) == ["apiserver", "runtime"]
+    assert components(["containerd", "apiserver"]) == ["apiserver", "containerd"]
     with pytest.raises(UnknownName, match="did you mean 'kubelet'"):
         components(["kubelt"])
     with pytest.raises(DuplicateName):
@@ -310,9 +318,9 @@ def test_a_window_counts_from_its_chains_start_so_a_slow_first_scrape_does_not_l
 
 
 def test_a_process_look_cut_off_by_a_loaded_node_gives_no_verdict_but_a_finished_empty_one_says_not_running() -> None:
-    from chaoskit.diagnosers.base import UNCOLLECTED
-    from chaoskit.diagnosers.sources import NOT_RUN, Section
-    from chaoskit.diagnosers.staticpod import ProcessState, assess_process
+    from chaoskit.diagnosers.kit.base import UNCOLLECTED
+    from chaoskit.diagnosers.kit.sources import NOT_RUN, Section
+    from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process
 
     def look(process: Section, manifest: Section) -> list[tuple[str, str]]:
         sections = {"process": process, "manifest": manifest, "containers": NOT_RUN, "logs": NOT_RUN}
@@ -337,9 +345,9 @@ def test_a_health_answer_cut_off_by_a_loaded_node_gives_no_verdict_but_a_refused
     import diagnose_evidence as evidence
 
     from chaoskit.diagnosers.apiserver import ApiServerDiagnoser
-    from chaoskit.diagnosers.base import UNCOLLECTED
     from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser
     from chaoskit.diagnosers.etcd import EtcdDiagnoser
+    from chaoskit.diagnosers.kit.base import UNCOLLECTED
     from chaoskit.diagnosers.kube_proxy import KubeProxyDiagnoser
     from chaoskit.diagnosers.kubelet import KubeletDiagnoser
     from chaoskit.diagnosers.scheduler import SchedulerDiagnoser

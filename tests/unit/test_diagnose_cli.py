@@ -16,7 +16,7 @@ from chaoskit.errors import UsageError
 
 def test_help_names_the_components_and_the_exit_codes() -> None:
     out = CliRunner().invoke(cli, ["diagnose", "--help"]).output
-    assert "kube-proxy, runtime" in out and "1 when any is degraded or failed" in out
+    assert "kube-proxy, containerd" in out and "1 when any is degraded or failed" in out
     assert "-o, --format [table|json|markdown|html|junit]" in out and "--output FILE" in out
 
 
@@ -40,8 +40,8 @@ def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
 ) -> None:
     """One diagnosis, every format: a CI job keeps one moment's picture, not three diagnoses seconds apart."""
     from chaoskit.cli import diagnose as cmd
-    from chaoskit.cluster.nodeexec import Node
-    from chaoskit.diagnosers.base import ComponentReport, Diagnosis
+    from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
+    from chaoskit.seams.nodeexec import Node
 
     calls: list[float] = []
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from diagnose_evidence import DOWN, TIMED_OUT, controller_manager, edit_metric, http, iso_at, obj, process, text, titles
 
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.base import status_of
-from chaoskit.diagnosers.common import HttpAnswer
 from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser, ControllerManagerEvidence
-from chaoskit.diagnosers.quotas import quantity
-from chaoskit.diagnosers.sources import Fetched
+from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.diagnosers.kit.common import HttpAnswer
+from chaoskit.diagnosers.kit.quotas import quantity
+from chaoskit.diagnosers.kit.sources import Fetched
+from chaoskit.seams.scrape import Metrics
 
 
 def analyze(ev: ControllerManagerEvidence) -> list[str]:

@@ -8,8 +8,8 @@ import re
 import pytest
 from diagnose_evidence import NO_ANSWER, etcd, http, process, slow_histogram, text, titles
 
-from chaoskit.cluster.scrape import Metrics
 from chaoskit.diagnosers.etcd import EtcdDiagnoser, EtcdEvidence, HostCpu
+from chaoskit.seams.scrape import Metrics
 
 
 def analyze(ev: EtcdEvidence) -> list[str]:

@@ -9,14 +9,14 @@ import pytest
 from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, process, text, titles
 
 import chaoskit.diagnosers.kube_proxy as kube_proxy_module
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.cluster.shell import Completed, FakeRunner
-from chaoskit.diagnosers.base import UNCOLLECTED
+from chaoskit.diagnosers.kit.base import UNCOLLECTED
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
-from chaoskit.diagnosers.sources import Fetched, Sources
 from chaoskit.env import Env
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import Metrics
+from chaoskit.seams.shell import Completed, FakeRunner
 
 
 def analyze(ev: KubeProxyEvidence) -> list[str]:

@@ -7,10 +7,10 @@ import copy
 
 from diagnose_evidence import DOWN, NO_ANSWER, edit_metric, http, iso_at, kubelet, obj, text, titles
 
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.base import status_of
+from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser, KubeletEvidence
-from chaoskit.diagnosers.sources import Fetched
+from chaoskit.seams.scrape import Metrics
 
 
 def analyze(ev: KubeletEvidence) -> list[str]:

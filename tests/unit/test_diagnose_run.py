@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from diagnose_evidence import FrozenKube, text
 
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.shell import Completed, FakeRunner
-from chaoskit.diagnosers import run, sources
+from chaoskit.diagnosers import run
+from chaoskit.diagnosers.kit import sources
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.shell import Completed, FakeRunner
 
 NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
 PARKED = "/etc/kubernetes/chaoskit-parked/kube-apiserver.yaml"
@@ -63,7 +64,7 @@ def answer(name: str, cmd: str) -> tuple[str, int]:
         "now": text("kube-proxy/node-time.txt"),
         "configz": text("kube-proxy/configz.json"),
         "iptables": text("kube-proxy/rules-iptables.txt"),
-        "info": text("runtime/crictl-info.json"),
+        "info": text("containerd/crictl-info.json"),
     }
     if name == "healthz":
         return ('{"healthy":true}' if ":10256" in cmd else "ok") + "\n@@http 200", 0
@@ -91,7 +92,7 @@ def test_with_the_api_server_down_only_the_api_server_fails() -> None:
     status = {(r.component, r.subject): r.status for r in d.reports}
     assert status.pop(("apiserver", "chaoskit-control-plane")) == "failed"
     assert set(status.values()) == {"ok"}, {k: v for k, v in status.items() if v != "ok"}
-    assert len(d.reports) == 4 + 3 * 4  # four control-plane reports; kubelet, kube-proxy, runtime, reverts per node
+    assert len(d.reports) == 4 + 3 * 4  # four control-plane reports; kubelet, kube-proxy, containerd, reverts per node
     api = d.reports[0]
     assert api.findings[0].title.startswith("kube-apiserver is not running: its static-pod manifest")
     assert (
@@ -108,8 +109,8 @@ def test_with_the_api_server_down_only_the_api_server_fails() -> None:
 
 def test_only_the_components_asked_for_are_diagnosed() -> None:
     env = Env(ApiDown(), FakeNodeExec(FakeRunner(responder=respond)), "chaoskit")
-    d = diagnose(env, NODES[0], NODES, ["runtime"])
-    assert [(r.component, r.subject) for r in d.reports] == [("runtime", n) for n in NODES]
+    d = diagnose(env, NODES[0], NODES, ["containerd"])
+    assert [(r.component, r.subject) for r in d.reports] == [("containerd", n) for n in NODES]
     assert d.ok
 
 
@@ -128,7 +129,7 @@ def test_a_hung_api_server_and_a_hung_node_cost_the_budget_and_no_more(monkeypat
         d = diagnose(env, NODES[0], NODES, api_timeout=0.1, budget=1.0)
         assert not release.is_set()  # the diagnosis returned while the API and a node still hung
         cut = [r for r in d.reports if r.subject == "chaoskit-worker2"]
-        assert [r.component for r in cut] == ["kubelet", "kube-proxy", "runtime", "reverts"]
+        assert [r.component for r in cut] == ["kubelet", "kube-proxy", "containerd", "reverts"]
         assert all("not collected within the 1s budget" in r.findings[0].probable_cause for r in cut)
         assert d.top_findings()[0].title.startswith("kube-apiserver is not running")
         assert env.kube.calls == [("GET", "/readyz")]  # one unanswered probe; no read waited out its own timeout

@@ -8,10 +8,10 @@ from typing import Any
 
 from diagnose_evidence import DOWN, NO_ANSWER, iso_at, obj, process, scheduler, titles
 
-from chaoskit.diagnosers.base import status_of
-from chaoskit.diagnosers.placement import untolerated, wants
+from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.diagnosers.kit.placement import untolerated, wants
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.scheduler import SchedulerDiagnoser, SchedulerEvidence
-from chaoskit.diagnosers.sources import Fetched
 
 # kube-scheduler's own messages: a tainted control plane and two workers, for each of the fault's reasons
 RESOURCES = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from chaoskit.cluster.docker import RUNTIME_NAME, RUNTIME_PATH, engine_running, merged_daemon_config
-from chaoskit.cluster.shell import FakeRunner
+from chaoskit.seams.shell import FakeRunner
 
 
 def test_merged_daemon_config_sets_our_runtime_as_default() -> None:

@@ -10,15 +10,12 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.faults.base import FaultPlan, Handoff, hand_over
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.faults.kubelet import EXPIRED_PEM, KubeletCertExpired
-from chaoskit.faults.sync_delay import (
+from chaoskit.measurements.rule_sync_delay import (
     SERVICE_PATH,
     SLICE_PATH,
     Change,
@@ -30,6 +27,9 @@ from chaoskit.faults.sync_delay import (
     probe_objects,
 )
 from chaoskit.model.params import NoParams
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
+from chaoskit.seams.shell import Completed, FakeRunner
 
 FAST = Timing(right_after=0.2, probe_lag=0.02, poll=0.01)  # the real timing, scaled down with the periods below
 NODES = ("cp", "w1", "w2")
@@ -244,7 +244,7 @@ def test_plans_without_handoffs_hand_nothing_over() -> None:
 
 def _lease_env(renewed_ago: float | None, healthz: str = "ok", duration: int = 11) -> Env:
     from chaoskit.components import controller_manager as cm
-    from chaoskit.diagnosers.common import iso
+    from chaoskit.diagnosers.kit.common import iso
 
     def responder(argv: tuple[str, ...]) -> Completed | None:
         if "ps -o stat=" in argv[-1]:
@@ -304,7 +304,7 @@ def test_a_frozen_kube_proxy_is_seen_by_rules_that_do_not_follow_an_endpoint_cha
 
 def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
     import chaoskit.faults.kube_proxy as kube_proxy
-    from chaoskit.faults.sync_delay import SyncDelays
+    from chaoskit.measurements.rule_sync_delay import SyncDelays
 
     ds = {"status": {"desiredNumberScheduled": 1}}
     pod = {"metadata": {"name": "a", "labels": {"k8s-app": "kube-proxy"}}, "spec": {"nodeName": "w"},

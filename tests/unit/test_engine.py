@@ -10,8 +10,6 @@ import pytest
 from fake_faults import holds
 from pydantic import BaseModel
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.deadman import HEAL_DIR
 from chaoskit.engine import FaultResult, revert_journal, run_fault
 from chaoskit.env import Env
@@ -19,6 +17,8 @@ from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.params import NoParams
 from chaoskit.safety import LOCK_PREFIX, acquire, holder_id
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.step import resolve
 
 NODE = "chaoskit-worker"

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.errors import EXIT_TOOL, EXIT_USAGE, CommandError, MissingDependency, ToolError, UsageError
+from chaoskit.seams.shell import FakeRunner
 
 ARGV = ["kubectl", "apply", "-f", "my manifests/web.yaml", "--selector=app=$(web)"]
 

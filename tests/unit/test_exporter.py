@@ -13,7 +13,6 @@ from prometheus_client import generate_latest
 
 from chaoskit.cli import cli
 from chaoskit.cluster.prometheus import free_port
-from chaoskit.cluster.scrape import HttpScraper, Metrics, parse
 from chaoskit.exporters.prometheus import (
     BUCKETS,
     Exporter,
@@ -26,6 +25,7 @@ from chaoskit.exporters.prometheus import (
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.seams.scrape import HttpScraper, Metrics, parse
 
 NOW = 1_800_000_000.0
 

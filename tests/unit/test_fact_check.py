@@ -9,8 +9,6 @@ import pytest
 from fake_faults import holds, run_one_step
 from pydantic import BaseModel
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.exporters.prometheus import Exporter
@@ -20,6 +18,8 @@ from chaoskit.model.factcheck import Observation, judge
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS
 from chaoskit.reports.run_junit import render_run_junit
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.step import resolve
 
 NODE = "chaoskit-worker"
@@ -175,7 +175,7 @@ def test_the_observations_read_in_the_order_they_were_asked() -> None:
 def test_an_effect_check_that_cannot_answer_before_the_injection_injects_nothing(tmp_path: Path) -> None:
     """Seen in the operator: its effect check was refused by the API (RBAC), and an error read as "not in effect"
     let the step inject a fault no check could see."""
-    from chaoskit.cluster.kube import KubeError
+    from chaoskit.seams.kube import KubeError
 
     class Refused(Probe):
         def took_effect(self, env: Env, plan: FaultPlan) -> bool:

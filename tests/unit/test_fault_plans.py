@@ -14,10 +14,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from chaoskit.cluster.certs import expired_check, expired_copy
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.env import Env
 from chaoskit.faults.apiserver import (
     ApiServerCertExpired,
@@ -48,6 +44,10 @@ from chaoskit.faults.scheduler import SchedulerDown, Unschedulable, Unschedulabl
 from chaoskit.model.duration import parse_duration
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.seams.certs import expired_check, expired_copy
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
+from chaoskit.seams.shell import Completed, FakeRunner
 
 load_catalog()
 

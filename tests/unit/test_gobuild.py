@@ -13,8 +13,8 @@ import pytest
 from chaoskit.cluster import gobuild
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.shell import Completed, FakeRunner
 from chaoskit.errors import CommandError
+from chaoskit.seams.shell import Completed, FakeRunner
 
 GO = "go1.24.1"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.nodeexec import FakeNodeExec
 from chaoskit.env import Env
 from chaoskit.measurements import hpa_driver
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.nodeexec import FakeNodeExec
 
 NS = "bench"
 HPA = f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/web"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chaoskit.cluster import install as ops
-from chaoskit.cluster.kube import FakeKube, KubeError
+from chaoskit.seams.kube import FakeKube, KubeError
 
 
 def _kinds() -> dict[str, dict]:  # type: ignore[type-arg]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.cluster.kind import Kind, NodeContainer, control_plane, node_containers, node_kubectl
-from chaoskit.cluster.shell import FakeRunner
+from chaoskit.cluster.kind import Kind, control_plane, node_kubectl
+from chaoskit.seams.nodecontainers import NodeContainer, node_containers
+from chaoskit.seams.shell import FakeRunner
 
 IMAGE = "kindest/node:v1.34.0"
 PS = ("docker", "ps")
@@ -148,7 +149,7 @@ def _archive(path: Path, tag: str, config: str) -> Path:
 def test_an_archive_is_loaded_only_into_the_nodes_that_lack_its_image(
     tmp_path: Path, held: dict[str, str], load: list[str] | None
 ) -> None:
-    from chaoskit.cluster.shell import Completed
+    from chaoskit.seams.shell import Completed
 
     archive = _archive(tmp_path / "image.tar", "docker.io/chaoskit/chaoskit:v1", "abc")
     ps = "\n".join(_ps_line(n, r) for n, r in [("cp", "control-plane"), ("w1", "worker"), ("w2", "worker")])

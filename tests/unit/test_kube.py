@@ -1,4 +1,4 @@
-"""chaoskit.cluster.kube: REST paths of objects and status conditions (no API server involved)."""
+"""chaoskit.seams.kube: REST paths of objects and status conditions (no API server involved)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.kube import Kube, Obj, condition, object_path
+from chaoskit.seams.kube import Kube, Obj, condition, object_path
 
 
 def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None = "demo") -> Obj:
@@ -115,7 +115,7 @@ def test_a_watch_asks_the_api_server_to_end_it_after_its_window() -> None:
 def test_an_api_error_says_the_servers_message_not_its_json() -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from chaoskit.cluster.kube import _said
+    from chaoskit.seams.kube import _said
 
     status = ApiException(status=404, reason="Not Found")
     status.body = '{"kind":"Status","message":"secrets \\"x\\" not found","code":404}'

@@ -13,12 +13,12 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import node_exec
 from chaoskit.cli.via_operator import exit_code, experiment
 from chaoskit.cluster import install as ops
-from chaoskit.cluster.agentexec import AgentNodeExec
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import DockerNodeExec
-from chaoskit.cluster.pki import issue
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.errors import UsageError
+from chaoskit.seams.agentexec import AgentNodeExec
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.pki import issue
+from chaoskit.seams.shell import FakeRunner
 
 KIND_NODE = json.dumps({"Names": "c-control-plane", "Labels": "io.x-k8s.kind.role=control-plane", "Image": "i",
                         "State": "running"})  # fmt: skip

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.kube import FakeKube, KubeError
 from chaoskit.journal import Journal
+from chaoskit.seams.kube import FakeKube, KubeError
 from chaoskit_operator.journals import KEY, Mirror, configmap_name, restore
 
 PATH = f"/api/v1/namespaces/ns/configmaps/{configmap_name('exp', 'abcdef123456')}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube, KubeError
-from chaoskit.cluster.poll import poll
 from chaoskit.errors import CommandError, UsageError
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.poll import poll
 
 
 def test_poll_returns_the_first_truthy_answer_and_how_long_it_took() -> None:

@@ -12,7 +12,6 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
 from chaoskit.model.probes import K8sProbe, Probe, PromqlProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes import run as probes_run
@@ -20,6 +19,7 @@ from chaoskit.probes.base import ProbeError, Prober
 from chaoskit.probes.k8s import K8sProber
 from chaoskit.probes.promql import PromqlProber
 from chaoskit.probes.run import ProbeSet
+from chaoskit.seams.kube import FakeKube
 
 DEPLOY = "/apis/apps/v1/namespaces/shop/deployments/prices"
 

@@ -19,11 +19,11 @@ from ruamel.yaml import YAML
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.assets import prometheus_rules
 from chaoskit.cluster.cache import Cache, default_root
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.shell import Completed, FakeRunner, SubprocessRunner
 from chaoskit.errors import CommandError, MissingDependency
 from chaoskit.exporters.prometheus import Exporter, serve
 from chaoskit.model.record import RunRecord
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.shell import Completed, FakeRunner, SubprocessRunner
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "rules.yml"

@@ -2,9 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.components.kube_proxy import (
     CONFIGMAP,
     ProxyModeUnsupported,
@@ -13,6 +10,9 @@ from chaoskit.components.kube_proxy import (
     set_mode,
     with_mode,
 )
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.shell import FakeRunner
 
 CONF = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\niptables:\n  minSyncPeriod: 1s\nmode: iptables\nnftables: {}\n"
 NODES = ("chaoskit-control-plane", "chaoskit-worker")

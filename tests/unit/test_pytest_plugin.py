@@ -10,13 +10,13 @@ import pytest
 from fake_faults import holds
 from pydantic import BaseModel
 
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
 from chaoskit.pytest_plugin import ChaoskitCluster, diagnosis_text
 from chaoskit.registry import CATALOG, load_catalog
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 
 NODES = [Node("c-control-plane", "control-plane"), Node("c-worker", "worker")]
 

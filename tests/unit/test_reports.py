@@ -12,7 +12,7 @@ from diagnose_evidence import DOWN, apiserver, http, kubelet, text
 from junitparser import Failure, JUnitXml, Skipped
 
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.reports import FORMATS, render
@@ -25,13 +25,13 @@ def diagnosis() -> Diagnosis:
     worker = KubeletDiagnoser().report(kubelet(node_obj=DOWN), "chaoskit-worker")
     odd = Finding(
         "warning",
-        "runtime",
+        "containerd",
         "a <script>alert(1)</script> title",
         "cause & effect",
         (Evidence("cri", "crictl info", {"answers": True}),),
         ("do <this>",),
     )
-    runtime = ComponentReport("runtime", "chaoskit-worker", "degraded", (odd,), (Evidence("cri", "crictl info"),))
+    runtime = ComponentReport("containerd", "chaoskit-worker", "degraded", (odd,), (Evidence("cri", "crictl info"),))
     return Diagnosis("chaoskit", (api, worker, runtime), 1796010840.0, 7.5)
 
 
@@ -130,7 +130,7 @@ def test_junit_parses_back_with_a_suite_per_component_and_a_case_per_check() -> 
     d = diagnosis()
     xml = JUnitXml.fromstring(render(d, "junit"))
     suites = {s.name: s for s in xml}
-    assert list(suites) == ["apiserver", "kubelet", "runtime"]
+    assert list(suites) == ["apiserver", "kubelet", "containerd"]
     assert len(list(suites["apiserver"])) == len(d.reports[0].checks)
     results = {case.name: case.result for suite in xml for case in suite}
     readyz = results["readyz [chaoskit-control-plane]"]
@@ -161,7 +161,7 @@ def test_markdown_lists_findings_with_cause_evidence_and_numbered_remediation() 
 def test_the_table_names_every_component_and_finding() -> None:
     table = render(diagnosis(), "table", hpa_record())
     assert "chaoskit diagnose chaoskit — failed" in table
-    for word in ("apiserver", "kubelet", "runtime", "✗ failed", "/readyz: [-]etcd failed", "measurement scale-up"):
+    for word in ("apiserver", "kubelet", "containerd", "✗ failed", "/readyz: [-]etcd failed", "measurement scale-up"):
         assert word in table
 
 

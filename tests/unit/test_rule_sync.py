@@ -12,10 +12,6 @@ import pytest
 from rich.console import Console
 
 from chaoskit.cli.measure_rule_sync import print_result
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import parse
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.measurements.probe import (
@@ -45,6 +41,10 @@ from chaoskit.measurements.rule_sync_tracker import (
 )
 from chaoskit.model.timeline import MAX_CLAMP_NOTES, Clamp, MeasurementResult, Sample, clamp_notes
 from chaoskit.registry import MEASUREMENTS, load_catalog
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import parse
+from chaoskit.seams.shell import FakeRunner
 
 DATA = Path(__file__).parent / "data"
 RECORDED = DATA / "rule_sync" / "iptables-baseline.jsonl"

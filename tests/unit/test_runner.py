@@ -15,9 +15,7 @@ from pydantic import BaseModel
 
 from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node, pick
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.events import EffectObserved, Event, Reverted, Said
@@ -35,6 +33,8 @@ from chaoskit.run.plan import plan_steps
 from chaoskit.run.steps import StepRunner
 from chaoskit.runner import Runner
 from chaoskit.safety import Lock
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node, pick
 from chaoskit.step import resolve_step
 
 load_catalog()
@@ -414,8 +414,8 @@ spec:
 def _probed_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool], catalog: Catalog
 ) -> RunRecord:
-    from chaoskit.cluster.shell import Completed, FakeRunner
     from chaoskit.probes import run as probes_run
+    from chaoskit.seams.shell import Completed, FakeRunner
 
     monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
     shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))

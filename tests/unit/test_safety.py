@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit.cluster.kube import FakeKube, KubeError
 from chaoskit.cluster.marker import MARKER
-from chaoskit.cluster.shell import FakeRunner
 from chaoskit.safety import Locked, NotOurCluster, acquire, recognise, release, release_run_locks
+from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.shell import FakeRunner
 
 PS = ('{"Names":"chaoskit-control-plane","Image":"chaoskit/node:x","State":"running",'
       '"Labels":"io.x-k8s.kind.cluster=chaoskit,io.x-k8s.kind.role=control-plane"}\n')  # fmt: skip

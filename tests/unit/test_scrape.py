@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.cluster.nodeexec import FakeNodeExec
-from chaoskit.cluster.scrape import (
+from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.scrape import (
     FakeScraper,
     HttpScraper,
     Metrics,
@@ -19,7 +19,7 @@ from chaoskit.cluster.scrape import (
     ScrapeError,
     parse,
 )
-from chaoskit.cluster.shell import Completed, FakeRunner
+from chaoskit.seams.shell import Completed, FakeRunner
 
 DATA = Path(__file__).parent / "data" / "metrics"
 KUBE_PROXY = (DATA / "kube-proxy.txt").read_text()

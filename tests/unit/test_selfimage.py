@@ -12,7 +12,7 @@ import pytest
 from chaoskit.cluster import selfimage
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.selfimage import SITE, _name, _python_marker_holds, pinned_requirements
-from chaoskit.cluster.shell import FakeRunner
+from chaoskit.seams.shell import FakeRunner
 
 
 def test_every_declared_dependency_is_pinned_to_its_installed_version() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from chaoskit.cluster.shell import end, spawn
+from chaoskit.seams.shell import end, spawn
 
 
 def test_a_spawned_process_appends_its_output_to_the_log(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from chaoskit import subject as subjects
-from chaoskit.cluster.kube import FakeKube
 from chaoskit.errors import UsageError
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Subject, SubjectLoad
+from chaoskit.seams.kube import FakeKube
 
 NS = "shop"
 HPA = f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/prices-hpa"
@@ -82,9 +82,9 @@ def test_the_load_goes_to_the_services_dns_name_and_first_port() -> None:
 
 
 def test_chaoskit_revert_puts_back_what_a_dead_run_changed(tmp_path: Path) -> None:
-    from chaoskit.cluster.nodeexec import FakeNodeExec
     from chaoskit.engine import revert_journal
     from chaoskit.env import Env
+    from chaoskit.seams.nodeexec import FakeNodeExec
 
     kube, journal = _shop(), Journal(tmp_path / "dead.jsonl")
     subjects.raise_min_replicas(kube, subjects.resolve(kube, Subject(namespace=NS, deployment="prices")), 5, journal)

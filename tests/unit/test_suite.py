@@ -12,9 +12,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from chaoskit.checks.cluster import ClusterHealthy, NodeChecks
-from chaoskit.cluster.kube import FakeKube
-from chaoskit.cluster.nodeexec import FakeNodeExec, Node
-from chaoskit.diagnosers.base import ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
@@ -26,6 +24,8 @@ from chaoskit.reports.run_junit import render_run_junit
 from chaoskit.run.during import names_fault
 from chaoskit.run.peers import Peers
 from chaoskit.runner import Runner
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.suite import Planned, order, plan, run_suite, startable
 
 load_catalog()
@@ -196,7 +196,7 @@ def test_a_fault_is_named_past_the_findings_another_held_fault_explains() -> Non
     runtime: Fault = FAULTS.get("kubelet.runtime-unresponsive")()  # type: ignore[assignment]
     freeze: Fault = FAULTS.get("kube-proxy.freeze")()  # type: ignore[assignment]
     found = Diagnosis("c", (
-        _report("runtime", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
+        _report("containerd", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
         _report("kube-proxy", "chaoskit-worker", "kube-proxy on chaoskit-worker is not synced", "warning"),
     ), 0.0, 1.0)  # fmt: skip
     # the runtime's critical finding outranks kube-proxy's warning, until the runtime's node is set aside

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from chaoskit.cluster import up, versions
-from chaoskit.cluster.shell import FakeRunner
+from chaoskit.seams.shell import FakeRunner
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from chaoskit.cluster.kube import FakeKube, Obj
 from chaoskit.measurements.watch import measure_watch_delay
 from chaoskit.model.timeline import CLOCK_RESOLUTION
+from chaoskit.seams.kube import FakeKube, Obj
 
 
 class SlowWatchKube(FakeKube):

@@ -6,7 +6,7 @@ import pytest
 
 from chaoskit import workloads as w
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.cluster.kube import Obj, object_path
+from chaoskit.seams.kube import Obj, object_path
 
 NS = "chaos-demo"
 

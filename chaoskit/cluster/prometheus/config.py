@@ -15,8 +15,8 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from chaoskit.cluster.assets import prometheus_rules
-from chaoskit.cluster.kube import Kube
 from chaoskit.cluster.prometheus.rbac import ensure_monitoring
+from chaoskit.seams.kube import Kube
 
 # Ports of the components on a kind node (kind-config.yaml binds the control-plane ones to 0.0.0.0).
 KUBE_PROXY_PORT = 10249

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaoskit.cluster.cache import Cache
-from chaoskit.cluster.shell import Runner
 from chaoskit.errors import MissingDependency
+from chaoskit.seams.shell import Runner
 
 PACKAGE = "prometheus"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskit.cluster.kube import Kube, KubeError
+from chaoskit.seams.kube import Kube, KubeError
 
 NAMESPACE = "chaoskit-monitoring"
 SERVICE_ACCOUNT = "prometheus"

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit.cluster.prometheus.install import Install
-from chaoskit.cluster.shell import Process, spawn
 from chaoskit.errors import ToolError
 from chaoskit.journal import state_home
+from chaoskit.seams.shell import Process, spawn
 
 
 class PrometheusError(ToolError):

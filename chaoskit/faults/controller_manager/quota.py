@@ -1,5 +1,6 @@
-"""Quota management, the controller manager's part of "quotas cap scale-out": a ResourceQuota caps a namespace's
-pods below what its HPA asks for, so the ReplicaSet's pod creations are refused while every component is healthy."""
+"""controller-manager.quota-exhausted: quota management, the controller manager's part of "quotas cap scale-out":
+a ResourceQuota caps a namespace's pods below what its HPA asks for, so the ReplicaSet's pod creations are refused
+while every component is healthy."""
 
 from __future__ import annotations
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 import copy
 import json
 
-from diagnose_evidence import runtime, text, titles
+from diagnose_evidence import containerd, text, titles
 
-from chaoskit.diagnosers.runtime import RuntimeDiagnoser, RuntimeEvidence
-from chaoskit.diagnosers.sources import Section
+from chaoskit.diagnosers.containerd import ContainerdDiagnoser, ContainerdEvidence
+from chaoskit.diagnosers.kit.sources import Section
 
 
-def analyze(ev: RuntimeEvidence) -> list[str]:
-    return titles(RuntimeDiagnoser().analyze(ev))
+def analyze(ev: ContainerdEvidence) -> list[str]:
+    return titles(ContainerdDiagnoser().analyze(ev))
 
 
 def test_healthy_containerd_has_no_findings() -> None:
-    report = RuntimeDiagnoser().report(runtime(), "chaoskit-worker")
+    report = ContainerdDiagnoser().report(containerd(), "chaoskit-worker")
     assert report.status == "ok" and report.findings == ()
     cri = report.checks[0]
     assert cri.conditions == ("RuntimeReady=True", "NetworkReady=True")
@@ -25,7 +25,7 @@ def test_healthy_containerd_has_no_findings() -> None:
 
 def test_frozen_containerd_is_critical() -> None:
     timed_out = Section('time=... level=fatal msg="validate service connection: ... context deadline exceeded"', 124)
-    findings = RuntimeDiagnoser().analyze(runtime(stat="Tsl", info=timed_out))
+    findings = ContainerdDiagnoser().analyze(containerd(stat="Tsl", info=timed_out))
     assert titles(findings) == ["critical: containerd is stopped on chaoskit-worker (process state Tsl)"]
     assert "PLEG" in findings[0].probable_cause
 
@@ -36,41 +36,41 @@ def test_containerd_not_answering_is_critical() -> None:
         '\\"unix:///run/containerd/containerd.sock\\": rpc error: code = DeadlineExceeded"',
         1,
     )
-    assert analyze(runtime(info=failed)) == ["critical: containerd on chaoskit-worker does not answer CRI calls"]
+    assert analyze(containerd(info=failed)) == ["critical: containerd on chaoskit-worker does not answer CRI calls"]
 
 
 def test_containerd_stopped_by_systemd_is_critical() -> None:
     gone = Section("", 1)
-    assert analyze(runtime(service="inactive", stat="", info=gone)) == [
+    assert analyze(containerd(service="inactive", stat="", info=gone)) == [
         "critical: containerd is not running on chaoskit-worker (systemd: inactive)"
     ]
 
 
 def test_network_not_ready_is_critical() -> None:
-    info = json.loads(text("runtime/crictl-info.json"))
+    info = json.loads(text("containerd/crictl-info.json"))
     network = next(c for c in info["status"]["conditions"] if c["type"] == "NetworkReady")
     network.update(status=False, reason="NetworkPluginNotReady", message="cni config uninitialized")
-    assert analyze(runtime(info=Section(json.dumps(info), 0))) == [
+    assert analyze(containerd(info=Section(json.dumps(info), 0))) == [
         "critical: container runtime on chaoskit-worker not ready: NetworkReady"
     ]
 
 
 def test_a_crash_looping_container_is_a_warning() -> None:
-    listing = json.loads(text("runtime/containers.json"))
+    listing = json.loads(text("containerd/containers.json"))
     crashed = copy.deepcopy(listing["containers"][0])
     crashed.update(id="c0ffee", state="CONTAINER_EXITED", createdAt=str(int(crashed["createdAt"]) + 10**9))
     crashed["annotations"]["io.kubernetes.container.restartCount"] = "5"
     listing["containers"].append(crashed)
-    (title,) = analyze(runtime(containers=Section(json.dumps(listing), 0)))
+    (title,) = analyze(containerd(containers=Section(json.dumps(listing), 0)))
     assert title == (
         "warning: 1 container(s) crash-looping on chaoskit-worker: probe-test/web-6cfd75477-q4644/workload (restarts 5)"
     )
 
 
 def test_an_older_exited_instance_behind_a_running_one_is_no_crash_loop() -> None:
-    listing = json.loads(text("runtime/containers.json"))
+    listing = json.loads(text("containerd/containers.json"))
     old = copy.deepcopy(listing["containers"][0])
     old.update(id="old", state="CONTAINER_EXITED", createdAt=str(int(old["createdAt"]) - 10**9))
     old["annotations"]["io.kubernetes.container.restartCount"] = "7"
     listing["containers"].append(old)
-    assert analyze(runtime(containers=Section(json.dumps(listing), 0))) == []
+    assert analyze(containerd(containers=Section(json.dumps(listing), 0))) == []

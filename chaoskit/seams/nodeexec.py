@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from chaoskit.cluster.shell import Completed, FakeRunner, Runner, end
 from chaoskit.errors import UsageError
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.shell import Completed, FakeRunner, Runner, end
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,6 @@ class DockerNodeExec:
     known: tuple[Node, ...] = ()  # the nodes a caller already listed: list_nodes() answers them without `docker ps`
 
     def list_nodes(self) -> list[Node]:
-        from chaoskit.cluster.kind import node_containers  # kind.py is the Docker side of `cluster up` too
-
         if self.known:
             return list(self.known)
         return [Node(c.name, c.role) for c in node_containers(self.runner, self.cluster)]

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.base import Evidence, Finding
-from chaoskit.diagnosers.common import age, rounded
+from chaoskit.diagnosers.kit.base import Evidence, Finding
+from chaoskit.diagnosers.kit.common import age, rounded
+from chaoskit.seams.scrape import Metrics
 
 Obj = dict[str, Any]
 

@@ -1,5 +1,5 @@
-"""Controller manager faults: down, hung (frozen: its lease stops renewing, nothing converges), and one controller
-stuck inside a kube-controller-manager that otherwise looks healthy."""
+"""controller-manager.controller-stuck: one controller stuck inside a kube-controller-manager that otherwise
+looks healthy."""
 
 from __future__ import annotations
 
@@ -12,64 +12,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
-from chaoskit.diagnosers.leases import LeaseState
+from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
-from chaoskit.faults.control_plane import PARKED, ProcessFrozen, StaticPodDown, swap_static_pod
+from chaoskit.faults.control_plane import PARKED, swap_static_pod
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
-
-
-@register
-class ControllerManagerDown(StaticPodDown):
-    """kube-controller-manager stopped: ReplicaSets, endpoints and node health stop being reconciled."""
-
-    name = "controller-manager.down"
-    component = "controller-manager"
-    named = Named("controller-manager", r"not running")
-    no_op = NoOpControl(wait=10.0)  # the process is gone within seconds
-    process = controller_manager.PROCESS
-    health_port = controller_manager.PORT
-
-
-@register
-class ControllerManagerHung(ProcessFrozen):
-    """kube-controller-manager frozen (SIGSTOP): its lease stops renewing and nothing converges.
-
-    This is how a deadlocked controller loop looks from outside: its leader lease stops renewing and an HPA-scaled
-    Deployment does not converge. kubelet's liveness probe restarts it after about 80 s, as it would a real hang.
-    Effect: its leader lease (kube-system/kube-controller-manager) not renewed for more than half its duration (it
-    renews every 2 s); recovery: renewed within half its duration again, by whichever process leads, and /healthz
-    ok. The revert continues the process and fails while it is still stopped."""
-
-    name = "controller-manager.hung"
-    component = "controller-manager"
-    named = Named("controller-manager", r"stopped|frozen")
-    no_op = NoOpControl(wait=20.0)  # a frozen leader's lease is past half its 11 s duration within 6 s
-    process = controller_manager.PROCESS
-
-    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        lease = leader_lease(env)
-        return lease is not None and (lease.age is None or lease.age > lease.duration / 2)
-
-    def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        lease = leader_lease(env)
-        renewing = lease is not None and lease.age is not None and lease.age <= lease.duration / 2
-        return renewing and local_healthz(env, plan.node, controller_manager.PORT)
-
-
-def leader_lease(env: Env) -> LeaseState | None:
-    """kube-controller-manager's leader lease as renewed, or None when nobody ever took it."""
-    found = env.kube.find(controller_manager.LEASE)
-    return None if found is None else LeaseState.of(found, time.time())
-
-
-# --- one controller stuck -------------------------------------------------------------------------------------------
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice"]
 PROBE = "chaoskit-stuck-probe"

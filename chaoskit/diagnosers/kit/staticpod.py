@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from chaoskit.cluster.scrape import Metrics, scrape_command
 from chaoskit.components.common import CRICTL, MANIFESTS, comm, manifest, pid_command, thaw_command
-from chaoskit.diagnosers.base import Assessed, Evidence, Finding
-from chaoskit.diagnosers.common import HttpAnswer, excerpt, http_command, metrics_of, uncollected, unread
-from chaoskit.diagnosers.sources import Section, Sources
+from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.kit.common import HttpAnswer, excerpt, http_command, metrics_of, uncollected, unread
+from chaoskit.diagnosers.kit.sources import Section, Sources
+from chaoskit.seams.scrape import Metrics, scrape_command
 
 
 def process_commands(process: str, *, container: str | None = None, static_pod: bool = True) -> dict[str, str]:

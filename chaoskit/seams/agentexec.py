@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoskit.cluster.nodeexec import Node, ordered
-from chaoskit.cluster.pki import AGENT_NAME
-from chaoskit.cluster.shell import Completed
 from chaoskit.errors import CommandError
+from chaoskit.seams.nodeexec import Node, ordered
+from chaoskit.seams.pki import AGENT_NAME
+from chaoskit.seams.shell import Completed
 
 PORT = 10370  # the agents' host port: beside the kubelet's (10250) and the control plane's (10257, 10259)
 CONNECT_TIMEOUT_S = 5.0  # a node that does not answer this fast is down, or its agent is

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.diagnosers.base import Evidence, Finding
-from chaoskit.diagnosers.common import age
+from chaoskit.diagnosers.kit.base import Evidence, Finding
+from chaoskit.diagnosers.kit.common import age
 
 Obj = dict[str, Any]
 _SUFFIX = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from chaoskit.cluster.kube import Kube, KubeError
-from chaoskit.diagnosers.budget import UNLIMITED, Budget, leashed
+from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
+from chaoskit.seams.kube import Kube, KubeError
 
 T = TypeVar("T")
 API_TIMEOUT = 5.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s

@@ -15,8 +15,8 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from chaoskit.cluster.poll import poll
 from chaoskit.errors import ToolError
+from chaoskit.seams.poll import poll
 
 Obj = dict[str, Any]
 Timeout = tuple[float, float]  # (connect, read) seconds: the client ignores a bare float, so always a pair

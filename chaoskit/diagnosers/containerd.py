@@ -15,18 +15,18 @@ from pydantic import Field
 
 from chaoskit.components import containerd
 from chaoskit.components.common import CRICTL, pid_command, thaw_command
-from chaoskit.diagnosers.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.common import excerpt
-from chaoskit.diagnosers.sources import Section, Sources
+from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
+from chaoskit.diagnosers.kit.common import excerpt
+from chaoskit.diagnosers.kit.sources import Section, Sources
 from chaoskit.model.params import FaultParams
 
 
-class RuntimeParams(FaultParams):
+class ContainerdParams(FaultParams):
     crash_loop_restarts: int = Field(default=3, description="Restarts of an exited container that make a crash loop.")
 
 
 @dataclass(frozen=True)
-class RuntimeEvidence:
+class ContainerdEvidence:
     node: str
     info: Section  # crictl info: JSON with status.conditions, or the error / timeout
     service: str  # systemctl is-active containerd
@@ -36,14 +36,14 @@ class RuntimeEvidence:
 
 
 @register
-class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
+class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
     """containerd on each node: answers the CRI, runtime and network ready, not frozen, no crash-looping containers."""
 
-    component = "runtime"
+    component = "containerd"
     per_node = True
-    Params = RuntimeParams
+    Params = ContainerdParams
 
-    def collect(self, src: Sources, node: str) -> RuntimeEvidence:
+    def collect(self, src: Sources, node: str) -> ContainerdEvidence:
         s = src.sections(node, {
             "info": f"{CRICTL} info",
             "service": f"systemctl is-active {containerd.SERVICE}",
@@ -51,7 +51,7 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
             "containers": f"{CRICTL} ps -a -o json",
             "journal": "journalctl -u containerd --since '-5 min' --no-pager -o short-iso | tail -n 300",
         })  # fmt: skip
-        return RuntimeEvidence(
+        return ContainerdEvidence(
             node=node,
             info=s["info"],
             service=(s["service"].output.split() or ["unknown"])[0],
@@ -60,10 +60,10 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
             journal=s["journal"].output,
         )
 
-    def assess(self, ev: RuntimeEvidence) -> list[Assessed]:
+    def assess(self, ev: ContainerdEvidence) -> list[Assessed]:
         return [self._cri(ev), self._crash_loops(ev)]
 
-    def _cri(self, ev: RuntimeEvidence) -> Assessed:
+    def _cri(self, ev: ContainerdEvidence) -> Assessed:
         conditions = _conditions(ev.info)
         e = Evidence(
             "cri", f"crictl info; systemctl is-active containerd; ps -o stat containerd on {ev.node}",
@@ -76,32 +76,32 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
                   f"systemctl restart containerd on {ev.node} (running containers survive a restart)")  # fmt: skip
         if ev.stat.startswith("T"):
             return Assessed(e, (Finding(
-                "critical", "runtime", f"containerd is stopped on {ev.node} (process state {ev.stat})",
+                "critical", "containerd", f"containerd is stopped on {ev.node} (process state {ev.stat})",
                 "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts or stops",
                 (e,), (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
             ),))  # fmt: skip
         if ev.service != "active" or not ev.stat:
             return Assessed(e, (Finding(
-                "critical", "runtime", f"containerd is not running on {ev.node} (systemd: {ev.service})",
+                "critical", "containerd", f"containerd is not running on {ev.node} (systemd: {ev.service})",
                 "no container runtime: kubelet reports the node NotReady (container runtime is down)", (e,), remedy,
             ),))  # fmt: skip
         if not ev.info.ok:
             return Assessed(e, (Finding(
-                "critical", "runtime", f"containerd on {ev.node} does not answer CRI calls",
+                "critical", "containerd", f"containerd on {ev.node} does not answer CRI calls",
                 "containerd runs but hangs or is overloaded: kubelet's relists time out (PLEG not healthy)",
                 (e,), remedy,
             ),))  # fmt: skip
         down = [k for k, v in conditions.items() if not v]
         if down:
             return Assessed(e, (Finding(
-                "critical", "runtime", f"container runtime on {ev.node} not ready: {', '.join(down)}",
+                "critical", "containerd", f"container runtime on {ev.node} not ready: {', '.join(down)}",
                 "NetworkReady=false: the CNI configuration or plugin is missing, no pod gets a network"
                 if "NetworkReady" in down else "the runtime reports itself not ready",
                 (e,), (f"crictl info on {ev.node}: the conditions' reason and message", *remedy),
             ),))  # fmt: skip
         return Assessed(e)
 
-    def _crash_loops(self, ev: RuntimeEvidence) -> Assessed:
+    def _crash_loops(self, ev: ContainerdEvidence) -> Assessed:
         source = f"crictl ps -a -o json on {ev.node}"
         if not ev.containers.ok:
             return Assessed(Evidence("crash-loops", source, {"error": ev.containers.text[-200:]}, available=False))
@@ -110,7 +110,7 @@ class RuntimeDiagnoser(Diagnoser[RuntimeEvidence, RuntimeParams]):
         if not looping:
             return Assessed(e)
         return Assessed(e, (Finding(
-            "warning", "runtime", f"{len(looping)} container(s) crash-looping on {ev.node}: {looping[0]}",
+            "warning", "containerd", f"{len(looping)} container(s) crash-looping on {ev.node}: {looping[0]}",
             "their newest container exited after several restarts: the application fails at start (its logs say "
             "why), or a probe kills it",
             (e,), (f"crictl logs of the exited container on {ev.node}; kubectl describe pod for probe failures",),

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from chaoskit.cluster.certs import DAY, expiry
-from chaoskit.cluster.scrape import Metrics
-from chaoskit.diagnosers.base import UNCOLLECTED, Assessed, Evidence, Finding
-from chaoskit.diagnosers.sources import Fetched, Section
+from chaoskit.diagnosers.kit.base import UNCOLLECTED, Assessed, Evidence, Finding
+from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.certs import DAY, expiry
+from chaoskit.seams.scrape import Metrics
 
 _HTTP_MARK = "@@http "
 CURL_TIMED_OUT = 28

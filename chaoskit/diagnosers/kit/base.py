@@ -14,7 +14,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
-from chaoskit.diagnosers.sources import Sources
+from chaoskit.components.table import CAUSAL_RANK
+from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.model.params import NoParams
 from chaoskit.registry import Registered, Registry
 
@@ -100,12 +101,6 @@ class Finding:
             evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
             remediation=tuple(data.get("remediation") or ()),
         )
-
-
-# When several components fail at once, the one the others depend on is the likelier cause; a fault chaoskit could
-# not revert comes before all of them.
-CAUSAL_RANK = {"reverts": -1, "etcd": 0, "apiserver": 1, "runtime": 2, "kubelet": 3, "scheduler": 4,
-               "controller-manager": 5, "kube-proxy": 6}  # fmt: skip
 
 
 def by_severity(findings: Iterable[Finding]) -> tuple[Finding, ...]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.diagnosers.base import Assessed, Evidence, Finding
-from chaoskit.diagnosers.common import age, api_unavailable, iso
-from chaoskit.diagnosers.sources import Fetched
+from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.kit.common import age, api_unavailable, iso
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.model.timeline import api_time
 
 

@@ -26,9 +26,9 @@ from typing import Protocol
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from chaoskit.cluster.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY
-from chaoskit.cluster.nodeexec import NodeExec
 from chaoskit.errors import CommandError, ToolError
+from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY
+from chaoskit.seams.nodeexec import NodeExec
 
 __all__ = [
     "FakeScraper",

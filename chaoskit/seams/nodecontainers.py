@@ -1,0 +1,35 @@
+"""kind's node containers as Docker lists them: what DockerNodeExec runs in, and what `cluster up` waits for.
+
+kind identifies a cluster's node containers by the label io.x-k8s.kind.cluster, their role by io.x-k8s.kind.role.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from chaoskit.seams.shell import Runner
+
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+ROLE_LABEL = "io.x-k8s.kind.role"
+
+
+@dataclass(frozen=True)
+class NodeContainer:
+    name: str
+    role: str
+    image: str
+    state: str
+
+
+def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
+    """The cluster's node containers, from Docker alone (works without the kind binary)."""
+    out = runner.run(
+        ["docker", "ps", "-a", "--filter", f"label={CLUSTER_LABEL}={cluster}", "--format", "{{json .}}"]
+    ).stdout
+    nodes = []
+    for line in out.splitlines():
+        row = json.loads(line)
+        labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
+        nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"]))
+    return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))  # as nodeexec.ordered
