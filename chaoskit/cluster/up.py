@@ -25,7 +25,7 @@ from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.errors import ToolError
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import condition
-from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.nodecontainers import NodeContainer, node_containers
 from chaoskit.seams.poll import poll
 from chaoskit.seams.shell import Runner
 
@@ -82,34 +82,8 @@ def up(
     _offer_binaries(cache, artifacts.bins)
     created = False
     existing = node_containers(runner, cfg.name)
-    if existing and any(n.state != "running" for n in existing):
-        # Node containers stopped with the host's Docker engine; their addresses may change on restart and our
-        # node image does not rewrite them, so a fresh cluster is the reliable way back.
-        with progress.step(f"cluster {cfg.name!r} has stopped nodes; deleting it to recreate"):
-            kind.delete(cfg.name)
-        existing = []
-    if existing and (moved := moved_nodes(runner, cfg.name)):
-        # Docker gave the nodes new addresses on restart; each Node keeps its old InternalIP, so the API server
-        # would reach one node's kubelet at another's address (exec and logs say "pod does not exist")
-        with progress.step(f"cluster {cfg.name!r} nodes changed address ({', '.join(moved)}); deleting it to recreate"):
-            kind.delete(cfg.name)
-        existing = []
-    if existing and existing[0].image != node_image:
-        # the node image changed (a fix in what runs on the nodes): an old cluster would keep the old nodes
-        with progress.step(f"cluster {cfg.name!r} runs node image {existing[0].image}, not {node_image}; deleting it "
-                           "to recreate"):  # fmt: skip
-            kind.delete(cfg.name)
-        existing = []
-    if existing and not _healthy_within(runner, cfg.name, REUSE_TIMEOUT):
-        # e.g. a node that never came back after its container restarted: recreating beats repairing
-        with progress.step(f"cluster {cfg.name!r} exists but is not healthy; deleting it to recreate"):
-            kind.delete(cfg.name)
-        existing = []
-    if existing and (made_from := config_made_from(runner, cfg.name)) not in (None, cfg.fingerprint):
-        # kind reads its config only at creation: a changed kind-config.yaml (or a file it mounts) needs a new cluster
-        was = made_from or "not recorded"
-        with progress.step(f"cluster {cfg.name!r} was made from another kind config ({was}, now {cfg.fingerprint}); "
-                           "deleting it to recreate"):  # fmt: skip
+    if existing and (why := _why_recreate(runner, cfg, existing, node_image)):
+        with progress.step(f"cluster {cfg.name!r} {why}; deleting it to recreate"):
             kind.delete(cfg.name)
         existing = []
     if existing:
@@ -137,6 +111,31 @@ def up(
     with progress.step("waiting for nodes, system pods and the metrics API"):
         wait_ready(runner, cfg.name, READY_TIMEOUT)
     return UpResult(cfg.name, created, node_image, time.monotonic() - t0, f"kind-{cfg.name}")
+
+
+def _why_recreate(
+    runner: Runner, cfg: kind_config.ClusterConfig, existing: list[NodeContainer], node_image: str
+) -> str | None:
+    """Why an existing cluster cannot be reused, asked in order (the health check waits, so it comes late); None
+    when it can."""
+    if any(n.state != "running" for n in existing):
+        # Node containers stopped with the host's Docker engine; their addresses may change on restart and our
+        # node image does not rewrite them, so a fresh cluster is the reliable way back.
+        return "has stopped nodes"
+    if moved := moved_nodes(runner, cfg.name):
+        # Docker gave the nodes new addresses on restart; each Node keeps its old InternalIP, so the API server
+        # would reach one node's kubelet at another's address (exec and logs say "pod does not exist")
+        return f"nodes changed address ({', '.join(moved)})"
+    if existing[0].image != node_image:
+        # the node image changed (a fix in what runs on the nodes): an old cluster would keep the old nodes
+        return f"runs node image {existing[0].image}, not {node_image}"
+    if not _healthy_within(runner, cfg.name, REUSE_TIMEOUT):
+        # e.g. a node that never came back after its container restarted: recreating beats repairing
+        return "exists but is not healthy"
+    if (made_from := config_made_from(runner, cfg.name)) not in (None, cfg.fingerprint):
+        # kind reads its config only at creation: a changed kind-config.yaml (or a file it mounts) needs a new cluster
+        return f"was made from another kind config ({made_from or 'not recorded'}, now {cfg.fingerprint})"
+    return None
 
 
 def _offer_binaries(cache: Cache, bins: dict[str, Path]) -> None:

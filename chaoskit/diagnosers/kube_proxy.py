@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field
 
 from chaoskit.components import kube_proxy as kp
 from chaoskit.components.kube_proxy import Target
+from chaoskit.components.service_rules import RuleDiff, at, expected
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
@@ -217,9 +217,15 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             "endpoints_programmed": len(diff.have_endpoints & diff.want_endpoints), "stale_endpoints": len(stale),
         }, conditions=tuple(
             [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
-            + [f"endpoint {_at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
-            + [f"rules still send traffic to {_at(t)}, no longer an endpoint" for t in stale[:8]]
+            + [f"endpoint {at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
+            + [f"rules still send traffic to {at(t)}, no longer an endpoint" for t in stale[:8]]
         ))  # fmt: skip
+        return Assessed(e, self._rule_findings(ev, diff, e))
+
+    def _rule_findings(self, ev: KubeProxyEvidence, diff: RuleDiff, e: Evidence) -> tuple[Finding, ...]:
+        """Service rules missing, then endpoints missing or stale: in flight while a queued change waits, else late."""
+        want_services, missing_services = diff.want_services, diff.missing_services
+        missing_endpoints, stale = diff.missing_endpoints, diff.stale
         findings = []
         fix = (
             f"kube-proxy rewrites its rules at its next sync: check its health and logs on {ev.node}",
@@ -255,7 +261,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                 "removed ones still do",
                 (e,), fix,
             ))  # fmt: skip
-        return Assessed(e, tuple(findings))
+        return tuple(findings)
 
     def _wiped_without_the_api(self, ev: KubeProxyEvidence, source: str, api_error: str) -> Assessed:
         """No Service rule at all needs no API to judge: every cluster has default/kubernetes (the API server's own
@@ -270,38 +276,6 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             (e,), (f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
                    "find what flushes the node's nat table or nftables (a firewall, a script)"),
         ),))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class RuleDiff:
-    """The node's rules against the API: what should be programmed, what is, and what differs."""
-
-    want_services: dict[Target, str]  # ClusterIP ports with a ready endpoint -> "ns/name:port"
-    have_services: set[Target]
-    want_endpoints: set[Target]  # ready endpoints
-    allowed_endpoints: set[Target]  # ready, or serving while terminating
-    have_endpoints: set[Target]
-
-    @property
-    def missing_services(self) -> list[Target]:
-        return sorted(self.want_services.keys() - self.have_services)
-
-    @property
-    def missing_endpoints(self) -> list[Target]:
-        return sorted(self.want_endpoints - self.have_endpoints)
-
-    @property
-    def stale(self) -> list[Target]:
-        return sorted(self.have_endpoints - self.allowed_endpoints)
-
-    @property
-    def in_step(self) -> bool:
-        return not (self.missing_services or self.missing_endpoints or self.stale)
-
-    @property
-    def wiped(self) -> bool:
-        """No Service the node should route has a rule: a flushed table, never a sync under way."""
-        return bool(self.want_services) and len(self.missing_services) == len(self.want_services)
 
 
 def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:
@@ -329,7 +303,7 @@ def compare(ev: KubeProxyEvidence) -> RuleDiff | None:
     """None when the API objects are missing or the mode has no rules we read (ipvs)."""
     if not (ev.services.ok and ev.slices.ok) or ev.mode not in RULE_MODES:
         return None
-    want_services, want_endpoints, allowed = _expected(items(ev.services), items(ev.slices), ev.node)
+    want_services, want_endpoints, allowed = expected(items(ev.services), items(ev.slices), ev.node)
     have_services, have_endpoints = programmed(ev)
     return RuleDiff(want_services, have_services, want_endpoints, allowed, have_endpoints)
 
@@ -337,11 +311,6 @@ def compare(ev: KubeProxyEvidence) -> RuleDiff | None:
 def programmed(ev: KubeProxyEvidence) -> tuple[set[Target], set[Target]]:
     """The ClusterIP entries and endpoints the node's rules hold, in its mode's syntax."""
     return (kp.nft_rules if ev.mode == "nftables" else kp.iptables_rules)(ev.rules)
-
-
-def _at(target: Target) -> str:
-    ip, proto, port = target
-    return f"{ip}:{port}/{proto}"
 
 
 def _change_waiting(ev: KubeProxyEvidence) -> float | None:
@@ -356,50 +325,3 @@ def _change_waiting(ev: KubeProxyEvidence) -> float | None:
 def _newest(m: Metrics, name: str) -> float | None:
     values = [s.value for s in m.select(name) if s.labels.get("ip_family", "IPv4") == "IPv4"]
     return max(values) if values else None
-
-
-def _expected(
-    services: list[dict[str, Any]], slices: list[dict[str, Any]], node: str
-) -> tuple[dict[Target, str], set[Target], set[Target]]:
-    """From the API: Service ports with a ready endpoint (→ "ns/name:port"), the ready endpoints the rules should
-    reach, and every endpoint the rules may still reach (ready or serving while terminating)."""
-    by_service: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for sl in slices:
-        if sl.get("addressType") != "IPv4":
-            continue
-        meta = sl.get("metadata", {})
-        name = (meta.get("labels") or {}).get("kubernetes.io/service-name")
-        if name:
-            by_service.setdefault((meta.get("namespace", ""), name), []).append(sl)
-    want_services: dict[Target, str] = {}
-    ready: set[Target] = set()
-    allowed: set[Target] = set()
-    for svc in services:
-        meta, spec = svc.get("metadata", {}), svc.get("spec", {})
-        ip = spec.get("clusterIP") or ""
-        if spec.get("type") == "ExternalName" or not re.fullmatch(r"[\d.]+", ip):
-            continue  # headless or IPv6: no ClusterIP rule in the IPv4 table
-        local_only = spec.get("internalTrafficPolicy") == "Local"
-        for port in spec.get("ports") or []:
-            port_name, proto = port.get("name") or "", str(port.get("protocol", "TCP")).lower()
-            endpoints_ready = False
-            for sl in by_service.get((meta.get("namespace", ""), meta.get("name", "")), []):
-                target = next((p.get("port") for p in sl.get("ports") or [] if (p.get("name") or "") == port_name),
-                              None)  # fmt: skip
-                if target is None:
-                    continue
-                for ep in sl.get("endpoints") or []:
-                    cond = ep.get("conditions") or {}
-                    if local_only and ep.get("nodeName") != node:
-                        continue
-                    for addr in ep.get("addresses") or []:
-                        if cond.get("ready", True):
-                            ready.add((addr, proto, int(target)))
-                            endpoints_ready = True
-                        if cond.get("ready", True) or cond.get("serving"):
-                            allowed.add((addr, proto, int(target)))
-            if endpoints_ready:
-                key = (ip, proto, int(port.get("port", 0)))
-                label = port_name or port.get("port")
-                want_services[key] = f"{meta.get('namespace', '')}/{meta.get('name', '')}:{label}"
-    return want_services, ready, allowed
