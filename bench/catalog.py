@@ -22,8 +22,12 @@ from typing import Any
 
 def run_catalog(playbooks: str, parallel: int) -> tuple[dict[str, Any], float, int]:
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "chaoskit", "run", playbooks, "--parallel", str(parallel), "-o",
-                           "json"], stdout=subprocess.PIPE, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoskit", "run", playbooks, "--parallel", str(parallel), "-o", "json"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     return json.loads(done.stdout), time.monotonic() - t0, done.returncode
 
 
@@ -39,16 +43,32 @@ def figures(record: dict[str, Any], wall: float, returncode: int) -> dict[str, A
         "playbooks": len(runs),
         "overlap": round(own / wall, 2) if wall else None,
         "alone_s": round(alone, 1),
-        "runs": [{
-            "playbook": r["playbook"], "radius": r["radius"], "started_s": r["started_s"],
-            "took_s": round(r["finished_s"] - r["started_s"], 1), "verdict": r["verdict"],
-            "steps": [{"fault": s["fault"], "node": s["node"], "effect_s": s["effect_s"], "named_s": s.get("named_s"),
-                       "recovery_s": s["recovery_s"], "fact_check": (s.get("fact_check") or {}).get("verdict"),
-                       "controls_s": (s.get("fact_check") or {}).get("seconds")} for s in r["steps"]],
-        } for r in runs],
-        "controls_s": round(sum((s.get("fact_check") or {}).get("seconds") or 0.0 for r in runs for s in r["steps"]),
-                            1),
-    }  # fmt: skip
+        "runs": [
+            {
+                "playbook": r["playbook"],
+                "radius": r["radius"],
+                "started_s": r["started_s"],
+                "took_s": round(r["finished_s"] - r["started_s"], 1),
+                "verdict": r["verdict"],
+                "steps": [
+                    {
+                        "fault": s["fault"],
+                        "node": s["node"],
+                        "effect_s": s["effect_s"],
+                        "named_s": s.get("named_s"),
+                        "recovery_s": s["recovery_s"],
+                        "fact_check": (s.get("fact_check") or {}).get("verdict"),
+                        "controls_s": (s.get("fact_check") or {}).get("seconds"),
+                    }
+                    for s in r["steps"]
+                ],
+            }
+            for r in runs
+        ],
+        "controls_s": round(
+            sum((s.get("fact_check") or {}).get("seconds") or 0.0 for r in runs for s in r["steps"]), 1
+        ),
+    }
 
 
 def _s(v: float | None) -> str:
@@ -65,16 +85,22 @@ def main() -> None:
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"catalog: {out['playbooks']} playbooks in {out['wall_s'] / 60:.1f} min wall ({out['wall_s']}s; suite "
-          f"{out['suite_s']}s), verdict {out['verdict']} (exit {out['exit_code']}); overlap {out['overlap']}x; "
-          f"{out['alone_s']:.0f}s running alone; the fact checks' controls {out['controls_s']}s in all")  # fmt: skip
+    print(
+        f"catalog: {out['playbooks']} playbooks in {out['wall_s'] / 60:.1f} min wall ({out['wall_s']}s; suite "
+        f"{out['suite_s']}s), verdict {out['verdict']} (exit {out['exit_code']}); overlap {out['overlap']}x; "
+        f"{out['alone_s']:.0f}s running alone; the fact checks' controls {out['controls_s']}s in all"
+    )
     for r in out["runs"]:
-        print(f"  {r['playbook']:38s} {r['radius']:34s} start {r['started_s']:6.0f}s took {r['took_s']:5.0f}s "
-              f"{r['verdict']}")  # fmt: skip
+        print(
+            f"  {r['playbook']:38s} {r['radius']:34s} start {r['started_s']:6.0f}s took {r['took_s']:5.0f}s "
+            f"{r['verdict']}"
+        )
         for s in r["steps"]:
-            print(f"      {s['fault']:36s} on {s['node']:24s} effect {_s(s['effect_s'])}, named "
-                  f"{_s(s['named_s'])}, healthy {_s(s['recovery_s'])} after the revert; fact check "
-                  f"{s['fact_check']}, its controls {_s(s['controls_s'])}")  # fmt: skip
+            print(
+                f"      {s['fault']:36s} on {s['node']:24s} effect {_s(s['effect_s'])}, named "
+                f"{_s(s['named_s'])}, healthy {_s(s['recovery_s'])} after the revert; fact check "
+                f"{s['fact_check']}, its controls {_s(s['controls_s'])}"
+            )
 
 
 if __name__ == "__main__":

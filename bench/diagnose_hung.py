@@ -54,8 +54,11 @@ def node_sh(node: str, script: str, *, detach: bool = False, check: bool = True)
 @contextmanager
 def frozen(node: str, process: str) -> Iterator[None]:
     """`process` stopped inside `node` while the block runs; resumed whatever happens."""
-    node_sh(node, f"echo $$ >{SAFETY_PID}; sleep {SAFETY_S}; pkill -CONT -x etcd; pkill -CONT -x kube-apiserver",
-            detach=True)  # fmt: skip
+    node_sh(
+        node,
+        f"echo $$ >{SAFETY_PID}; sleep {SAFETY_S}; pkill -CONT -x etcd; pkill -CONT -x kube-apiserver",
+        detach=True,
+    )
     try:
         node_sh(node, f"pkill -STOP -x {process}")
         state = node_sh(node, f"ps -o stat= -p $(pgrep -x {process} | head -n1)").stdout.strip()

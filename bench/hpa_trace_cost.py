@@ -38,8 +38,12 @@ def main() -> None:
     top = args.pods_per_run + 1
     # requests small enough for 50 pods on two 2-CPU workers; idle pods (probes every 1 s) then sit at ~28 % of the
     # 50 % target, which can hold the HPA above one pod, so each run's scale-back is driven (hpa_driver.scale_back)
-    for obj in (workloads.namespace(ns), workloads.web_deployment(ns, cpu_request="25m"), workloads.service(ns),
-                workloads.hpa(ns, max_replicas=top)):  # fmt: skip
+    for obj in (
+        workloads.namespace(ns),
+        workloads.web_deployment(ns, cpu_request="25m"),
+        workloads.service(ns),
+        workloads.hpa(ns, max_replicas=top),
+    ):
         kube.apply(obj)
     try:
         kube.wait("one ready pod", lambda: workloads.ready_replicas(kube, ns) >= 1, READY_TIMEOUT)
@@ -68,10 +72,14 @@ def main() -> None:
         _, heap_peak = tracemalloc.get_traced_memory()
         pods = len({s.subject for s in result.samples if s.stage == "ready"})
         print(f"\npod start-ups traced: {pods} in {args.runs} scale-ups, {wall:.0f}s wall")
-        print(f"chaoskit CPU: {cpu:.1f}s in-process + {child_cpu:.1f}s docker exec clients "
-              f"({1000 * (cpu + child_cpu) / max(pods, 1):.0f} ms per pod start-up)")  # fmt: skip
-        print(f"peak memory: RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB, "
-              f"Python heap {heap_peak / 2**20:.1f} MiB")  # fmt: skip
+        print(
+            f"chaoskit CPU: {cpu:.1f}s in-process + {child_cpu:.1f}s docker exec clients "
+            f"({1000 * (cpu + child_cpu) / max(pods, 1):.0f} ms per pod start-up)"
+        )
+        print(
+            f"peak memory: RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB, "
+            f"Python heap {heap_peak / 2**20:.1f} MiB"
+        )
         print(f"API requests: {kube.requests - requests0} (watches count once; metrics polls every 2 s)")
         print(f"probe lines read: {lines[0]}; gaps: {len(result.gaps)}")
         summaries = result.summaries()

@@ -39,10 +39,24 @@ def kube_proxy_state(cluster: str, node: str) -> str:
 
 
 def experiment(name: str, deadline: str) -> str:
-    return json.dumps({"apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment",
-                       "metadata": {"name": name, "namespace": NS},
-                       "spec": {"diagnose": False, "steps": [{"fault": "kube-proxy.freeze", "target": {
-                           "node": "worker"}, "duration": "300s", "deadline": deadline}]}})  # fmt: skip
+    return json.dumps(
+        {
+            "apiVersion": "chaoskit.dev/v1alpha1",
+            "kind": "ChaosExperiment",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "diagnose": False,
+                "steps": [
+                    {
+                        "fault": "kube-proxy.freeze",
+                        "target": {"node": "worker"},
+                        "duration": "300s",
+                        "deadline": deadline,
+                    }
+                ],
+            },
+        }
+    )
 
 
 def until(check: Any, timeout: float, interval: float = 0.2) -> float:
@@ -94,14 +108,41 @@ def main() -> None:
         kubectl(cluster, "apply", "-f", "-", input=experiment("operator-dies", "420s"))
         until(frozen, 120)
         t0 = time.monotonic()
-        kubectl(cluster, "delete", "pod", "-n", ops.NAMESPACE, "-l", "app.kubernetes.io/name=chaoskit-operator",
-                "--grace-period=0", "--force")  # fmt: skip
+        kubectl(
+            cluster,
+            "delete",
+            "pod",
+            "-n",
+            ops.NAMESPACE,
+            "-l",
+            "app.kubernetes.io/name=chaoskit-operator",
+            "--grace-period=0",
+            "--force",
+        )
         out["operator_pod_killed_heal_s"] = round(until(thawed, 300), 1)
 
         # an agent pod and chaoskit itself killed mid-fault: nothing but the node's switch is left to heal it
-        proc = subprocess.Popen([sys.executable, "-m", "chaoskit", "--via", "agent", "inject", "kube-proxy.freeze",
-                                 "--cluster", cluster, "--node", worker, "--duration", "300", "--deadline", "30"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "chaoskit",
+                "--via",
+                "agent",
+                "inject",
+                "kube-proxy.freeze",
+                "--cluster",
+                cluster,
+                "--node",
+                worker,
+                "--duration",
+                "300",
+                "--deadline",
+                "30",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         t0 = time.monotonic()  # the switch is armed just after: its deadline is about 30 s from here
         until(frozen, 120, interval=0.1)
         proc.kill()

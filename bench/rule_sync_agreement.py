@@ -27,8 +27,11 @@ from chaoskit.seams.kube import Kube
 
 
 def _stats(diffs: list[float]) -> dict[str, Any]:
-    return {"stretches": len(diffs), "mean": sum(diffs) / len(diffs) if diffs else None,
-            "max_abs": max((abs(d) for d in diffs), default=None)}  # fmt: skip
+    return {
+        "stretches": len(diffs),
+        "mean": sum(diffs) / len(diffs) if diffs else None,
+        "max_abs": max((abs(d) for d in diffs), default=None),
+    }
 
 
 def agreement(result: MeasurementResult) -> dict[str, dict[str, Any]]:
@@ -74,14 +77,18 @@ def main() -> None:
     print(
         f"kube-proxy mode {'/'.join(modes)}: {len(sequence)} actions, {len(result.extra['changes'])} endpoint changes"
     )
-    print(f"{'node':24} {'SLI n':>5} {'SLI mean':>9} {'ours(trig)':>10} {'all: mean':>10} {'max|d|':>8} "
-          f"{'clean: n':>8} {'mean':>8} {'max|d|':>8}   rules p50/max    traffic p50/max")  # fmt: skip
+    print(
+        f"{'node':24} {'SLI n':>5} {'SLI mean':>9} {'ours(trig)':>10} {'all: mean':>10} {'max|d|':>8} "
+        f"{'clean: n':>8} {'mean':>8} {'max|d|':>8}   rules p50/max    traffic p50/max"
+    )
     for node, f in figures.items():
         rp, tf = f["rules_programmed"], f["traffic_follows"]
-        print(f"{node:24} {f['sli']['count']:>5} {_f(f['sli']['mean']):>9} {_f(f['ours_from_trigger']['mean']):>10} "
-              f"{_f(f['all']['mean']):>10} {_f(f['all']['max_abs']):>8} {f['clean']['stretches']:>8} "
-              f"{_f(f['clean']['mean']):>8} {_f(f['clean']['max_abs']):>8}   "
-              f"{_f(rp['p50'])}/{_f(rp['max'])}  {_f(tf['p50'])}/{_f(tf['max'])}")  # fmt: skip
+        print(
+            f"{node:24} {f['sli']['count']:>5} {_f(f['sli']['mean']):>9} {_f(f['ours_from_trigger']['mean']):>10} "
+            f"{_f(f['all']['mean']):>10} {_f(f['all']['max_abs']):>8} {f['clean']['stretches']:>8} "
+            f"{_f(f['clean']['mean']):>8} {_f(f['clean']['max_abs']):>8}   "
+            f"{_f(rp['p50'])}/{_f(rp['max'])}  {_f(tf['p50'])}/{_f(tf['max'])}"
+        )
     for note in result.notes:
         print(note)
 

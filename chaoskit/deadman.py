@@ -96,10 +96,14 @@ done
     def arm_argv(self, after_s: float | None = None) -> list[str]:
         seconds = max(1, round(self.deadline_s if after_s is None else after_s))
         return [
-            "systemd-run", f"--unit={self.unit}", f"--on-active={seconds}s",
-            "--timer-property=AccuracySec=1s", "--description=chaoskit dead-man switch",
-            "/bin/sh", self.script_path,
-        ]  # fmt: skip
+            "systemd-run",
+            f"--unit={self.unit}",
+            f"--on-active={seconds}s",
+            "--timer-property=AccuracySec=1s",
+            "--description=chaoskit dead-man switch",
+            "/bin/sh",
+            self.script_path,
+        ]
 
     def stop_units(self) -> str:
         """Stop the timer and any attempt in flight, and forget them, so the unit name can be armed again."""
@@ -158,9 +162,11 @@ def fire(nodes: NodeExec, node: str, run: str) -> list[str]:
 
     What recovery falls back on when the run's journal is lost: the node still holds each revert it armed."""
     header = shlex.quote(f" run {run}")
-    script = (f"for f in {HEAL_DIR}/*.sh; do [ -e \"$f\" ] || continue; head -n 2 \"$f\" | grep -qF -- {header} || "
-              f"continue; id=$(basename \"$f\" .sh); systemctl start --no-block chaoskit-heal-$id.service && "
-              f"echo $id; done")  # fmt: skip
+    script = (
+        f'for f in {HEAL_DIR}/*.sh; do [ -e "$f" ] || continue; head -n 2 "$f" | grep -qF -- {header} || '
+        f'continue; id=$(basename "$f" .sh); systemctl start --no-block chaoskit-heal-$id.service && '
+        f"echo $id; done"
+    )
     return nodes.run(node, ["sh", "-c", script], check=False).stdout.split()
 
 

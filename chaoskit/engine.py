@@ -81,8 +81,9 @@ def ask_once(moment: Moment, question: Question, check: Callable[[], bool]) -> O
 def polled(moment: Moment, question: Question, check: Callable[[], bool], timeout: float) -> Observation:
     """A check polled until it says yes (seconds until then) or its timeout (answer None)."""
     seconds = seconds_until(check, timeout)
-    return Observation(moment, question, True if seconds is not None else None,
-                       round(seconds if seconds is not None else timeout, 3))  # fmt: skip
+    return Observation(
+        moment, question, True if seconds is not None else None, round(seconds if seconds is not None else timeout, 3)
+    )
 
 
 @contextmanager
@@ -148,8 +149,14 @@ class _Injection:
         self.env, self.step, self.journal, self.emit = env, step, journal, emit
         self.fault, self.node, self.plan = step.fault, step.node.name, step.plan
         self.result = FaultResult(self.fault.name, self.node, new_injection_id(), self.plan.summary)
-        self.switch = Switch(self.result.injection_id, self.node, self.plan.revert, step.deadline,
-                             fault=self.fault.name, run=str(journal.path))  # fmt: skip
+        self.switch = Switch(
+            self.result.injection_id,
+            self.node,
+            self.plan.revert,
+            step.deadline,
+            fault=self.fault.name,
+            run=str(journal.path),
+        )
         self.injected, self.injected_at = False, time.monotonic()
 
     def arm(self) -> bool:
@@ -157,8 +164,9 @@ class _Injection:
         inj_id, node, step = self.result.injection_id, self.node, self.step
         params = step.params.model_dump(mode="json")
         deadline = time.time() + step.deadline
-        self.journal.injection(Injection(inj_id, self.fault.name, node, self.plan.revert, deadline, params,
-                                         lock=step.lock))  # fmt: skip
+        self.journal.injection(
+            Injection(inj_id, self.fault.name, node, self.plan.revert, deadline, params, lock=step.lock)
+        )
         kill_point("journaled")
         try:
             arm(self.env.nodes, self.switch)  # before the first apply line
@@ -177,16 +185,21 @@ class _Injection:
         for line in plan.setup:  # what the checks read, made before they are first asked; it breaks nothing
             done = env.nodes.run(node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
-                raise InjectError(f"{fault.name} on {node}: setting up `{line}` failed (exit {done.returncode}): "
-                                  f"{done.output}")  # fmt: skip
+                raise InjectError(
+                    f"{fault.name} on {node}: setting up `{line}` failed (exit {done.returncode}): {done.output}"
+                )
         before = ask_once("before", "took_effect", lambda: fault.took_effect(env, plan))
         self.result.observations.append(before)
         if before.answer is None:
-            raise InjectError(f"fact check inconclusive: the effect check of {fault.name} on {node} could not answer "
-                              f"before the injection ({before.detail}); nothing was injected")  # fmt: skip
+            raise InjectError(
+                f"fact check inconclusive: the effect check of {fault.name} on {node} could not answer "
+                f"before the injection ({before.detail}); nothing was injected"
+            )
         if before.answer:
-            raise InjectError(f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
-                              " it cannot tell this fault from the cluster's state; nothing was injected")  # fmt: skip
+            raise InjectError(
+                f"fact check inconclusive: {SAID[('before', 'took_effect')]} ({fault.name} on {node}):"
+                " it cannot tell this fault from the cluster's state; nothing was injected"
+            )
         hand_over(env, plan, self.step.nodes)  # files made on another node (a certificate signed where the CA key is)
         self.injected = True
         for i, line in enumerate(plan.apply, 1):
@@ -210,8 +223,10 @@ class _Injection:
         during = ask_once("during", "recovered", lambda: fault.recovered(env, plan))
         result.observations.append(during)
         if during.answer:
-            result.failures.append(f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
-                                   f"{self.node}): its recovery check is blind to this fault")  # fmt: skip
+            result.failures.append(
+                f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
+                f"{self.node}): its recovery check is blind to this fault"
+            )
         kill_point("holding")
         return True
 

@@ -44,9 +44,14 @@ class Injection:
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Injection:
         return cls(
-            id=data["id"], fault=data["fault"], node=data["node"], revert=tuple(data["revert"]),
-            deadline_at=float(data["deadline_at"]), params=dict(data.get("params") or {}), lock=data.get("lock", ""),
-        )  # fmt: skip
+            id=data["id"],
+            fault=data["fault"],
+            node=data["node"],
+            revert=tuple(data["revert"]),
+            deadline_at=float(data["deadline_at"]),
+            params=dict(data.get("params") or {}),
+            lock=data.get("lock", ""),
+        )
 
 
 def state_home() -> Path:

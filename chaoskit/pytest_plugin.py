@@ -71,8 +71,9 @@ class ChaoskitCluster:
         self.said.append(message)
 
     @contextmanager
-    def inject(self, fault: str, node: str | None = None, duration: float = 600.0, deadline: float | None = None,
-               **params: Any) -> Iterator[Injected]:  # fmt: skip
+    def inject(
+        self, fault: str, node: str | None = None, duration: float = 600.0, deadline: float | None = None, **params: Any
+    ) -> Iterator[Injected]:
         """The fault in place for the block (its effect seen first); reverted when the block ends, however."""
         load_catalog()
         faults = self.catalog.faults
@@ -109,9 +110,14 @@ class ChaoskitCluster:
             worker.join()
             release(self.env.kube, lock)
         result = done[0]
-        injected.result.update(held_s=result.held_s, recovery_s=result.recovery_s, errors=result.errors,
-                               failures=result.failures, journal=str(journal.path),
-                               fact_check=result.fact_check.to_dict())  # fmt: skip
+        injected.result.update(
+            held_s=result.held_s,
+            recovery_s=result.recovery_s,
+            errors=result.errors,
+            failures=result.failures,
+            journal=str(journal.path),
+            fact_check=result.fact_check.to_dict(),
+        )
         if result.failures:
             raise ToolError(f"{fault} on {target}: {'; '.join(result.failures)} (journal {journal.path})")
 
@@ -123,8 +129,13 @@ class ChaoskitCluster:
         journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
         return Runner(self.env, self.nodes, journal, speaking(self.say), catalog=c).run(pb).to_dict()
 
-    def measure_hpa(self, namespace: str = "chaoskit-pytest-hpa", runs: int = 1, trigger: str = "min-replicas",
-                    max_replicas: int = 4) -> MeasurementResult:  # fmt: skip
+    def measure_hpa(
+        self,
+        namespace: str = "chaoskit-pytest-hpa",
+        runs: int = 1,
+        trigger: str = "min-replicas",
+        max_replicas: int = 4,
+    ) -> MeasurementResult:
         """HPA-to-Ready stage by stage on chaoskit's workload in a namespace of its own (deleted after)."""
         return measure(self.env, namespace, runs, trigger, max_replicas, say=self.say)  # type: ignore[arg-type]
 
@@ -165,8 +176,10 @@ def chaoskit_cluster(request: pytest.FixtureRequest) -> ChaoskitCluster:
         runner.run([sys.executable, "-m", "chaoskit", "cluster", "up", "--name", name], timeout=3600)
         nodes = DockerNodeExec(runner, name).list_nodes()
     if not nodes:
-        pytest.fail(f"no kind cluster {name!r} on this host: `chaoskit cluster up --name {name}`, or pass "
-                    "--chaoskit-create", pytrace=False)  # fmt: skip
+        pytest.fail(
+            f"no kind cluster {name!r} on this host: `chaoskit cluster up --name {name}`, or pass --chaoskit-create",
+            pytrace=False,
+        )
     kube = Kube.connect(None, context)
     if not request.config.getoption("--chaoskit-allow-any-cluster"):
         recognise(runner, kube, name)

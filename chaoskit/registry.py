@@ -149,8 +149,9 @@ class Catalog:
     ) -> Catalog:
         """A catalog with these entries too (a test's own fault beside the real ones); the registries it was made from
         are left as they were."""
-        return Catalog(self.faults.extended(faults), self.checks.extended(checks),
-                       self.measurements.extended(measurements))  # fmt: skip
+        return Catalog(
+            self.faults.extended(faults), self.checks.extended(checks), self.measurements.extended(measurements)
+        )
 
 
 CATALOG = Catalog(FAULTS, CHECKS, MEASUREMENTS)

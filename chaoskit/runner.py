@@ -43,9 +43,16 @@ from chaoskit.step import ResolvedStep, resolve_groups
 class Runner:
     """One playbook, in sequence; `catalog` is where its faults, checks and measurements are looked up."""
 
-    def __init__(self, env: Env, nodes: list[Node], journal: Journal, emit: Emit,
-                 peers: Peers | None = None, shell: ShellRunner | None = None,
-                 catalog: Catalog = CATALOG) -> None:  # fmt: skip
+    def __init__(
+        self,
+        env: Env,
+        nodes: list[Node],
+        journal: Journal,
+        emit: Emit,
+        peers: Peers | None = None,
+        shell: ShellRunner | None = None,
+        catalog: Catalog = CATALOG,
+    ) -> None:
         self.env, self.nodes, self.journal, self.emit, self.catalog = env, nodes, journal, emit, catalog
         self.say = said(emit)  # what is worth a line and no event of its own
         self.shell = shell or SubprocessRunner()  # where command probes run
@@ -111,8 +118,17 @@ class Runner:
         diagnostician = self.diagnostician if pb.spec.diagnose else None
         self._diagnose(rec, "before", diagnostician)
         running = start_measurements(self.env, pb, self.stage.aimed, self.say, self.catalog.measurements)
-        steps = StepRunner(self.env, self.journal, self.emit, self.stop, self.run_id, self.peers, self.stage,
-                           diagnostician, self.probes)  # fmt: skip
+        steps = StepRunner(
+            self.env,
+            self.journal,
+            self.emit,
+            self.stop,
+            self.run_id,
+            self.peers,
+            self.stage,
+            diagnostician,
+            self.probes,
+        )
         stopping: Future[dict[str, MeasurementResult]] | None = None
         try:
             for group in groups:

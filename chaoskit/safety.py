@@ -75,9 +75,13 @@ def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": f"{LOCK_PREFIX}{component}", "namespace": "kube-system"},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": max(1, round(seconds)),
-                 "acquireTime": _now(), "renewTime": _now()},
-    }  # fmt: skip
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": max(1, round(seconds)),
+            "acquireTime": _now(),
+            "renewTime": _now(),
+        },
+    }
     for _ in range(10):
         try:
             kube.create(lock.path.rsplit("/", 1)[0], body)
@@ -105,8 +109,10 @@ def _taken(component: str, lease: Obj, holder: str) -> str:
     expires = renewed.timestamp() + float(spec.get("leaseDurationSeconds", 0))
     if spec.get("holderIdentity") in (None, "", holder) or expires <= time.time():
         return ""
-    return (f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
-            f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once")  # fmt: skip
+    return (
+        f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
+        f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once"
+    )
 
 
 def check_free(kube: Kube, components: list[str], holder: str) -> None:

@@ -125,10 +125,13 @@ def raise_min_replicas(kube: Kube, subject: Subject, replicas: int, journal: Jou
     """The HPA asked for `replicas` pods now; a user's HPA gets its minReplicas back after the run (journaled)."""
     if not subject.ours:
         before = kube.get(subject.hpa_path)["spec"].get("minReplicas", 1)
-        journal.append("changed", id=uuid.uuid4().hex[:12], path=subject.hpa_path,
-                       restore={"spec": {"minReplicas": before}},
-                       what=f"HPA {subject.namespace}/{subject.hpa} minReplicas back to {before} (raised to "
-                            f"{replicas})")  # fmt: skip
+        journal.append(
+            "changed",
+            id=uuid.uuid4().hex[:12],
+            path=subject.hpa_path,
+            restore={"spec": {"minReplicas": before}},
+            what=f"HPA {subject.namespace}/{subject.hpa} minReplicas back to {before} (raised to {replicas})",
+        )
     kube.patch(subject.hpa_path, {"spec": {"minReplicas": replicas}})
 
 

@@ -127,21 +127,42 @@ class SuiteRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "suite": self.name, "cluster": self.cluster, "started_at": self.started_at,
-            "finished_at": self.finished_at, "parallel": self.parallel, "verdict": self.verdict,
-            "exit_code": self.exit_code, "score": suite_score(e.record.to_dict() for e in self.runs),
+            "suite": self.name,
+            "cluster": self.cluster,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "parallel": self.parallel,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "score": suite_score(e.record.to_dict() for e in self.runs),
             "diagnoses": self.diagnoses,
-            "runs": [{"file": e.file, "radius": e.radius, "started_s": round(e.started_s, 1),
-                      "finished_s": round(e.finished_s, 1), **e.record.to_dict()} for e in self.runs],
-        }  # fmt: skip
+            "runs": [
+                {
+                    "file": e.file,
+                    "radius": e.radius,
+                    "started_s": round(e.started_s, 1),
+                    "finished_s": round(e.finished_s, 1),
+                    **e.record.to_dict(),
+                }
+                for e in self.runs
+            ],
+        }
 
 
 MakeRunner = Callable[[Planned, Peers], Runner]
 Diagnose = Callable[[str], "dict[str, Any] | None"]
 
 
-def run_suite(name: str, cluster: str, planned: list[Planned], make_runner: MakeRunner, *, parallel: int,
-              say: Callable[[str], None], diagnose: Diagnose | None = None) -> SuiteRecord:  # fmt: skip
+def run_suite(
+    name: str,
+    cluster: str,
+    planned: list[Planned],
+    make_runner: MakeRunner,
+    *,
+    parallel: int,
+    say: Callable[[str], None],
+    diagnose: Diagnose | None = None,
+) -> SuiteRecord:
     """Run every playbook, overlapping what may; Ctrl-C (or SIGTERM) stops every run, each reverting its faults.
 
     `diagnose(when)`, if given, diagnoses the cluster before the first run and after the last (runs then diagnose
@@ -175,16 +196,16 @@ def run_suite(name: str, cluster: str, planned: list[Planned], make_runner: Make
                     p, runner, started = running.pop(f)
                     record = f.result()
                     with lock:
-                        suite.runs.append(SuiteEntry(str(p.file), p.radius_words(), started,
-                                                     time.monotonic() - t0, record))  # fmt: skip
+                        suite.runs.append(
+                            SuiteEntry(str(p.file), p.radius_words(), started, time.monotonic() - t0, record)
+                        )
                     say(f"finished {p.playbook.name}: {record.verdict} ({time.monotonic() - t0 - started:.0f}s)")
         except KeyboardInterrupt:
             suite.interrupted = True
             for _, runner, _ in running.values():
                 runner.stop.set()  # each run cuts its hold short and reverts
             for f, (p, _, started) in list(running.items()):
-                suite.runs.append(SuiteEntry(str(p.file), p.radius_words(), started, time.monotonic() - t0,
-                                             f.result()))  # fmt: skip
+                suite.runs.append(SuiteEntry(str(p.file), p.radius_words(), started, time.monotonic() - t0, f.result()))
     if diagnose is not None and not suite.interrupted and (found := diagnose("after")) is not None:
         suite.diagnoses.append(found)
     suite.finished_at = time.time()

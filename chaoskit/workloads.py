@@ -100,8 +100,9 @@ def hpa(ns: str, target: str = "web", min_replicas: int = 1, max_replicas: int =
 
 def raise_min_replicas(kube: Kube, ns: str, replicas: int, target: str = "web") -> None:
     """Ask the HPA for `replicas` pods at once, whatever the load: its minReplicas raised."""
-    kube.patch(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{target}",
-               {"spec": {"minReplicas": replicas}})  # fmt: skip
+    kube.patch(
+        f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{target}", {"spec": {"minReplicas": replicas}}
+    )
 
 
 def load_generator(ns: str, url: str, concurrency: int = 4, name: str = "load") -> Obj:

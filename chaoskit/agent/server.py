@@ -84,15 +84,20 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 def run_command(
     prefix: Sequence[str], argv: Sequence[str], stdin: bytes | None, timeout: float | None
 ) -> dict[str, Any]:
-    proc = subprocess.Popen([*prefix, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*prefix, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(proc)
         return {"returncode": -1, "stdout": "", "stderr": f"timed out after {timeout}s", "timed_out": True}
-    return {"returncode": proc.returncode, "stdout": out.decode(errors="replace"),
-            "stderr": err.decode(errors="replace"), "timed_out": False}  # fmt: skip
+    return {
+        "returncode": proc.returncode,
+        "stdout": out.decode(errors="replace"),
+        "stderr": err.decode(errors="replace"),
+        "timed_out": False,
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -146,8 +151,13 @@ class Handler(BaseHTTPRequestHandler):
             self._stream(req["argv"])
 
     def _stream(self, argv: list[str]) -> None:
-        proc = subprocess.Popen([*self.server.prefix, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [*self.server.prefix, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.end_headers()
@@ -165,8 +175,9 @@ class Handler(BaseHTTPRequestHandler):
 class AgentServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], ctx: ssl.SSLContext, node: str,
-                 prefix: Sequence[str] = HOST_NAMESPACES) -> None:  # fmt: skip
+    def __init__(
+        self, address: tuple[str, int], ctx: ssl.SSLContext, node: str, prefix: Sequence[str] = HOST_NAMESPACES
+    ) -> None:
         self.ctx, self.node, self.prefix = ctx, node, tuple(prefix)
         super().__init__(address, Handler)
 
@@ -185,8 +196,9 @@ class AgentServer(ThreadingHTTPServer):
             conn.close()
 
 
-def serve(files: TLSFiles, node: str, port: int = PORT, host: str = "0.0.0.0",
-          prefix: Sequence[str] = HOST_NAMESPACES) -> None:  # fmt: skip
+def serve(
+    files: TLSFiles, node: str, port: int = PORT, host: str = "0.0.0.0", prefix: Sequence[str] = HOST_NAMESPACES
+) -> None:
     server = AgentServer((host, port), server_context(files), node, prefix)
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sys.stderr.write(f"chaoskit agent {__version__} on {node}, port {server.server_address[1]}\n")

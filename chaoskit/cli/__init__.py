@@ -24,9 +24,15 @@ class Globals:
 @click.option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", help="Kubeconfig context (default: kind-<cluster>).")
 @click.option("-n", "--namespace", help="Namespace for workloads chaoskit creates.")
-@click.option("--via", type=click.Choice(["auto", "docker", "agent"]), default="auto", envvar="CHAOSKIT_VIA",
-              show_default=True, help="How chaoskit reaches the nodes: docker exec into kind's node containers on "
-              "this host, or the node agents `chaoskit install` runs; auto picks docker where it can.")  # fmt: skip
+@click.option(
+    "--via",
+    type=click.Choice(["auto", "docker", "agent"]),
+    default="auto",
+    envvar="CHAOSKIT_VIA",
+    show_default=True,
+    help="How chaoskit reaches the nodes: docker exec into kind's node containers on "
+    "this host, or the node agents `chaoskit install` runs; auto picks docker where it can.",
+)
 @click.pass_context
 def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None, via: str) -> None:
     """Break the real Kubernetes control plane on kind, measure and diagnose what happens."""

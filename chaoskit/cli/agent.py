@@ -18,8 +18,12 @@ def agent() -> None:
 
 @agent.command()
 @click.option("--node", required=True, help="This node's name (the DaemonSet passes spec.nodeName).")
-@click.option("--tls-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="ca.crt, tls.crt and tls.key: the agents' server pair and the install's CA.")  # fmt: skip
+@click.option(
+    "--tls-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="ca.crt, tls.crt and tls.key: the agents' server pair and the install's CA.",
+)
 @click.option("--port", type=int, default=None, help="Host port (default 10370).")
 def serve(node: str, tls_dir: Path, port: int | None) -> None:
     """Serve node commands over mutual TLS until killed."""

@@ -25,24 +25,55 @@ from chaoskit.reports.table import renderables
 
 @click.command()
 @click.argument("components", nargs=-1, metavar="[COMPONENT]...")
-@click.option("-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="Report format.")  # fmt: skip
-@click.option("--output", "output_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report to FILE instead of stdout (html and junit are meant for files).")  # fmt: skip
-@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the same diagnosis as one self-contained HTML page to FILE.")  # fmt: skip
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the same diagnosis as JUnit XML to FILE (a test case per check).")  # fmt: skip
+@click.option(
+    "-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Report format."
+)
+@click.option(
+    "--output",
+    "output_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE instead of stdout (html and junit are meant for files).",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the same diagnosis as one self-contained HTML page to FILE.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the same diagnosis as JUnit XML to FILE (a test case per check).",
+)
 @click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name.")
-@click.option("--record", "record_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A run record (chaoskit run -o json, or its journal) to report with: steps, measurements, "
-              "the HPA timeline as SVG.")  # fmt: skip
-@click.option("--budget", type=click.FloatRange(min=3), default=BUDGET, show_default=True,
-              help="Seconds for collecting the evidence: whatever hangs longer (a frozen API server or etcd) is "
-              "reported as unanswered.")  # fmt: skip
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A run record (chaoskit run -o json, or its journal) to report with: steps, measurements, "
+    "the HPA timeline as SVG.",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=3),
+    default=BUDGET,
+    show_default=True,
+    help="Seconds for collecting the evidence: whatever hangs longer (a frozen API server or etcd) is "
+    "reported as unanswered.",
+)
 @click.pass_obj
-def diagnose(g: Globals, components: tuple[str, ...], fmt: str, output_file: Path | None, html_file: Path | None,
-             junit_file: Path | None, cluster: str, record_path: Path | None, budget: float) -> None:  # fmt: skip
+def diagnose(
+    g: Globals,
+    components: tuple[str, ...],
+    fmt: str,
+    output_file: Path | None,
+    html_file: Path | None,
+    junit_file: Path | None,
+    cluster: str,
+    record_path: Path | None,
+    budget: float,
+) -> None:
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd, reverts

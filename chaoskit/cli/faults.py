@@ -46,9 +46,13 @@ def list_faults(output: str) -> None:
     for name, cls in FAULTS.items():
         doc = inspect.getdoc(cls) or ""
         rows.append(
-            {"name": name, "component": getattr(cls, "component", ""),
-             "target": getattr(cls, "target_role", ""), "summary": doc.split("\n")[0]}
-        )  # fmt: skip
+            {
+                "name": name,
+                "component": getattr(cls, "component", ""),
+                "target": getattr(cls, "target_role", ""),
+                "summary": doc.split("\n")[0],
+            }
+        )
     if output != "table":
         emit(rows, output)
         return
@@ -101,9 +105,18 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 @output_option
 @click.pass_obj
 def inject(
-    g: Globals, fault: str, cluster: str, node: str | None, duration: float, deadline: float | None,
-    params: tuple[str, ...], journal_path: Path | None, dry_run: bool, allow_any_cluster: bool, output: str,
-) -> None:  # fmt: skip
+    g: Globals,
+    fault: str,
+    cluster: str,
+    node: str | None,
+    duration: float,
+    deadline: float | None,
+    params: tuple[str, ...],
+    journal_path: Path | None,
+    dry_run: bool,
+    allow_any_cluster: bool,
+    output: str,
+) -> None:
     """Inject one fault, hold it, revert it, and report time to effect and time to heal."""
     cls = _fault_class(fault)
     try:
@@ -112,8 +125,13 @@ def inject(
         raise UsageError(f"bad --param for {fault}: {exc}") from exc
     step: ResolvedStep = resolve(cls(), p, _nodes(g, cluster), target=node, duration=duration, deadline=deadline)
     if dry_run:
-        shown = {"fault": fault, "node": step.node.name, "summary": step.plan.summary, **step.plan.steps(),
-                 "deadline_s": step.deadline}  # fmt: skip
+        shown = {
+            "fault": fault,
+            "node": step.node.name,
+            "summary": step.plan.summary,
+            **step.plan.steps(),
+            "deadline_s": step.deadline,
+        }
         emit(shown, "yaml" if output == "table" else output)
         return
     progress, env = Progress(), cluster_env(g, cluster)
@@ -123,9 +141,17 @@ def inject(
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
         result = run_fault(env, step, journal=journal, emit=speaking(progress.info, step=False))
-    data = {"fault": result.fault, "node": result.node, "injection": result.injection_id, "effect_s": result.effect_s,
-            "held_s": round(result.held_s, 1), "recovery_s": result.recovery_s, "errors": result.errors,
-            "failures": result.failures, "fact_check": result.fact_check.to_dict()}  # fmt: skip
+    data = {
+        "fault": result.fault,
+        "node": result.node,
+        "injection": result.injection_id,
+        "effect_s": result.effect_s,
+        "held_s": round(result.held_s, 1),
+        "recovery_s": result.recovery_s,
+        "errors": result.errors,
+        "failures": result.failures,
+        "fact_check": result.fact_check.to_dict(),
+    }
     emit(data, "yaml" if output == "table" else output)
     if result.failures:
         raise click.exceptions.Exit(EXIT_TOOL)  # chaoskit could not do its job

@@ -17,10 +17,17 @@ from chaoskit.seams.shell import SubprocessRunner
 
 
 @click.command()
-@click.option("--cluster", default="chaoskit", show_default=True,
-              help="kind cluster name: context kind-<name> unless --context; where the image is loaded.")  # fmt: skip
-@click.option("--image", help="chaoskit's image in a registry the cluster pulls from (default: built here and "
-              "loaded into the kind cluster).")  # fmt: skip
+@click.option(
+    "--cluster",
+    default="chaoskit",
+    show_default=True,
+    help="kind cluster name: context kind-<name> unless --context; where the image is loaded.",
+)
+@click.option(
+    "--image",
+    help="chaoskit's image in a registry the cluster pulls from (default: built here and "
+    "loaded into the kind cluster).",
+)
 @click.option("--rotate", is_flag=True, help="Issue a new CA and certificates (the agents restart with them).")
 @click.option("--dry-run", is_flag=True, help="Print the manifests (without the Secrets) and change nothing.")
 @click.pass_obj
@@ -39,8 +46,10 @@ def install(g: Globals, cluster: str, image: str | None, rotate: bool, dry_run: 
     image_id = ""
     if image is None:
         if not node_containers(runner, cluster):
-            raise click.UsageError(f"no kind cluster {cluster!r} on this host to load chaoskit's image into: push it "
-                                   "to a registry your cluster pulls from and pass --image REF")  # fmt: skip
+            raise click.UsageError(
+                f"no kind cluster {cluster!r} on this host to load chaoskit's image into: push it "
+                "to a registry your cluster pulls from and pass --image REF"
+            )
         cache = Cache(default_root())
         with progress.step("building chaoskit's image (Debian python3, chaoskit and its dependencies)"):
             archive = selfimage.build(cache, runner)
@@ -50,8 +59,10 @@ def install(g: Globals, cluster: str, image: str | None, rotate: bool, dry_run: 
     took = ops.install(kube, context_of(g, cluster), image, image_id, rotate=rotate, say=progress.info)
     local = ops.LocalInstall.for_context(context_of(g, cluster))
     local.save(kube)
-    click.echo(f"chaoskit installed in {took:.0f}s: the operator and {len(local.node_exec().nodes)} node agents "
-               f"(namespace {ops.NAMESPACE}); credentials in {local.dir}")  # fmt: skip
+    click.echo(
+        f"chaoskit installed in {took:.0f}s: the operator and {len(local.node_exec().nodes)} node agents "
+        f"(namespace {ops.NAMESPACE}); credentials in {local.dir}"
+    )
 
 
 @click.command()

@@ -38,7 +38,7 @@ measure.add_command(rule_sync)
 @cluster_name_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
-def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, output: str) -> None:  # fmt: skip
+def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, output: str) -> None:
     """Scale an HPA-managed Deployment up and time its critical path: metric above target → HPA decision →
     ReplicaSet → Pod created → scheduled → started → Ready → EndpointSlice → rules on every node → first request
     from every node. Each stage names the component that owns it and the precision of its clock. The workload
@@ -66,11 +66,28 @@ def print_stages(result: MeasurementResult, console: Console) -> None:
         if sm is None:
             table.add_row(stage.name, stage.component, "0", "—", "—", "—", "—", "")
             continue
-        table.add_row(stage.name, stage.component, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.p99), _s(sm.max),
-                      precision_cell(sm))  # fmt: skip
+        table.add_row(
+            stage.name,
+            stage.component,
+            str(sm.count),
+            _s(sm.p50),
+            _s(sm.p90),
+            _s(sm.p99),
+            _s(sm.max),
+            precision_cell(sm),
+        )
     if total := summaries.get("total"):
-        table.add_row("total", "", str(total.count), _s(total.p50), _s(total.p90), _s(total.p99), _s(total.max),
-                      precision_cell(total), style="bold")  # fmt: skip
+        table.add_row(
+            "total",
+            "",
+            str(total.count),
+            _s(total.p50),
+            _s(total.p90),
+            _s(total.p99),
+            _s(total.max),
+            precision_cell(total),
+            style="bold",
+        )
     console.print(table)
     for line in [*result.notes, *(f"gap {g.end - g.start:.1f}s: {g.reason}" for g in result.gaps), *result.errors]:
         console.print(line)

@@ -38,13 +38,19 @@ WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and w
     "namespace",
     help="Namespace to create for the workload and delete at the end; must not exist (default: a fresh one).",
 )
-@click.option("--timeout", type=click.FloatRange(5, 3600), default=60.0, show_default=True,
-              help="Seconds each change may take to converge on every node.")  # fmt: skip
+@click.option(
+    "--timeout",
+    type=click.FloatRange(5, 3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds each change may take to converge on every node.",
+)
 @cluster_name_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
-def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None, timeout: float, name: str,
-              output: str) -> None:  # fmt: skip
+def rule_sync(
+    g: Globals, changes_text: str, repeat: int, namespace: str | None, timeout: float, name: str, output: str
+) -> None:
     """Measure kube-proxy's rule-sync delay: deploy a workload of its own, make each endpoint change in turn and
     time, per node, the rules holding the new endpoints and the requests following them; kube-proxy's own SLI
     (kubeproxy_network_programming_duration_seconds) is shown next to it. The namespace is deleted at the end.
@@ -59,15 +65,22 @@ def rule_sync(g: Globals, changes_text: str, repeat: int, namespace: str | None,
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()
     with sigterm_as_interrupt():
-        result = run_changes(Env(kube, node_exec(g, name, kube=kube), name), ns, changes, repeat,
-                             converge_timeout=timeout, say=progress.info)  # fmt: skip
+        result = run_changes(
+            Env(kube, node_exec(g, name, kube=kube), name),
+            ns,
+            changes,
+            repeat,
+            converge_timeout=timeout,
+            say=progress.info,
+        )
     if output == "json":
         emit(result.to_dict(), "json")
     else:
         print_result(result, stdout_console(WIDTH))
     if unconverged := [a for a in result.extra.get("actions", []) if not a["converged"]]:
-        click.secho(f"{len(unconverged)} change(s) did not converge on every node within {timeout:g}s", fg="red",
-                    err=True)  # fmt: skip
+        click.secho(
+            f"{len(unconverged)} change(s) did not converge on every node within {timeout:g}s", fg="red", err=True
+        )
         raise click.exceptions.Exit(EXIT_BREACHED)
 
 
@@ -93,21 +106,39 @@ def _missing(count: int) -> str:
 def print_result(result: MeasurementResult, console: Console) -> None:
     """Per stage and node: percentiles (— where too few samples to have one), then kube-proxy's SLI beside ours."""
     nodes: list[str] = result.extra.get("nodes") or sorted({s.subject.split("@", 1)[1] for s in result.samples})
-    table = Table("stage", "node", "n", "p50", "p90", "max", "precision", "note",
-                  title=f"{TYPE}: per endpoint change and node")  # fmt: skip
+    table = Table(
+        "stage", "node", "n", "p50", "p90", "max", "precision", "note", title=f"{TYPE}: per endpoint change and node"
+    )
     for stage in RULE_SYNC_STAGES:
         for node in nodes:
             sm = summarize(s for s in result.samples if s.stage == stage.name and s.subject.endswith(f"@{node}"))
-            table.add_row(stage.name, node, str(sm.count), _s(sm.p50), _s(sm.p90), _s(sm.max), precision_cell(sm),
-                          _missing(sm.count))  # fmt: skip
+            table.add_row(
+                stage.name,
+                node,
+                str(sm.count),
+                _s(sm.p50),
+                _s(sm.p90),
+                _s(sm.max),
+                precision_cell(sm),
+                _missing(sm.count),
+            )
     console.print(table)
     console.print("precision: per sample, the spacing measured between the probe rounds that bracket its end")
     proxy: dict[str, Any] = result.extra.get("kube_proxy") or {}
     errors: list[str] = []
     if proxy:
         title = "kube-proxy's own SLI (network programming latency, from the trigger-time annotation: 1 s) and ours"
-        sli = Table("node", "SLI n", "SLI mean", "ours: rules mean", "ours from trigger", "SLI − ours", "unmatched",
-                    "waiting", title=title)  # fmt: skip
+        sli = Table(
+            "node",
+            "SLI n",
+            "SLI mean",
+            "ours: rules mean",
+            "ours from trigger",
+            "SLI − ours",
+            "unmatched",
+            "waiting",
+            title=title,
+        )
         for node, row in proxy.items():
             d = row["sli"]
             if d["error"]:

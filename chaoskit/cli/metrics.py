@@ -42,9 +42,14 @@ def metrics() -> None:
 @metrics.command()
 @click.option("--port", default=9464, show_default=True, help="Port of /metrics.")
 @click.option("--address", default="0.0.0.0", show_default=True, help="Address to listen on.")
-@click.option("--journals", "journal_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=default_journal_dir, show_default="~/.local/state/chaoskit/journals",
-              help="Directory of run journals (*.jsonl), re-read when one is added or changes.")  # fmt: skip
+@click.option(
+    "--journals",
+    "journal_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_journal_dir,
+    show_default="~/.local/state/chaoskit/journals",
+    help="Directory of run journals (*.jsonl), re-read when one is added or changes.",
+)
 @click.option("--interval", default=5.0, show_default=True, help="Seconds between looks at the directory.")
 def serve(port: int, address: str, journal_dir: Path, interval: float) -> None:
     """Serve /metrics for every journal in a directory until interrupted."""
@@ -70,8 +75,14 @@ def serve(port: int, address: str, journal_dir: Path, interval: float) -> None:
 
 @metrics.command()
 @click.argument("journals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (atomically); node_exporter's textfile collector reads only *.prom.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (atomically); node_exporter's textfile collector reads only *.prom.",
+)
 def textfile(journals: tuple[Path, ...], out: Path) -> None:
     """Write the metrics of some journals once, in the node_exporter textfile-collector format."""
     exporter = Exporter()
@@ -87,17 +98,25 @@ def prometheus() -> None:
 
 
 _STATE = click.option(
-    "--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=default_prometheus_dir,
-    show_default="~/.local/state/chaoskit/prometheus", help="Config, data, log and pid file of the server.",
-)  # fmt: skip
+    "--state",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_prometheus_dir,
+    show_default="~/.local/state/chaoskit/prometheus",
+    help="Config, data, log and pid file of the server.",
+)
 
 
 @prometheus.command()
 @cluster_name_option
 @click.option("--port", default=9090, show_default=True, help="Port of Prometheus' web API.")
 @click.option("--address", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--exporter", default="127.0.0.1:9464", show_default=True,
-              help="host:port of `chaoskit metrics serve` to scrape; 'none' to skip it.")  # fmt: skip
+@click.option(
+    "--exporter",
+    default="127.0.0.1:9464",
+    show_default=True,
+    help="host:port of `chaoskit metrics serve` to scrape; 'none' to skip it.",
+)
 @_STATE
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
@@ -150,8 +169,13 @@ def status(state_dir: Path) -> None:
         raise click.exceptions.Exit(1)
     table = Table("job", "instance", "health", "last scrape", "error", title=f"{server.url} (pid {server.pid})")
     for t in sorted(server.targets(), key=lambda t: (t["labels"].get("job", ""), t["labels"].get("instance", ""))):
-        table.add_row(t["labels"].get("job", ""), t["labels"].get("instance", ""), t.get("health", ""),
-                      _ago(t.get("lastScrape", "")), t.get("lastError", ""))  # fmt: skip
+        table.add_row(
+            t["labels"].get("job", ""),
+            t["labels"].get("instance", ""),
+            t.get("health", ""),
+            _ago(t.get("lastScrape", "")),
+            t.get("lastError", ""),
+        )
     stdout_console().print(table)
 
 

@@ -84,7 +84,9 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
             local.save(kube or Kube.connect(g.kubeconfig, context_of(g, cluster)))
         except KubeError as exc:
             if g.via == "agent":
-                raise UsageError(f"chaoskit's agents are not reachable for context {context_of(g, cluster)!r}: "
-                                 f"{exc}; `chaoskit install` puts them there") from exc  # fmt: skip
+                raise UsageError(
+                    f"chaoskit's agents are not reachable for context {context_of(g, cluster)!r}: "
+                    f"{exc}; `chaoskit install` puts them there"
+                ) from exc
             return docker  # neither: callers say there is no such cluster
     return local.node_exec()

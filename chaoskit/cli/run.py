@@ -41,8 +41,7 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 
 
 @click.command()
-@click.argument("paths", metavar="PLAYBOOK...", nargs=-1, required=True,
-                type=click.Path(exists=True, path_type=Path))  # fmt: skip
+@click.argument("paths", metavar="PLAYBOOK...", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--journal",
     "journal_path",
@@ -50,17 +49,26 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     help="Journal (JSON lines) of a single playbook; default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl "
     "(always, for each playbook of a suite).",
 )
-@click.option("--parallel", default=3, show_default=True, type=click.IntRange(1, 16),
-              help="How many playbooks of a suite may run at once (only those whose faults cannot meet).")  # fmt: skip
+@click.option(
+    "--parallel",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="How many playbooks of a suite may run at once (only those whose faults cannot meet).",
+)
 @click.option(
     "--junit",
     "junit_path",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write JUnit XML: a testsuite per playbook, a testcase per steady-state check, step and threshold.",
 )
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the self-contained HTML report of every playbook (always written; default "
-              "~/.local/state/chaoskit/reports/<suite>-<time>.html).")  # fmt: skip
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the self-contained HTML report of every playbook (always written; default "
+    "~/.local/state/chaoskit/reports/<suite>-<time>.html).",
+)
 @click.option(
     "--events",
     "events_path",
@@ -70,13 +78,27 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
-@click.option("--via-operator", is_flag=True, help="Submit each playbook as a ChaosExperiment to the operator "
-              "`chaoskit install` runs (namespace: -n, default 'default') and follow it to its verdict.")  # fmt: skip
+@click.option(
+    "--via-operator",
+    is_flag=True,
+    help="Submit each playbook as a ChaosExperiment to the operator "
+    "`chaoskit install` runs (namespace: -n, default 'default') and follow it to its verdict.",
+)
 @output_option
 @click.pass_obj
-def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel: int, junit_path: Path | None,
-        html_path: Path | None, events_path: Path | None, dry_run: bool, allow_any_cluster: bool, via_operator: bool,
-        output: str) -> None:  # fmt: skip
+def run(
+    g: Globals,
+    paths: tuple[Path, ...],
+    journal_path: Path | None,
+    parallel: int,
+    junit_path: Path | None,
+    html_path: Path | None,
+    events_path: Path | None,
+    dry_run: bool,
+    allow_any_cluster: bool,
+    via_operator: bool,
+    output: str,
+) -> None:
     """Run playbooks: steady state, faults (always reverted), steady state again, verdict.
 
     PLAYBOOK is a file or a folder of them (*.yaml, *.yml). Several run as one suite: one summary, one record
@@ -129,8 +151,15 @@ def run(g: Globals, paths: tuple[Path, ...], journal_path: Path | None, parallel
 
         planned = [plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)]
         with sigterm_as_interrupt():
-            record = run_suite(suite, cluster, planned, make_runner, parallel=parallel, say=said(on_event),
-                               diagnose=diagnosis if len(files) > 1 else None)  # fmt: skip
+            record = run_suite(
+                suite,
+                cluster,
+                planned,
+                make_runner,
+                parallel=parallel,
+                say=said(on_event),
+                diagnose=diagnosis if len(files) > 1 else None,
+            )
     _publish(record, len(files) > 1, junit_path, html_path or _default_html(suite, record), output, progress)
     raise click.exceptions.Exit(record.exit_code)
 
@@ -147,8 +176,9 @@ def _default_html(suite: str, record: SuiteRecord) -> Path:
     return state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
 
 
-def _publish(record: SuiteRecord, several: bool, junit_path: Path | None, html_path: Path, output: str,
-             progress: Progress) -> None:  # fmt: skip
+def _publish(
+    record: SuiteRecord, several: bool, junit_path: Path | None, html_path: Path, output: str, progress: Progress
+) -> None:
     """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's)."""
     data = record.runs[0].record.to_dict() if not several and record.runs else record.to_dict()
     html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,43 +222,78 @@ def _suite_name(paths: tuple[Path, ...]) -> str:
     return paths[0].stem if len(paths) == 1 else f"{len(paths)} paths"
 
 
-def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], parallel: int,
-             output: str) -> None:  # fmt: skip
+def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], parallel: int, output: str) -> None:
     fmt = "yaml" if output == "table" else output
-    plans = [{"playbook": pb.name, "cluster": pb.spec.cluster, "namespace": pb.spec.namespace,
-              **({"subject": pb.spec.subject.model_dump(exclude_none=True)} if pb.spec.subject else {}),
-              "steadyState": [c.check for c in pb.spec.steady_state],
-              **({"probes": [probe_words(p) for p in pb.spec.probes]} if pb.spec.probes else {}),
-              "steps": plan_steps(pb, nodes)}
-             for pb in playbooks]  # fmt: skip
+    plans = [
+        {
+            "playbook": pb.name,
+            "cluster": pb.spec.cluster,
+            "namespace": pb.spec.namespace,
+            **({"subject": pb.spec.subject.model_dump(exclude_none=True)} if pb.spec.subject else {}),
+            "steadyState": [c.check for c in pb.spec.steady_state],
+            **({"probes": [probe_words(p) for p in pb.spec.probes]} if pb.spec.probes else {}),
+            "steps": plan_steps(pb, nodes),
+        }
+        for pb in playbooks
+    ]
     if len(files) == 1:
         emit(plans[0], fmt)
         return
     planned = order([plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)])
-    emit({"parallel": parallel,
-          "order": [{"playbook": p.playbook.name, "radius": p.radius_words(), "runs alone": p.alone}
-                    for p in planned],
-          "playbooks": plans}, fmt)  # fmt: skip
+    emit(
+        {
+            "parallel": parallel,
+            "order": [
+                {"playbook": p.playbook.name, "radius": p.radius_words(), "runs alone": p.alone} for p in planned
+            ],
+            "playbooks": plans,
+        },
+        fmt,
+    )
 
 
 def _table(suite: SuiteRecord) -> None:
     console = stdout_console()
     several = len(suite.runs) > 1
-    table = Table(*(["playbook"] if several else []), "step", "fault", "node", "effect after", "named after", "held",
-                  "healthy after revert", "fact check", "result")  # fmt: skip
+    table = Table(
+        *(["playbook"] if several else []),
+        "step",
+        "fault",
+        "node",
+        "effect after",
+        "named after",
+        "held",
+        "healthy after revert",
+        "fact check",
+        "result",
+    )
     for e in suite.runs:
         for s in e.record.steps:
-            table.add_row(*([e.record.playbook] if several else []), s.step, s.fault, s.node, _s(s.effect_s),
-                          _s(s.named_s), _s(s.held_s), _s(s.recovery_s), (s.fact_check or {}).get("verdict", "—"),
-                          "ok" if s.ok else "; ".join(s.failures + s.errors))  # fmt: skip
+            table.add_row(
+                *([e.record.playbook] if several else []),
+                s.step,
+                s.fault,
+                s.node,
+                _s(s.effect_s),
+                _s(s.named_s),
+                _s(s.held_s),
+                _s(s.recovery_s),
+                (s.fact_check or {}).get("verdict", "—"),
+                "ok" if s.ok else "; ".join(s.failures + s.errors),
+            )
     console.print(table)
     probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
     if probes:
         ptable = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
         for playbook, p in probes:
             for ph in p["phases"]:
-                ptable.add_row(*([playbook] if several else []), p["name"], ph["phase"], str(ph["samples"]),
-                               ("ok: " if ph["ok"] else "FAILED: ") + ph["reason"])  # fmt: skip
+                ptable.add_row(
+                    *([playbook] if several else []),
+                    p["name"],
+                    ph["phase"],
+                    str(ph["samples"]),
+                    ("ok: " if ph["ok"] else "FAILED: ") + ph["reason"],
+                )
         console.print(ptable)
     for e in suite.runs:
         for m in e.record.measurements:
@@ -243,9 +308,11 @@ def _table(suite: SuiteRecord) -> None:
             runs.add_row(e.record.playbook, e.record.verdict, e.radius, _s(e.started_s), _s(e.finished_s - e.started_s))
         console.print(runs)
         scored = suite.to_dict()["score"]
-        console.print(f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}), resilience score "
-                      f"{'—' if scored is None else f'{scored:g}/100'}, in "
-                      f"{suite.finished_at - suite.started_at:.0f}s")  # fmt: skip
+        console.print(
+            f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}), resilience score "
+            f"{'—' if scored is None else f'{scored:g}/100'}, in "
+            f"{suite.finished_at - suite.started_at:.0f}s"
+        )
 
 
 def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
@@ -255,8 +322,10 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
     for e in rec.errors:
         console.print(f"{prefix}[red]{e}[/red]")
     scored = run_score(rec.to_dict())
-    console.print(f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); resilience score "
-                  f"{'—' if scored is None else f'{scored:g}/100'}; journal {rec.journal}")  # fmt: skip
+    console.print(
+        f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); resilience score "
+        f"{'—' if scored is None else f'{scored:g}/100'}; journal {rec.journal}"
+    )
 
 
 def _s(v: float | None) -> str:

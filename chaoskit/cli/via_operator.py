@@ -27,9 +27,12 @@ def experiment(file: Path, namespace: str) -> dict[str, Any]:
     doc = YAML(typ="safe").load(file.read_text())
     playbook = doc["metadata"]["name"]
     name = f"{playbook}-{uuid.uuid4().hex[:5]}"[:63]
-    return {"apiVersion": GROUP_VERSION, "kind": "ChaosExperiment",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"chaoskit.dev/playbook": playbook}},
-            "spec": doc["spec"]}  # fmt: skip
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "ChaosExperiment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"chaoskit.dev/playbook": playbook}},
+        "spec": doc["spec"],
+    }
 
 
 def follow(kube: Kube, exp: dict[str, Any], progress: Progress, timeout: float = 3600) -> dict[str, Any]:

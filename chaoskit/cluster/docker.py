@@ -86,8 +86,10 @@ def ensure_host_limits(progress: Progress) -> None:
                 path.write_text(str(wanted))
                 progress.info(f"raised {key.replace('/', '.')} to {wanted}")
         except OSError as exc:
-            progress.info(f"[yellow]warning[/yellow]: cannot raise {key.replace('/', '.')} to {wanted} ({exc}); "
-                          "several clusters at once may fail")  # fmt: skip
+            progress.info(
+                f"[yellow]warning[/yellow]: cannot raise {key.replace('/', '.')} to {wanted} ({exc}); "
+                "several clusters at once may fail"
+            )
 
 
 def ensure_host_tools(runner: Runner, progress: Progress) -> None:

@@ -59,9 +59,13 @@ def _b64(data: bytes) -> str:
 
 def secret(name: str, ca: bytes, pair: pki.Pair) -> Obj:
     data = {"ca.crt": _b64(ca), "tls.crt": _b64(pair.cert), "tls.key": _b64(pair.key)}
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "chaoskit"}},
-            "data": data}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "chaoskit"}},
+        "data": data,
+    }
 
 
 def _secret_path(name: str) -> str:
@@ -176,8 +180,16 @@ def _established(kube: Kube, path: str) -> None:
     kube.wait("the ChaosExperiment CRD to be established", lambda: condition(kube.get(path), "Established"), 60)
 
 
-def install(kube: Kube, install_name: str, image: str, image_id: str, *, rotate: bool = False,
-            timeout: float = 240.0, say: Callable[[str], None] = lambda _: None) -> float:  # fmt: skip
+def install(
+    kube: Kube,
+    install_name: str,
+    image: str,
+    image_id: str,
+    *,
+    rotate: bool = False,
+    timeout: float = 240.0,
+    say: Callable[[str], None] = lambda _: None,
+) -> float:
     """Apply everything (Secrets first, so the pods find them), wait until agents and operator are up; seconds."""
     t0 = time.monotonic()
     objs = manifests(image, image_id)
@@ -219,8 +231,10 @@ def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[s
     for e in held:  # finished: nothing of them in place; the operator would let go of each on its deletion
         meta = e["metadata"]
         kept = [f for f in meta["finalizers"] if f != FINALIZER]
-        kube.patch(f"/apis/chaoskit.dev/v1alpha1/namespaces/{meta['namespace']}/chaosexperiments/{meta['name']}",
-                   {"metadata": {"finalizers": kept}})  # fmt: skip
+        kube.patch(
+            f"/apis/chaoskit.dev/v1alpha1/namespaces/{meta['namespace']}/chaosexperiments/{meta['name']}",
+            {"metadata": {"finalizers": kept}},
+        )
         say(f"released finished ChaosExperiment {_ref(e)} from the operator's finalizer")
     gone = []
     for obj in uninstall_objects():
@@ -231,7 +245,11 @@ def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[s
     if gone:
         # the namespace controller runs in kube-controller-manager, which an API-server outage leaves under the
         # kubelet's crash-loop back-off (up to 5 min)
-        kube.wait(f"namespace {NAMESPACE} to be gone", lambda: kube.find(f"/api/v1/namespaces/{NAMESPACE}") is None,
-                  360, interval=2)  # fmt: skip
+        kube.wait(
+            f"namespace {NAMESPACE} to be gone",
+            lambda: kube.find(f"/api/v1/namespaces/{NAMESPACE}") is None,
+            360,
+            interval=2,
+        )
         say(f"deleted {', '.join(gone)}")
     return gone

@@ -67,8 +67,16 @@ def _python_marker_holds(marker: str) -> bool:
         return True
     target = tuple(int(x) for x in PYTHON_VERSION.split("."))
     bound = tuple(int(x) for x in m.group(2).split("."))
-    return bool({"<": target < bound, "<=": target <= bound, ">": target > bound, ">=": target >= bound,
-                 "==": target == bound, "!=": target != bound}[m.group(1)])  # fmt: skip
+    return bool(
+        {
+            "<": target < bound,
+            "<=": target <= bound,
+            ">": target > bound,
+            ">=": target >= bound,
+            "==": target == bound,
+            "!=": target != bound,
+        }[m.group(1)]
+    )
 
 
 def site_packages(cache: Cache, runner: Runner) -> Path:
@@ -82,15 +90,59 @@ def site_packages(cache: Cache, runner: Runner) -> Path:
     if (hit := cache.get("site", "chaoskit-deps", key)) is not None:
         return hit / "site"
     with cache.entry("site", "chaoskit-deps", key) as out:
-        runner.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--target",
-                    str(out / "site"), "--only-binary=:all:", "--python-version", PYTHON_VERSION, "--implementation",
-                    "cp", "--abi", f"cp{PYTHON_VERSION.replace('.', '')}", "--abi", "abi3", "--abi", "none",
-                    "--platform", f"manylinux_2_36_{arch}", "--platform", f"manylinux_2_28_{arch}",
-                    "--platform", f"manylinux_2_17_{arch}", "--platform", f"manylinux2014_{arch}",
-                    "--platform", "any", *pins], log=out.parent / f"pip-{key}.log")  # fmt: skip
+        runner.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-compile",
+                "--target",
+                str(out / "site"),
+                "--only-binary=:all:",
+                "--python-version",
+                PYTHON_VERSION,
+                "--implementation",
+                "cp",
+                "--abi",
+                f"cp{PYTHON_VERSION.replace('.', '')}",
+                "--abi",
+                "abi3",
+                "--abi",
+                "none",
+                "--platform",
+                f"manylinux_2_36_{arch}",
+                "--platform",
+                f"manylinux_2_28_{arch}",
+                "--platform",
+                f"manylinux_2_17_{arch}",
+                "--platform",
+                f"manylinux2014_{arch}",
+                "--platform",
+                "any",
+                *pins,
+            ],
+            log=out.parent / f"pip-{key}.log",
+        )
         if compiled:  # unchecked-hash: the image's files carry mtime 0, which a timestamped .pyc would not match
-            runner.run([sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
-                        "-d", SITE, str(out / "site")], log=out.parent / f"compileall-{key}.log")  # fmt: skip
+            runner.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "compileall",
+                    "-q",
+                    "-j",
+                    "0",
+                    "--invalidation-mode",
+                    "unchecked-hash",
+                    "-d",
+                    SITE,
+                    str(out / "site"),
+                ],
+                log=out.parent / f"compileall-{key}.log",
+            )
     return cache.path("site", "chaoskit-deps", key) / "site"
 
 
@@ -128,10 +180,14 @@ def build(cache: Cache, runner: Runner) -> Path:
     if (hit := cache.get("images", "chaoskit", key)) is not None:
         return hit / "image.tar"
     files = _files(deps, SITE, compiled=True) + own
-    spec = ImageSpec(name=CHAOSKIT_IMAGE, files=tuple(files), base_rootfs=base,
-                     entrypoint=("python3", "-m", "chaoskit"),
-                     env=(PATH_ENV, f"PYTHONPATH={SITE}", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"),
-                     labels={"dev.chaoskit.image": CHAOSKIT_IMAGE})  # fmt: skip
+    spec = ImageSpec(
+        name=CHAOSKIT_IMAGE,
+        files=tuple(files),
+        base_rootfs=base,
+        entrypoint=("python3", "-m", "chaoskit"),
+        env=(PATH_ENV, f"PYTHONPATH={SITE}", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"),
+        labels={"dev.chaoskit.image": CHAOSKIT_IMAGE},
+    )
     with cache.entry("images", "chaoskit", key) as out:
         write_archive(spec, out / "image.tar")
     return cache.path("images", "chaoskit", key) / "image.tar"

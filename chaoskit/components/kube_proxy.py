@@ -40,8 +40,9 @@ HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 
 def healthz_answers(nodes: NodeExec, node: str) -> bool:
     """kube-proxy's /healthz on `node` says 200 (it runs and synced within its deadline)."""
-    done = nodes.run(node, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", HEALTHZ],
-                     check=False)  # fmt: skip
+    done = nodes.run(
+        node, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", HEALTHZ], check=False
+    )
     return done.stdout.strip() == "200"
 
 

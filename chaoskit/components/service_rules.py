@@ -73,8 +73,9 @@ def expected(
             port_name, proto = port.get("name") or "", str(port.get("protocol", "TCP")).lower()
             endpoints_ready = False
             for sl in by_service.get((meta.get("namespace", ""), meta.get("name", "")), []):
-                target = next((p.get("port") for p in sl.get("ports") or [] if (p.get("name") or "") == port_name),
-                              None)  # fmt: skip
+                target = next(
+                    (p.get("port") for p in sl.get("ports") or [] if (p.get("name") or "") == port_name), None
+                )
                 if target is None:
                     continue
                 for ep in sl.get("endpoints") or []:

@@ -44,13 +44,16 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
     Params = ContainerdParams
 
     def collect(self, src: Sources, node: str) -> ContainerdEvidence:
-        s = src.sections(node, {
-            "info": f"{CRICTL} info",
-            "service": f"systemctl is-active {containerd.SERVICE}",
-            "process": f'{pid_command(containerd.PROCESS)} && ps -o stat= -p "$pid"',
-            "containers": f"{CRICTL} ps -a -o json",
-            "journal": "journalctl -u containerd --since '-5 min' --no-pager -o short-iso | tail -n 300",
-        })  # fmt: skip
+        s = src.sections(
+            node,
+            {
+                "info": f"{CRICTL} info",
+                "service": f"systemctl is-active {containerd.SERVICE}",
+                "process": f'{pid_command(containerd.PROCESS)} && ps -o stat= -p "$pid"',
+                "containers": f"{CRICTL} ps -a -o json",
+                "journal": "journalctl -u containerd --since '-5 min' --no-pager -o short-iso | tail -n 300",
+            },
+        )
         return ContainerdEvidence(
             node=node,
             info=s["info"],
@@ -66,39 +69,81 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
     def _cri(self, ev: ContainerdEvidence) -> Assessed:
         conditions = _conditions(ev.info)
         e = Evidence(
-            "cri", f"crictl info; systemctl is-active containerd; ps -o stat containerd on {ev.node}",
-            {"answers": ev.info.ok, "systemd": ev.service, "process": ev.stat or "absent",
-             "error": None if ev.info.ok else ev.info.text[-200:] or f"exit {ev.info.rc}"},
+            "cri",
+            f"crictl info; systemctl is-active containerd; ps -o stat containerd on {ev.node}",
+            {
+                "answers": ev.info.ok,
+                "systemd": ev.service,
+                "process": ev.stat or "absent",
+                "error": None if ev.info.ok else ev.info.text[-200:] or f"exit {ev.info.rc}",
+            },
             log_lines=excerpt(ev.journal, ("error", "timeout")),
             conditions=tuple(f"{k}={v}" for k, v in conditions.items()),
-        )  # fmt: skip
-        remedy = (f"systemctl status containerd and journalctl -u containerd on {ev.node}",
-                  f"systemctl restart containerd on {ev.node} (running containers survive a restart)")  # fmt: skip
+        )
+        remedy = (
+            f"systemctl status containerd and journalctl -u containerd on {ev.node}",
+            f"systemctl restart containerd on {ev.node} (running containers survive a restart)",
+        )
         if ev.stat.startswith("T"):
-            return Assessed(e, (Finding(
-                "critical", "containerd", f"containerd is stopped on {ev.node} (process state {ev.stat})",
-                "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts or stops",
-                (e,), (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "containerd",
+                        f"containerd is stopped on {ev.node} (process state {ev.stat})",
+                        "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts "
+                        "or stops",
+                        (e,),
+                        (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
+                    ),
+                ),
+            )
         if ev.service != "active" or not ev.stat:
-            return Assessed(e, (Finding(
-                "critical", "containerd", f"containerd is not running on {ev.node} (systemd: {ev.service})",
-                "no container runtime: kubelet reports the node NotReady (container runtime is down)", (e,), remedy,
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "containerd",
+                        f"containerd is not running on {ev.node} (systemd: {ev.service})",
+                        "no container runtime: kubelet reports the node NotReady (container runtime is down)",
+                        (e,),
+                        remedy,
+                    ),
+                ),
+            )
         if not ev.info.ok:
-            return Assessed(e, (Finding(
-                "critical", "containerd", f"containerd on {ev.node} does not answer CRI calls",
-                "containerd runs but hangs or is overloaded: kubelet's relists time out (PLEG not healthy)",
-                (e,), remedy,
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "containerd",
+                        f"containerd on {ev.node} does not answer CRI calls",
+                        "containerd runs but hangs or is overloaded: kubelet's relists time out (PLEG not healthy)",
+                        (e,),
+                        remedy,
+                    ),
+                ),
+            )
         down = [k for k, v in conditions.items() if not v]
         if down:
-            return Assessed(e, (Finding(
-                "critical", "containerd", f"container runtime on {ev.node} not ready: {', '.join(down)}",
-                "NetworkReady=false: the CNI configuration or plugin is missing, no pod gets a network"
-                if "NetworkReady" in down else "the runtime reports itself not ready",
-                (e,), (f"crictl info on {ev.node}: the conditions' reason and message", *remedy),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "containerd",
+                        f"container runtime on {ev.node} not ready: {', '.join(down)}",
+                        "NetworkReady=false: the CNI configuration or plugin is missing, no pod gets a network"
+                        if "NetworkReady" in down
+                        else "the runtime reports itself not ready",
+                        (e,),
+                        (f"crictl info on {ev.node}: the conditions' reason and message", *remedy),
+                    ),
+                ),
+            )
         return Assessed(e)
 
     def _crash_loops(self, ev: ContainerdEvidence) -> Assessed:
@@ -109,12 +154,21 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
         e = Evidence("crash-loops", source, {"crash_looping": len(looping)}, conditions=tuple(looping[:10]))
         if not looping:
             return Assessed(e)
-        return Assessed(e, (Finding(
-            "warning", "containerd", f"{len(looping)} container(s) crash-looping on {ev.node}: {looping[0]}",
-            "their newest container exited after several restarts: the application fails at start (its logs say "
-            "why), or a probe kills it",
-            (e,), (f"crictl logs of the exited container on {ev.node}; kubectl describe pod for probe failures",),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "containerd",
+                    f"{len(looping)} container(s) crash-looping on {ev.node}: {looping[0]}",
+                    "their newest container exited after several restarts: the application fails at start (its logs "
+                    "say "
+                    "why), or a probe kills it",
+                    (e,),
+                    (f"crictl logs of the exited container on {ev.node}; kubectl describe pod for probe failures",),
+                ),
+            ),
+        )
 
 
 def _conditions(info: Section) -> dict[str, bool]:
@@ -136,8 +190,11 @@ def _crash_looping(text: str, restarts: int) -> list[str]:
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in containers:
         labels = c.get("labels") or {}
-        key = (labels.get("io.kubernetes.pod.namespace", ""), labels.get("io.kubernetes.pod.name", ""),
-               (c.get("metadata") or {}).get("name", ""))  # fmt: skip
+        key = (
+            labels.get("io.kubernetes.pod.namespace", ""),
+            labels.get("io.kubernetes.pod.name", ""),
+            (c.get("metadata") or {}).get("name", ""),
+        )
         if key not in newest or int(c.get("createdAt") or 0) > int(newest[key].get("createdAt") or 0):
             newest[key] = c
     out = []

@@ -55,8 +55,13 @@ SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
 METRICS_URL = controller_manager.METRICS_URL
-METRICS = ("workqueue_depth", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
-           "workqueue_adds_total", "workqueue_work_duration_seconds_count")  # fmt: skip
+METRICS = (
+    "workqueue_depth",
+    "workqueue_unfinished_work_seconds",
+    "workqueue_longest_running_processor_seconds",
+    "workqueue_adds_total",
+    "workqueue_work_duration_seconds_count",
+)
 EMPTY = Fetched({"items": []})  # evidence made without these reads (older recordings): nothing there to judge
 
 
@@ -102,9 +107,18 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
         healthz, metrics, process = collect_local(src, node, controller_manager.PROCESS, HEALTHZ, METRICS_URL, METRICS)
         started = src.clock()
-        reads = {name: src.api.fetch(path) for name, path in (
-            ("lease", LEASE), ("deployments", DEPLOYMENTS), ("hpas", HPAS), ("replicasets", REPLICASETS),
-            ("services", SERVICES), ("slices", SLICES), ("quotas", QUOTAS))}  # fmt: skip
+        reads = {
+            name: src.api.fetch(path)
+            for name, path in (
+                ("lease", LEASE),
+                ("deployments", DEPLOYMENTS),
+                ("hpas", HPAS),
+                ("replicasets", REPLICASETS),
+                ("services", SERVICES),
+                ("slices", SLICES),
+                ("quotas", QUOTAS),
+            )
+        }
         failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
         wait = max(0.0, self.p.window - (src.clock() - started))  # the API reads count towards the window
         # no window to measure when the first scrape got no answer: a second one would only wait out its timeout
@@ -126,24 +140,38 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
 
     def assess(self, ev: ControllerManagerEvidence) -> list[Assessed]:
         return [
-            assess_process("controller-manager", ev.node, ev.process,
-                           frozen_effect="ReplicaSets, endpoints, HPAs and node health are not reconciled",
-                           down_effect="nothing is reconciled: no self-healing, HPA scale-ups never converge"),
+            assess_process(
+                "controller-manager",
+                ev.node,
+                ev.process,
+                frozen_effect="ReplicaSets, endpoints, HPAs and node health are not reconciled",
+                down_effect="nothing is reconciled: no self-healing, HPA scale-ups never converge",
+            ),
             self._healthz(ev),
-            assess_leader_lease("controller-manager", "kube-controller-manager", LEASE, ev.lease, ev.collected_at,
-                                self.p.lease_grace, effect="no controller loop runs: nothing converges"),
+            assess_leader_lease(
+                "controller-manager",
+                "kube-controller-manager",
+                LEASE,
+                ev.lease,
+                ev.collected_at,
+                self.p.lease_grace,
+                effect="no controller loop runs: nothing converges",
+            ),
             self._controllers(ev),
             self._workqueues(ev),
             self._quotas(ev),
             self._deployments(ev),
             self._hpas(ev),
-        ]  # fmt: skip
+        ]
 
     def _healthz(self, ev: ControllerManagerEvidence) -> Assessed:
         h = ev.healthz
         failing = failing_checks(h.body)
-        e = Evidence("healthz", f"curl -k {HEALTHZ} on {ev.node}",
-                     {"answer": h.describe(), "failing": ", ".join(failing) or None})  # fmt: skip
+        e = Evidence(
+            "healthz",
+            f"curl -k {HEALTHZ} on {ev.node}",
+            {"answer": h.describe(), "failing": ", ".join(failing) or None},
+        )
         if h.answered and h.code == 200:
             return Assessed(e)
         if h.unread:
@@ -154,15 +182,29 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         else:
             title = "kube-controller-manager /healthz does not answer on :10257"
             cause = "kube-controller-manager is down or hangs" + ("" if ev.process.running else " (see process)")
-        return Assessed(e, (Finding(
-            "critical", "controller-manager", title, cause, (e,),
-            ("crictl logs of kube-controller-manager on the control-plane node: look for controller loop errors "
-             "and panics",),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "controller-manager",
+                    title,
+                    cause,
+                    (e,),
+                    (
+                        "crictl logs of kube-controller-manager on the control-plane node: look for controller loop "
+                        "errors "
+                        "and panics",
+                    ),
+                ),
+            ),
+        )
 
     def _controllers(self, ev: ControllerManagerEvidence) -> Assessed:
-        source = (f"workqueue_* from {METRICS_URL} twice, {ev.window_s:g}s apart; {HEALTHZ}; GET {REPLICASETS}, "
-                  f"{HPAS}, {SERVICES}, {SLICES}")  # fmt: skip
+        source = (
+            f"workqueue_* from {METRICS_URL} twice, {ev.window_s:g}s apart; {HEALTHZ}; GET {REPLICASETS}, "
+            f"{HPAS}, {SERVICES}, {SLICES}"
+        )
         healthy = ev.healthz.answered and ev.healthz.code == 200
         lease = LeaseState.of(ev.lease.data, ev.collected_at) if ev.lease.ok else None
         if not healthy or not ev.process.running or (lease is not None and lease.stale(self.p.lease_grace)):
@@ -172,16 +214,20 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         lagging = {
             "replicaset-controller": lagging_replicasets(items(ev.replicasets), now, self.p.lag_after),
             "horizontal-pod-autoscaler-controller": lagging_hpas(items(ev.hpas), now, self.p.hpa_lag_after),
-            "endpointslice-controller": services_without_slices(items(ev.services), items(ev.slices), now,
-                                                                self.p.lag_after),
-        }  # fmt: skip
+            "endpointslice-controller": services_without_slices(
+                items(ev.services), items(ev.slices), now, self.p.lag_after
+            ),
+        }
         spec = (ev.lease.data or {}).get("spec", {}) if ev.lease.ok else {}
         acquired = age(spec.get("acquireTime"), now)
         # a new leader's controllers fill their queues while they wait for their caches: early on, a queue counts as
         # stuck only when its objects already lag too
         syncing = acquired is not None and acquired < self.p.startup_grace
-        queues = [q for q in stuck_queues(ev.metrics, ev.metrics_after)
-                  if not syncing or (q.controller is not None and lagging.get(q.controller.check))]  # fmt: skip
+        queues = [
+            q
+            for q in stuck_queues(ev.metrics, ev.metrics_after)
+            if not syncing or (q.controller is not None and lagging.get(q.controller.check))
+        ]
         missing = missing_controllers(ev.healthz.body)
         flags = flags_of(ev.cmdline)
         e = controllers_evidence(source, queues, missing, lagging, flags, ev.metrics_after)
@@ -207,25 +253,44 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         deep = {q: d for q, d in depth.items() if d > self.p.max_queue_depth}
         stuck = {q: s for q, s in unfinished.items() if s > self.p.max_unfinished_work}
         top = sorted(depth.items(), key=lambda kv: -kv[1])[:3]
-        e = Evidence("workqueues", source, {"queues": len(depth), "deepest": ", ".join(f"{q}: {d:g}" for q, d in top)},
-                     metrics=rounded([*((f"depth{{{q}}}", d) for q, d in deep.items()),
-                                      *((f"unfinished_s{{{q}}}", s) for q, s in stuck.items())]))  # fmt: skip
+        e = Evidence(
+            "workqueues",
+            source,
+            {"queues": len(depth), "deepest": ", ".join(f"{q}: {d:g}" for q, d in top)},
+            metrics=rounded(
+                [
+                    *((f"depth{{{q}}}", d) for q, d in deep.items()),
+                    *((f"unfinished_s{{{q}}}", s) for q, s in stuck.items()),
+                ]
+            ),
+        )
         findings = []
         if deep:
-            findings.append(Finding(
-                "warning", "controller-manager",
-                f"controller work queues backed up: {', '.join(f'{q} ({d:g})' for q, d in deep.items())}",
-                "a controller cannot keep up or keeps failing and re-queueing (API errors, a slow API server)",
-                (e,), ("crictl logs of kube-controller-manager: errors of those controllers",),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "controller-manager",
+                    f"controller work queues backed up: {', '.join(f'{q} ({d:g})' for q, d in deep.items())}",
+                    "a controller cannot keep up or keeps failing and re-queueing (API errors, a slow API server)",
+                    (e,),
+                    ("crictl logs of kube-controller-manager: errors of those controllers",),
+                )
+            )
         if stuck:
-            findings.append(Finding(
-                "warning", "controller-manager",
-                f"controller work in progress for too long: {', '.join(f'{q} ({s:.0f}s)' for q, s in stuck.items())}",
-                "a controller's worker is stuck on one item (a deadlock or a call that never returns)",
-                (e,), ("dump kube-controller-manager's goroutines (/debug/pprof/goroutine?debug=2 with profiling on)",
-                       "restart kube-controller-manager (move its manifest out and back)"),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "controller-manager",
+                    "controller work in progress for too long: "
+                    f"{', '.join(f'{q} ({s:.0f}s)' for q, s in stuck.items())}",
+                    "a controller's worker is stuck on one item (a deadlock or a call that never returns)",
+                    (e,),
+                    (
+                        "dump kube-controller-manager's goroutines (/debug/pprof/goroutine?debug=2 with profiling on)",
+                        "restart kube-controller-manager (move its manifest out and back)",
+                    ),
+                )
+            )
         return Assessed(e, tuple(findings))
 
     def _deployments(self, ev: ControllerManagerEvidence) -> Assessed:
@@ -236,20 +301,37 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             problem = _deployment_problem(d, ev.collected_at, self.p.converge_after)
             if problem:
                 behind.append(f"{_key(d)}: {problem}")
-        e = Evidence("deployments", f"GET {DEPLOYMENTS}",
-                     {"deployments": len(items(ev.deployments)), "not_converging": len(behind)},
-                     conditions=tuple(behind[:10]))  # fmt: skip
+        e = Evidence(
+            "deployments",
+            f"GET {DEPLOYMENTS}",
+            {"deployments": len(items(ev.deployments)), "not_converging": len(behind)},
+            conditions=tuple(behind[:10]),
+        )
         if not behind:
             return Assessed(e)
         lease_stale = ev.lease.ok and _lease_stale(ev, self.p.lease_grace)
-        return Assessed(e, (Finding(
-            "warning", "controller-manager", f"{len(behind)} Deployment(s) do not converge ({behind[0]})",
-            ("the controller manager is not reconciling (its lease is stale)" if lease_stale else
-             "the deployment/replicaset controllers have not brought the pods to the desired count: pods that "
-             "cannot be created (quota, admission), scheduled (see scheduler) or started (see kubelet)"),
-            (e,), ("kubectl describe deployment and its newest ReplicaSet: the Events and conditions say why",
-                   "crictl logs of kube-controller-manager for replicaset controller errors"),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "controller-manager",
+                    f"{len(behind)} Deployment(s) do not converge ({behind[0]})",
+                    (
+                        "the controller manager is not reconciling (its lease is stale)"
+                        if lease_stale
+                        else "the deployment/replicaset controllers have not brought the pods to the desired count: "
+                        "pods that "
+                        "cannot be created (quota, admission), scheduled (see scheduler) or started (see kubelet)"
+                    ),
+                    (e,),
+                    (
+                        "kubectl describe deployment and its newest ReplicaSet: the Events and conditions say why",
+                        "crictl logs of kube-controller-manager for replicaset controller errors",
+                    ),
+                ),
+            ),
+        )
 
     def _hpas(self, ev: ControllerManagerEvidence) -> Assessed:
         if not ev.hpas.ok:
@@ -259,18 +341,32 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             problem = _hpa_problem(h, ev.collected_at, self.p.converge_after)
             if problem:
                 problems.append(f"{_key(h)}: {problem}")
-        e = Evidence("hpas", f"GET {HPAS}", {"hpas": len(items(ev.hpas)), "not_converging": len(problems)},
-                     conditions=tuple(problems[:10]))  # fmt: skip
+        e = Evidence(
+            "hpas",
+            f"GET {HPAS}",
+            {"hpas": len(items(ev.hpas)), "not_converging": len(problems)},
+            conditions=tuple(problems[:10]),
+        )
         if not problems:
             return Assessed(e)
-        return Assessed(e, (Finding(
-            "warning", "controller-manager", f"{len(problems)} HorizontalPodAutoscaler(s) do not converge "
-            f"({problems[0]})",
-            "the HPA controller cannot read metrics (metrics-server), cannot scale its target, or its target does "
-            "not follow the desired replicas",
-            (e,), ("kubectl describe hpa: the conditions AbleToScale/ScalingActive and the events",
-                   "kubectl top pods: do resource metrics exist? (metrics-server in kube-system)"),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "controller-manager",
+                    f"{len(problems)} HorizontalPodAutoscaler(s) do not converge ({problems[0]})",
+                    "the HPA controller cannot read metrics (metrics-server), cannot scale its target, or its target "
+                    "does "
+                    "not follow the desired replicas",
+                    (e,),
+                    (
+                        "kubectl describe hpa: the conditions AbleToScale/ScalingActive and the events",
+                        "kubectl top pods: do resource metrics exist? (metrics-server in kube-system)",
+                    ),
+                ),
+            ),
+        )
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -303,9 +399,17 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
     wanted = int(spec.get("replicas", 1))
     have = int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0)
     # since the last progress or the last loss of availability: a pod that just went is not a stall of minutes
-    stalled = min((a for a in (age(progressing.get("lastUpdateTime"), now),
-                               age(_condition(d, "Available").get("lastTransitionTime"), now)) if a is not None),
-                  default=None)  # fmt: skip
+    stalled = min(
+        (
+            a
+            for a in (
+                age(progressing.get("lastUpdateTime"), now),
+                age(_condition(d, "Available").get("lastTransitionTime"), now),
+            )
+            if a is not None
+        ),
+        default=None,
+    )
     if min(have) < wanted and stalled is not None and stalled > after:
         return f"{have[1]}/{wanted} available, {have[0]} updated, no progress for {stalled:.0f}s"
     return ""

@@ -61,8 +61,11 @@ class HostCpu:
         pressure = re.search(r"^some avg10=([\d.]+)", text, re.M)
         load = re.search(r"^([\d.]+) [\d.]+ [\d.]+ \d+/\d+ \d+$", text, re.M)
         cpus = re.search(r"^(\d+)$", text, re.M)
-        return cls(float(pressure.group(1)) if pressure else None, float(load.group(1)) if load else None,
-                   int(cpus.group(1)) if cpus else None)  # fmt: skip
+        return cls(
+            float(pressure.group(1)) if pressure else None,
+            float(load.group(1)) if load else None,
+            int(cpus.group(1)) if cpus else None,
+        )
 
     @property
     def busy(self) -> bool:
@@ -97,13 +100,23 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
     def collect(self, src: Sources, node: str) -> EtcdEvidence:
         own = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)
         api = scrape_command(f"{apiserver.URL}/metrics", API_METRICS, client_cert=True)
-        s = src.sections(node, {
-            "health": http_command(f"{ETCD_METRICS_URL}/health"),
-            "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose"),
-            "etcd_before": own, "etcd_wait": window_wait(self.p.window), "etcd_after": own,
-            "api_before": api, "api_wait": window_wait(self.p.window), "api_after": api,
-            "host_cpu": HOST_CPU, **process_commands(etcd.PROCESS),
-        }, timeout=60 + self.p.window, chains=WINDOWS)  # fmt: skip
+        s = src.sections(
+            node,
+            {
+                "health": http_command(f"{ETCD_METRICS_URL}/health"),
+                "readyz": http_command(f"{ETCD_METRICS_URL}/readyz?verbose"),
+                "etcd_before": own,
+                "etcd_wait": window_wait(self.p.window),
+                "etcd_after": own,
+                "api_before": api,
+                "api_wait": window_wait(self.p.window),
+                "api_after": api,
+                "host_cpu": HOST_CPU,
+                **process_commands(etcd.PROCESS),
+            },
+            timeout=60 + self.p.window,
+            chains=WINDOWS,
+        )
         return EtcdEvidence(
             node=node,
             health=HttpAnswer.of(s["health"]),
@@ -119,21 +132,27 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
 
     def assess(self, ev: EtcdEvidence) -> list[Assessed]:
         return [
-            assess_process("etcd", ev.node, ev.process,
-                           frozen_effect="the API server's reads and writes hang",
-                           down_effect="the API server cannot read or write anything and fails its readiness"),
+            assess_process(
+                "etcd",
+                ev.node,
+                ev.process,
+                frozen_effect="the API server's reads and writes hang",
+                down_effect="the API server cannot read or write anything and fails its readiness",
+            ),
             self._health(ev),
             self._leader(ev),
             self._disk(ev),
             self._requests(ev),
-        ]  # fmt: skip
+        ]
 
     def _health(self, ev: EtcdEvidence) -> Assessed:
         h, r = ev.health, ev.readyz
         failing = failing_checks(r.body)
-        e = Evidence("health", f"curl {ETCD_METRICS_URL}/health and /readyz?verbose on {ev.node}",
-                     {"health": h.body[:200] or h.describe(), "readyz": r.describe(),
-                      "failing": ", ".join(failing) or None})  # fmt: skip
+        e = Evidence(
+            "health",
+            f"curl {ETCD_METRICS_URL}/health and /readyz?verbose on {ev.node}",
+            {"health": h.body[:200] or h.describe(), "readyz": r.describe(), "failing": ", ".join(failing) or None},
+        )
         if h.answered and h.code == 200 and '"health":"true"' in h.body.replace(" ", ""):
             return Assessed(e)
         if h.unread:
@@ -143,11 +162,22 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         else:
             title = f"etcd reports itself unhealthy: {h.body[:120]}"
             cause = "etcd cannot serve: no leader, a corrupt or full database, or an alarm (NOSPACE)"
-        return Assessed(e, (Finding(
-            "critical", "etcd", title, cause, (e,),
-            ("crictl logs $(crictl ps --name '^etcd$' -q) on the control-plane node",
-             f"curl '{ETCD_METRICS_URL}/readyz?verbose' for the failing check"),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "etcd",
+                    title,
+                    cause,
+                    (e,),
+                    (
+                        "crictl logs $(crictl ps --name '^etcd$' -q) on the control-plane node",
+                        f"curl '{ETCD_METRICS_URL}/readyz?verbose' for the failing check",
+                    ),
+                ),
+            ),
+        )
 
     def _leader(self, ev: EtcdEvidence) -> Assessed:
         m = ev.metrics_after
@@ -156,21 +186,43 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             return Assessed(Evidence("leader", source, {"error": m.error}, available=False))
         has_leader = m.total("etcd_server_has_leader")
         size, quota = m.total("etcd_mvcc_db_total_size_in_bytes"), m.total("etcd_server_quota_backend_bytes")
-        e = Evidence("leader", source, {"has_leader": has_leader == 1}, metrics=rounded([
-            ("has_leader", has_leader), ("leader_changes_total", m.total("etcd_server_leader_changes_seen_total")),
-            ("proposals_failed_total", m.total("etcd_server_proposals_failed_total")),
-            ("db_bytes", size), ("quota_bytes", quota)]))  # fmt: skip
+        e = Evidence(
+            "leader",
+            source,
+            {"has_leader": has_leader == 1},
+            metrics=rounded(
+                [
+                    ("has_leader", has_leader),
+                    ("leader_changes_total", m.total("etcd_server_leader_changes_seen_total")),
+                    ("proposals_failed_total", m.total("etcd_server_proposals_failed_total")),
+                    ("db_bytes", size),
+                    ("quota_bytes", quota),
+                ]
+            ),
+        )
         findings = []
         if has_leader == 0:
-            findings.append(Finding("critical", "etcd", "etcd has no leader",
-                                    "without a leader etcd accepts no writes: every API write fails",
-                                    (e,), ("check every etcd member's logs and their network",)))  # fmt: skip
+            findings.append(
+                Finding(
+                    "critical",
+                    "etcd",
+                    "etcd has no leader",
+                    "without a leader etcd accepts no writes: every API write fails",
+                    (e,),
+                    ("check every etcd member's logs and their network",),
+                )
+            )
         if size and quota and size > self.p.db_quota_share * quota:
-            findings.append(Finding(
-                "warning", "etcd", f"etcd database at {size / quota:.0%} of its quota",
-                "at the quota etcd raises NOSPACE and refuses writes", (e,),
-                ("etcdctl compact and defrag; raise --quota-backend-bytes",),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "etcd",
+                    f"etcd database at {size / quota:.0%} of its quota",
+                    "at the quota etcd raises NOSPACE and refuses writes",
+                    (e,),
+                    ("etcdctl compact and defrag; raise --quota-backend-bytes",),
+                )
+            )
         return Assessed(e, tuple(findings))
 
     def _disk(self, ev: EtcdEvidence) -> Assessed:
@@ -179,9 +231,10 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             return Assessed(Evidence("disk-latency", source, {"error": ev.metrics_after.error}, available=False))
         values: dict[str, float | None] = {}
         slow: list[str] = []
-        for name, metric, limit in (("wal_fsync", "etcd_disk_wal_fsync_duration_seconds", self.p.fsync_p99),
-                                    ("backend_commit", "etcd_disk_backend_commit_duration_seconds",
-                                     self.p.commit_p99)):  # fmt: skip
+        for name, metric, limit in (
+            ("wal_fsync", "etcd_disk_wal_fsync_duration_seconds", self.p.fsync_p99),
+            ("backend_commit", "etcd_disk_backend_commit_duration_seconds", self.p.commit_p99),
+        ):
             hist, basis = windowed(ev.metrics_after.histogram(metric), ev.metrics_before.histogram(metric))
             if hist is None or basis != "window":
                 continue  # no fsync in the window: nothing to judge now
@@ -192,36 +245,72 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         e = Evidence("disk-latency", source, {"window_s": ev.window_s}, metrics=rounded(values.items(), 5))
         if not slow:
             return Assessed(e)
-        return Assessed(e, (Finding(
-            "warning", "etcd", f"etcd's disk is slow: {'; '.join(slow)}",
-            "every write waits for the WAL fsync: a slow or shared disk slows the whole API and can cost leadership",
-            (e,), ("put etcd's data dir on a faster, dedicated disk", "iostat -x 1 on the host: look at await"),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "etcd",
+                    f"etcd's disk is slow: {'; '.join(slow)}",
+                    "every write waits for the WAL fsync: a slow or shared disk slows the whole API and can cost "
+                    "leadership",
+                    (e,),
+                    ("put etcd's data dir on a faster, dedicated disk", "iostat -x 1 on the host: look at await"),
+                ),
+            ),
+        )
 
     def _requests(self, ev: EtcdEvidence) -> Assessed:
         source = f"etcd_request_duration_seconds from {apiserver.URL}/metrics (the API server's side), {ev.window_s:g}s"
         if not ev.api_after:
             return Assessed(Evidence("request-latency", source, {"error": ev.api_after.error}, available=False))
-        hist, basis = windowed(ev.api_after.histogram("etcd_request_duration_seconds"),
-                               ev.api_before.histogram("etcd_request_duration_seconds"), min_count=5)  # fmt: skip
+        hist, basis = windowed(
+            ev.api_after.histogram("etcd_request_duration_seconds"),
+            ev.api_before.histogram("etcd_request_duration_seconds"),
+            min_count=5,
+        )
         if hist is None or basis != "window":
             return Assessed(Evidence("request-latency", source, {"window_s": ev.window_s, "requests": 0}))
         p99 = hist.quantile(0.99)
-        e = Evidence("request-latency", source, {"window_s": ev.window_s, "requests": hist.count},
-                     metrics=rounded([("p99_s", p99), ("mean_s", hist.mean)], 5))  # fmt: skip
+        e = Evidence(
+            "request-latency",
+            source,
+            {"window_s": ev.window_s, "requests": hist.count},
+            metrics=rounded([("p99_s", p99), ("mean_s", hist.mean)], 5),
+        )
         if p99 is None or not hist.slow(self.p.request_p99, self.p.min_slow):
             return Assessed(e)
-        cpu = Evidence("host-cpu", f"{HOST_CPU} on {ev.node}", {"cpu_pressure_some_avg10_pct": ev.cpu.pressure,
-                       "load1": ev.cpu.load1, "cpus": ev.cpu.cpus})  # fmt: skip
+        cpu = Evidence(
+            "host-cpu",
+            f"{HOST_CPU} on {ev.node}",
+            {"cpu_pressure_some_avg10_pct": ev.cpu.pressure, "load1": ev.cpu.load1, "cpus": ev.cpu.cpus},
+        )
         if ev.cpu.busy:
-            return Assessed(e, (Finding(
-                "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s, on a busy host CPU",
-                f"the host's CPU is saturated ({ev.cpu.words()}): etcd and the API server wait for a CPU like every "
-                "other process, so each request takes longer although the disk keeps up",
-                (e, cpu), ("top on the host: what else is using the CPUs", "give the control plane more CPU"),
-            ),))  # fmt: skip
-        return Assessed(e, (Finding(
-            "warning", "etcd", f"the API server's etcd requests are slow: p99 {p99:.2f}s",
-            "etcd answers slowly (disk, CPU, a large database) or the path to it drops packets",
-            (e, cpu), ("look at etcd's disk latency and logs ('apply request took too long')",),
-        ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "warning",
+                        "etcd",
+                        f"the API server's etcd requests are slow: p99 {p99:.2f}s, on a busy host CPU",
+                        f"the host's CPU is saturated ({ev.cpu.words()}): etcd and the API server wait for a CPU like "
+                        "every "
+                        "other process, so each request takes longer although the disk keeps up",
+                        (e, cpu),
+                        ("top on the host: what else is using the CPUs", "give the control plane more CPU"),
+                    ),
+                ),
+            )
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "etcd",
+                    f"the API server's etcd requests are slow: p99 {p99:.2f}s",
+                    "etcd answers slowly (disk, CPU, a large database) or the path to it drops packets",
+                    (e, cpu),
+                    ("look at etcd's disk latency and logs ('apply request took too long')",),
+                ),
+            ),
+        )

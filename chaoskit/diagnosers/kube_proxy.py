@@ -36,8 +36,14 @@ from chaoskit.seams.scrape import Metrics, scrape_command
 
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
-METRICS = (kp.LAST_QUEUED, kp.LAST_SYNC, kp.SYNC_DURATION, kp.NETWORK_PROGRAMMING, kp.ENDPOINT_CHANGES_PENDING,
-           kp.SERVICE_CHANGES_PENDING)  # fmt: skip
+METRICS = (
+    kp.LAST_QUEUED,
+    kp.LAST_SYNC,
+    kp.SYNC_DURATION,
+    kp.NETWORK_PROGRAMMING,
+    kp.ENDPOINT_CHANGES_PENDING,
+    kp.SERVICE_CHANGES_PENDING,
+)
 SYNC_MARGIN = 1.0  # seconds: the metrics scrape and the rules read run side by side, not at one instant
 RULE_MODES = ("nftables", "iptables")  # the modes whose rules chaoskit reads (not ipvs)
 RECHECK_AFTER = 2.0  # seconds: kube-proxy's minSyncPeriod is 1 s, so an in-flight change is programmed by then
@@ -89,16 +95,19 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
     def _read(self, src: Sources, node: str, *, fresh: bool) -> KubeProxyEvidence:
         services = src.api.fetch(SERVICES, fresh=fresh)  # before the rules: these may only be newer
         slices = src.api.fetch(SLICES, fresh=fresh)
-        s = src.sections(node, {
-            "mode": f"curl -sS --max-time 3 {kp.PROXY_MODE_URL}",
-            "healthz": http_command(kp.HEALTHZ, max_time=3),
-            "metrics": scrape_command(kp.METRICS_URL, METRICS, max_time=5),
-            "now": "date +%s.%N",
-            "configz": f"curl -sS --max-time 3 {kp.CONFIGZ_URL}",
-            "nft": kp.NFT_TABLE,
-            "iptables": kp.IPTABLES_NAT,
-            **process_commands(kp.PROCESS, static_pod=False),
-        })  # fmt: skip
+        s = src.sections(
+            node,
+            {
+                "mode": f"curl -sS --max-time 3 {kp.PROXY_MODE_URL}",
+                "healthz": http_command(kp.HEALTHZ, max_time=3),
+                "metrics": scrape_command(kp.METRICS_URL, METRICS, max_time=5),
+                "now": "date +%s.%N",
+                "configz": f"curl -sS --max-time 3 {kp.CONFIGZ_URL}",
+                "nft": kp.NFT_TABLE,
+                "iptables": kp.IPTABLES_NAT,
+                **process_commands(kp.PROCESS, static_pod=False),
+            },
+        )
         mode = s["mode"].text if s["mode"].ok else ""
         now = s["now"].text
         return KubeProxyEvidence(
@@ -117,39 +126,70 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
 
     def assess(self, ev: KubeProxyEvidence) -> list[Assessed]:
         return [
-            assess_process("kube-proxy", ev.node, ev.process,
-                           frozen_effect=f"Service rules on {ev.node} stop following endpoint changes",
-                           down_effect=f"Service rules on {ev.node} stop following endpoint changes"),
+            assess_process(
+                "kube-proxy",
+                ev.node,
+                ev.process,
+                frozen_effect=f"Service rules on {ev.node} stop following endpoint changes",
+                down_effect=f"Service rules on {ev.node} stop following endpoint changes",
+            ),
             self._health(ev),
             self._sync(ev),
             self._rules(ev),
-        ]  # fmt: skip
+        ]
 
     def _health(self, ev: KubeProxyEvidence) -> Assessed:
         h = ev.healthz
-        e = Evidence("healthz", f"curl {kp.HEALTHZ} and {kp.PROXY_MODE_URL} on {ev.node}",
-                     {"answer": h.describe(), "body": h.body[:300] or None, "mode": ev.mode or None,
-                      "min_sync_period_s": ev.min_sync_period})  # fmt: skip
+        e = Evidence(
+            "healthz",
+            f"curl {kp.HEALTHZ} and {kp.PROXY_MODE_URL} on {ev.node}",
+            {
+                "answer": h.describe(),
+                "body": h.body[:300] or None,
+                "mode": ev.mode or None,
+                "min_sync_period_s": ev.min_sync_period,
+            },
+        )
         if h.unread:
             return Assessed(e, (uncollected("kube-proxy", ev.node, "/healthz", h.unread, e),))
         if not h.answered or h.code != 200:
-            return Assessed(e, (Finding(
-                "critical", "kube-proxy",
-                f"kube-proxy on {ev.node} is unhealthy: /healthz {h.describe()}",
-                "kube-proxy is down or frozen, or has not synced its rules within its deadline: Service traffic from "
-                "this node follows stale rules",
-                (e,), (f"crictl logs of kube-proxy on {ev.node}",
-                       "kubectl -n kube-system delete pod -l k8s-app=kube-proxy "
-                       f"--field-selector spec.nodeName={ev.node}"),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "kube-proxy",
+                        f"kube-proxy on {ev.node} is unhealthy: /healthz {h.describe()}",
+                        "kube-proxy is down or frozen, or has not synced its rules within its deadline: Service "
+                        "traffic from "
+                        "this node follows stale rules",
+                        (e,),
+                        (
+                            f"crictl logs of kube-proxy on {ev.node}",
+                            "kubectl -n kube-system delete pod -l k8s-app=kube-proxy "
+                            f"--field-selector spec.nodeName={ev.node}",
+                        ),
+                    ),
+                ),
+            )
         if ev.min_sync_period is not None and ev.min_sync_period > self.p.min_sync_warning:
-            return Assessed(e, (Finding(
-                "warning", "kube-proxy", f"kube-proxy on {ev.node} syncs at most every {ev.min_sync_period:g}s "
-                "(minSyncPeriod)",
-                "endpoint changes (an HPA scale-up's new pods) reach this node's rules up to minSyncPeriod late",
-                (e,), ("lower minSyncPeriod in the kube-system/kube-proxy ConfigMap (1s is kube-proxy's default) "
-                       "and restart the kube-proxy pods",),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "warning",
+                        "kube-proxy",
+                        f"kube-proxy on {ev.node} syncs at most every {ev.min_sync_period:g}s (minSyncPeriod)",
+                        "endpoint changes (an HPA scale-up's new pods) reach this node's rules up to minSyncPeriod "
+                        "late",
+                        (e,),
+                        (
+                            "lower minSyncPeriod in the kube-system/kube-proxy ConfigMap (1s is kube-proxy's default) "
+                            "and restart the kube-proxy pods",
+                        ),
+                    ),
+                ),
+            )
         return Assessed(e)
 
     def _sync(self, ev: KubeProxyEvidence) -> Assessed:
@@ -161,25 +201,42 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         synced = _newest(m, kp.LAST_SYNC)
         waiting = _change_waiting(ev) or 0.0
         programming = m.histogram(kp.NETWORK_PROGRAMMING)
-        e = Evidence("rule-sync", source, {
-            "last_queued_s_ago": None if queued is None else round(ev.node_time - queued, 1),
-            "last_synced_s_ago": None if synced is None else round(ev.node_time - synced, 1),
-            "change_waiting_s": round(waiting, 1),
-        }, metrics=rounded([
-            ("endpoint_changes_pending", m.total(kp.ENDPOINT_CHANGES_PENDING)),
-            ("service_changes_pending", m.total(kp.SERVICE_CHANGES_PENDING)),
-            ("network_programming_p99_s_since_start", programming.quantile(0.99) if programming else None),
-        ]))  # fmt: skip
+        e = Evidence(
+            "rule-sync",
+            source,
+            {
+                "last_queued_s_ago": None if queued is None else round(ev.node_time - queued, 1),
+                "last_synced_s_ago": None if synced is None else round(ev.node_time - synced, 1),
+                "change_waiting_s": round(waiting, 1),
+            },
+            metrics=rounded(
+                [
+                    ("endpoint_changes_pending", m.total(kp.ENDPOINT_CHANGES_PENDING)),
+                    ("service_changes_pending", m.total(kp.SERVICE_CHANGES_PENDING)),
+                    ("network_programming_p99_s_since_start", programming.quantile(0.99) if programming else None),
+                ]
+            ),
+        )
         if waiting <= self.p.lag_warning:
             return Assessed(e)
-        return Assessed(e, (Finding(
-            "critical" if waiting > self.p.lag_critical else "warning", "kube-proxy",
-            f"kube-proxy on {ev.node} has not synced a change queued {waiting:.0f}s ago",
-            "kube-proxy's rule sync is hung or throttled (last_queued ≫ last_synced): new endpoints get no traffic "
-            "from this node and removed ones keep getting it",
-            (e,), (f"crictl logs of kube-proxy on {ev.node}: look for sync errors",
-                   "check minSyncPeriod and the sync duration (kubeproxy_sync_proxy_rules_duration_seconds)"),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical" if waiting > self.p.lag_critical else "warning",
+                    "kube-proxy",
+                    f"kube-proxy on {ev.node} has not synced a change queued {waiting:.0f}s ago",
+                    "kube-proxy's rule sync is hung or throttled (last_queued ≫ last_synced): new endpoints get no "
+                    "traffic "
+                    "from this node and removed ones keep getting it",
+                    (e,),
+                    (
+                        f"crictl logs of kube-proxy on {ev.node}: look for sync errors",
+                        "check minSyncPeriod and the sync duration (kubeproxy_sync_proxy_rules_duration_seconds)",
+                    ),
+                ),
+            ),
+        )
 
     def _in_flight(self, ev: KubeProxyEvidence) -> float:
         """How long a queued change may wait for this kube-proxy's next sync before the rules count as late."""
@@ -211,15 +268,23 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         assert diff is not None  # the mode is one compare() knows
         want_services, missing_services = diff.want_services, diff.missing_services
         missing_endpoints, stale = diff.missing_endpoints, diff.stale
-        e = Evidence("rules", source, {
-            "mode": ev.mode, "service_ports_expected": len(want_services), "service_ports_programmed":
-            len(diff.have_services & want_services.keys()), "endpoints_expected": len(diff.want_endpoints),
-            "endpoints_programmed": len(diff.have_endpoints & diff.want_endpoints), "stale_endpoints": len(stale),
-        }, conditions=tuple(
-            [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
-            + [f"endpoint {at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
-            + [f"rules still send traffic to {at(t)}, no longer an endpoint" for t in stale[:8]]
-        ))  # fmt: skip
+        e = Evidence(
+            "rules",
+            source,
+            {
+                "mode": ev.mode,
+                "service_ports_expected": len(want_services),
+                "service_ports_programmed": len(diff.have_services & want_services.keys()),
+                "endpoints_expected": len(diff.want_endpoints),
+                "endpoints_programmed": len(diff.have_endpoints & diff.want_endpoints),
+                "stale_endpoints": len(stale),
+            },
+            conditions=tuple(
+                [f"no rule for {want_services[t]} ({t[0]}:{t[2]}/{t[1]})" for t in missing_services[:8]]
+                + [f"endpoint {at(t)} not reachable through the rules" for t in missing_endpoints[:8]]
+                + [f"rules still send traffic to {at(t)}, no longer an endpoint" for t in stale[:8]]
+            ),
+        )
         return Assessed(e, self._rule_findings(ev, diff, e))
 
     def _rule_findings(self, ev: KubeProxyEvidence, diff: RuleDiff, e: Evidence) -> tuple[Finding, ...]:
@@ -233,49 +298,74 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         )
         if missing_services:
             wiped = diff.wiped
-            findings.append(Finding(
-                "critical" if wiped else "warning", "kube-proxy",
-                f"{'No' if wiped else len(missing_services)} Service rule(s) on {ev.node}"
-                + (" at all" if wiped else f" missing ({want_services[missing_services[0]]})"),
-                "the node's Service rules were flushed or never written: ClusterIPs do not answer from this node "
-                "(kube-proxy only rewrites them at its next change-driven or periodic sync)",
-                (e,), fix,
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "critical" if wiped else "warning",
+                    "kube-proxy",
+                    f"{'No' if wiped else len(missing_services)} Service rule(s) on {ev.node}"
+                    + (" at all" if wiped else f" missing ({want_services[missing_services[0]]})"),
+                    "the node's Service rules were flushed or never written: ClusterIPs do not answer from this node "
+                    "(kube-proxy only rewrites them at its next change-driven or periodic sync)",
+                    (e,),
+                    fix,
+                )
+            )
         waiting = _change_waiting(ev)
         if (missing_endpoints or stale) and waiting and waiting <= self._in_flight(ev):
             # the rules were read between kube-proxy queuing the change and its next sync: in flight, not late
-            findings.append(Finding(
-                "info", "kube-proxy",
-                f"rules on {ev.node} catch up with the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
-                f"{len(stale)} stale, in a change kube-proxy queued {waiting:.1f}s ago",
-                "the rules were read while kube-proxy's next sync was due: a queued change may wait "
-                f"{self._in_flight(ev):.0f}s (its minSyncPeriod and one sync) before it is late",
-                (e,), (),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "info",
+                    "kube-proxy",
+                    f"rules on {ev.node} catch up with the EndpointSlices: {len(missing_endpoints)} endpoint(s) "
+                    "missing, "
+                    f"{len(stale)} stale, in a change kube-proxy queued {waiting:.1f}s ago",
+                    "the rules were read while kube-proxy's next sync was due: a queued change may wait "
+                    f"{self._in_flight(ev):.0f}s (its minSyncPeriod and one sync) before it is late",
+                    (e,),
+                    (),
+                )
+            )
         elif missing_endpoints or stale:
-            findings.append(Finding(
-                "warning", "kube-proxy",
-                f"rules on {ev.node} lag the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
-                f"{len(stale)} stale",
-                "kube-proxy has not applied the latest endpoint changes: new pods get no traffic from this node, "
-                "removed ones still do",
-                (e,), fix,
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "kube-proxy",
+                    f"rules on {ev.node} lag the EndpointSlices: {len(missing_endpoints)} endpoint(s) missing, "
+                    f"{len(stale)} stale",
+                    "kube-proxy has not applied the latest endpoint changes: new pods get no traffic from this node, "
+                    "removed ones still do",
+                    (e,),
+                    fix,
+                )
+            )
         return tuple(findings)
 
     def _wiped_without_the_api(self, ev: KubeProxyEvidence, source: str, api_error: str) -> Assessed:
         """No Service rule at all needs no API to judge: every cluster has default/kubernetes (the API server's own
         ClusterIP), so its rule alone should be there; a slow API server must not hide a flushed table."""
         why = "not even default/kubernetes has a rule, and kube-proxy synced before this read"
-        e = Evidence("rules", source, {"mode": ev.mode, "service_ports_programmed": 0, "api": api_error},
-                     conditions=(why,))  # fmt: skip
-        return Assessed(e, (Finding(
-            "critical", "kube-proxy", f"No Service rule(s) on {ev.node} at all",
-            "the node's Service rules were flushed after kube-proxy's last sync: ClusterIPs do not answer from this "
-            "node (kube-proxy only rewrites them at its next change-driven or periodic sync)",
-            (e,), (f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
-                   "find what flushes the node's nat table or nftables (a firewall, a script)"),
-        ),))  # fmt: skip
+        e = Evidence(
+            "rules", source, {"mode": ev.mode, "service_ports_programmed": 0, "api": api_error}, conditions=(why,)
+        )
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "kube-proxy",
+                    f"No Service rule(s) on {ev.node} at all",
+                    "the node's Service rules were flushed after kube-proxy's last sync: ClusterIPs do not answer from "
+                    "this "
+                    "node (kube-proxy only rewrites them at its next change-driven or periodic sync)",
+                    (e,),
+                    (
+                        f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
+                        "find what flushes the node's nat table or nftables (a firewall, a script)",
+                    ),
+                ),
+            ),
+        )
 
 
 def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:

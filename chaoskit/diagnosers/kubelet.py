@@ -80,18 +80,24 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     Params = KubeletParams
 
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
-        s = src.sections(node, {
-            "service": "systemctl is-active kubelet; systemctl show kubelet -p NRestarts --value",
-            "healthz": http_command(kubelet.HEALTHZ, max_time=3),
-            "cert": cert_dates_command({"client": CLIENT_PEM}),
-            "disk": f"df -P {KUBELET_DIR} | tail -n 1",
-            "journal": f"{JOURNAL} | tail -n 400",
-        })  # fmt: skip
+        s = src.sections(
+            node,
+            {
+                "service": "systemctl is-active kubelet; systemctl show kubelet -p NRestarts --value",
+                "healthz": http_command(kubelet.HEALTHZ, max_time=3),
+                "cert": cert_dates_command({"client": CLIENT_PEM}),
+                "disk": f"df -P {KUBELET_DIR} | tail -n 1",
+                "journal": f"{JOURNAL} | tail -n 400",
+            },
+        )
         cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} "
-        remote = src.sections(src.control_plane, {
-            "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
-            "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
-        })  # fmt: skip
+        remote = src.sections(
+            src.control_plane,
+            {
+                "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
+                "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
+            },
+        )
         service = s["service"].output.split()
         return KubeletEvidence(
             node=node,
@@ -134,10 +140,17 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     def _service(self, ev: KubeletEvidence) -> Assessed:
         h, v = ev.healthz, ev.healthz_verbose
         failing = failing_checks(v.body) if v.answered else []
-        e = Evidence("service", f"systemctl is-active kubelet; curl 127.0.0.1:10248/healthz on {ev.node}; "
-                     f"/healthz?verbose on :10250", {"systemd": ev.service, "restarts": ev.restarts,
-                     "healthz": h.describe(), "healthz_verbose": v.describe(),
-                     "failing": ", ".join(failing) or None})  # fmt: skip
+        e = Evidence(
+            "service",
+            f"systemctl is-active kubelet; curl 127.0.0.1:10248/healthz on {ev.node}; /healthz?verbose on :10250",
+            {
+                "systemd": ev.service,
+                "restarts": ev.restarts,
+                "healthz": h.describe(),
+                "healthz_verbose": v.describe(),
+                "failing": ", ".join(failing) or None,
+            },
+        )
         if ev.unread:
             return Assessed(e, (uncollected("kubelet", ev.node, "the kubelet service", ev.unread, e),))
         if ev.service != "active":
@@ -147,27 +160,49 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             )
             cause = (
                 "kubelet exits at start because its client certificate has expired and cannot be renewed; "
-                "systemd restarts it in a loop" if cert_expired else
-                "kubelet is stopped or exits at start (its journal says why)"
-            )  # fmt: skip
+                "systemd restarts it in a loop"
+                if cert_expired
+                else "kubelet is stopped or exits at start (its journal says why)"
+            )
             e2 = Evidence("service", e.source, e.observed, log_lines=lines)
-            return Assessed(e2, (Finding(
-                "critical", "kubelet", f"kubelet is not running on {ev.node} (systemd: {ev.service})",
-                f"{cause}; the node stops heartbeating and goes NotReady after the grace period",
-                (e2,), (f"journalctl -u kubelet -n 50 on {ev.node}",
-                        f"systemctl start kubelet on {ev.node}" if not cert_expired else
-                        f"restore a valid {CLIENT_PEM} (or rejoin the node with kubeadm) and restart kubelet"),
-            ),))  # fmt: skip
+            return Assessed(
+                e2,
+                (
+                    Finding(
+                        "critical",
+                        "kubelet",
+                        f"kubelet is not running on {ev.node} (systemd: {ev.service})",
+                        f"{cause}; the node stops heartbeating and goes NotReady after the grace period",
+                        (e2,),
+                        (
+                            f"journalctl -u kubelet -n 50 on {ev.node}",
+                            f"systemctl start kubelet on {ev.node}"
+                            if not cert_expired
+                            else f"restore a valid {CLIENT_PEM} (or rejoin the node with kubeadm) and restart kubelet",
+                        ),
+                    ),
+                ),
+            )
         if h.unread and "syncloop" not in failing:
             return Assessed(e, (uncollected("kubelet", ev.node, "/healthz", h.unread, e),))
         if not h.answered or "syncloop" in failing:
             what = "its sync loop is stuck ([-]syncloop)" if "syncloop" in failing else "/healthz does not answer"
-            return Assessed(e, (Finding(
-                "critical", "kubelet", f"kubelet on {ev.node} is running but {what}",
-                "kubelet hangs: typically on a container runtime that does not answer", (e,),
-                (f"crictl info on {ev.node}: does containerd answer? (chaoskit diagnose runtime)",
-                 f"journalctl -u kubelet -n 100 on {ev.node}"),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "kubelet",
+                        f"kubelet on {ev.node} is running but {what}",
+                        "kubelet hangs: typically on a container runtime that does not answer",
+                        (e,),
+                        (
+                            f"crictl info on {ev.node}: does containerd answer? (chaoskit diagnose runtime)",
+                            f"journalctl -u kubelet -n 100 on {ev.node}",
+                        ),
+                    ),
+                ),
+            )
         return Assessed(e)
 
     def _ready(self, ev: KubeletEvidence) -> Assessed:
@@ -176,8 +211,12 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             return api_unavailable("kubelet", "node-ready", f"GET {path}", ev.node_obj.error)
         ready = _condition(ev.node_obj.data, "Ready")
         taints = [f"{t.get('key')}:{t.get('effect')}" for t in ev.node_obj.data.get("spec", {}).get("taints") or []]
-        e = Evidence("node-ready", f"GET {path}", {"ready": ready.get("status"), "reason": ready.get("reason"),
-                     "taints": ", ".join(taints) or None}, conditions=_conditions(ev.node_obj.data))  # fmt: skip
+        e = Evidence(
+            "node-ready",
+            f"GET {path}",
+            {"ready": ready.get("status"), "reason": ready.get("reason"), "taints": ", ".join(taints) or None},
+            conditions=_conditions(ev.node_obj.data),
+        )
         status = ready.get("status")
         if status == "True":
             return Assessed(e)
@@ -191,14 +230,27 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         else:
             title = f"Node {ev.node} is NotReady: {message[:160]}"
             cause = "kubelet reports the node not ready: " + (
-                "PLEG is not healthy (the container runtime does not answer relists)" if "PLEG" in message else
-                "the container runtime is down" if "runtime is down" in message or "runtime" in message.lower() else
-                "the pod network is not ready" if "network" in message.lower() else message or "see the message"
-            )  # fmt: skip
-        return Assessed(e, (Finding(
-            "critical", "kubelet", title, cause, (e,),
-            (f"kubectl describe node {ev.node}: conditions and events", f"journalctl -u kubelet on {ev.node}"),
-        ),))  # fmt: skip
+                "PLEG is not healthy (the container runtime does not answer relists)"
+                if "PLEG" in message
+                else "the container runtime is down"
+                if "runtime is down" in message or "runtime" in message.lower()
+                else "the pod network is not ready"
+                if "network" in message.lower()
+                else message or "see the message"
+            )
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "kubelet",
+                    title,
+                    cause,
+                    (e,),
+                    (f"kubectl describe node {ev.node}: conditions and events", f"journalctl -u kubelet on {ev.node}"),
+                ),
+            ),
+        )
 
     def _heartbeat(self, ev: KubeletEvidence) -> Assessed:
         path = kubelet.node_lease(ev.node)
@@ -209,54 +261,98 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         if not lease.stale(self.p.heartbeat_grace):
             return Assessed(e)
         since = "never" if lease.age is None else f"{lease.age:.0f}s ago"
-        return Assessed(e, (Finding(
-            "critical", "kubelet", f"kubelet on {ev.node} stopped heartbeating: node lease renewed {since}",
-            f"kubelet renews its lease every 10 s; past {lease.duration:g}s the node controller marks the node "
-            "NotReady (Unknown) and, after the toleration period, evicts its pods",
-            (e,), (f"systemctl status kubelet and journalctl -u kubelet on {ev.node}",),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "kubelet",
+                    f"kubelet on {ev.node} stopped heartbeating: node lease renewed {since}",
+                    f"kubelet renews its lease every 10 s; past {lease.duration:g}s the node controller marks the node "
+                    "NotReady (Unknown) and, after the toleration period, evicts its pods",
+                    (e,),
+                    (f"systemctl status kubelet and journalctl -u kubelet on {ev.node}",),
+                ),
+            ),
+        )
 
     def _pressure(self, ev: KubeletEvidence) -> Assessed:
         source = f"node conditions (GET /api/v1/nodes/{ev.node}); df -P {KUBELET_DIR} on {ev.node}"
         conditions = {k: _condition(ev.node_obj.data, k) for k in PRESSURES} if ev.node_obj.ok else {}
         under = {k: c for k, c in conditions.items() if c.get("status") == "True"}
-        e = Evidence("pressure", source, {"disk_used_percent": ev.disk_used_percent,
-                     **{k: c.get("status") for k, c in conditions.items()},
-                     "api": None if ev.node_obj.ok else ev.node_obj.error})  # fmt: skip
+        e = Evidence(
+            "pressure",
+            source,
+            {
+                "disk_used_percent": ev.disk_used_percent,
+                **{k: c.get("status") for k, c in conditions.items()},
+                "api": None if ev.node_obj.ok else ev.node_obj.error,
+            },
+        )
         findings = []
         for kind, c in under.items():
-            findings.append(Finding(
-                "critical", "kubelet", f"{kind} on {ev.node}: {c.get('message', '')}",
-                f"kubelet's eviction thresholds are crossed: the node is tainted "
-                f"node.kubernetes.io/{kind.removesuffix('Pressure').lower()}-pressure (no new pods) and kubelet "
-                "evicts pods to reclaim" + (f" ({KUBELET_DIR} {ev.disk_used_percent:g}% used)"
-                                            if kind == "DiskPressure" and ev.disk_used_percent is not None else ""),
-                (e,), (f"du -xsh {KUBELET_DIR}/* on {ev.node}: find what fills it; crictl rmi --prune for images",
-                       "the condition clears evictionPressureTransitionPeriod after the pressure ends")
-                if kind == "DiskPressure" else (f"kubectl describe node {ev.node}",),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "critical",
+                    "kubelet",
+                    f"{kind} on {ev.node}: {c.get('message', '')}",
+                    f"kubelet's eviction thresholds are crossed: the node is tainted "
+                    f"node.kubernetes.io/{kind.removesuffix('Pressure').lower()}-pressure (no new pods) and kubelet "
+                    "evicts pods to reclaim"
+                    + (
+                        f" ({KUBELET_DIR} {ev.disk_used_percent:g}% used)"
+                        if kind == "DiskPressure" and ev.disk_used_percent is not None
+                        else ""
+                    ),
+                    (e,),
+                    (
+                        f"du -xsh {KUBELET_DIR}/* on {ev.node}: find what fills it; crictl rmi --prune for images",
+                        "the condition clears evictionPressureTransitionPeriod after the pressure ends",
+                    )
+                    if kind == "DiskPressure"
+                    else (f"kubectl describe node {ev.node}",),
+                )
+            )
         if not under and ev.disk_used_percent is not None and ev.disk_used_percent >= self.p.disk_warning:
-            findings.append(Finding(
-                "warning", "kubelet", f"{KUBELET_DIR} on {ev.node} is {ev.disk_used_percent:g}% full",
-                "close to kubelet's eviction threshold: DiskPressure and evictions follow", (e,),
-                (f"du -xsh {KUBELET_DIR}/* on {ev.node}",),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "kubelet",
+                    f"{KUBELET_DIR} on {ev.node} is {ev.disk_used_percent:g}% full",
+                    "close to kubelet's eviction threshold: DiskPressure and evictions follow",
+                    (e,),
+                    (f"du -xsh {KUBELET_DIR}/* on {ev.node}",),
+                )
+            )
         return Assessed(e, tuple(findings))
 
     def _client_cert(self, ev: KubeletEvidence) -> Assessed:
         lines = self._recent(ev, "expired", "certificate", "x509")
-        e = Evidence("client-certificate", f"openssl x509 -enddate -in {CLIENT_PEM} on {ev.node}",
-                     {"not_after": iso(ev.client_not_after)}, log_lines=lines)  # fmt: skip
+        e = Evidence(
+            "client-certificate",
+            f"openssl x509 -enddate -in {CLIENT_PEM} on {ev.node}",
+            {"not_after": iso(ev.client_not_after)},
+            log_lines=lines,
+        )
         fix = (
             f"if rotation is on, kubelet renews it itself while it is still valid: check "
             f"journalctl -u kubelet | grep -i certificate on {ev.node}",
             "an expired one cannot be renewed: rejoin the node (kubeadm join) or sign a new client certificate",
         )
-        return Assessed(e, expiry_findings(
-            "kubelet", f"kubelet client certificate on {ev.node}", ev.client_not_after, ev.collected_at,
-            self.p.cert_warning_days, e, "kubelet cannot authenticate to the API server and the node goes NotReady "
-            "(rotation should have renewed it before, at ~70-90% of its life)", fix,
-        ))  # fmt: skip
+        return Assessed(
+            e,
+            expiry_findings(
+                "kubelet",
+                f"kubelet client certificate on {ev.node}",
+                ev.client_not_after,
+                ev.collected_at,
+                self.p.cert_warning_days,
+                e,
+                "kubelet cannot authenticate to the API server and the node goes NotReady "
+                "(rotation should have renewed it before, at ~70-90% of its life)",
+                fix,
+            ),
+        )
 
     def _pleg(self, ev: KubeletEvidence) -> Assessed:
         last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")
@@ -268,27 +364,51 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             ev, "PLEG is not healthy", "pleg was last seen", after=None if last_seen is None else last_seen - 1
         )
         ready_msg = str(_condition(ev.node_obj.data, "Ready").get("message", "")) if ev.node_obj.ok else ""
-        e = Evidence("pleg", f"kubelet_pleg_* from https://{ev.node}:10250/metrics; journalctl -u kubelet",
-                     {"last_active_s_ago": None if since is None else round(since, 1),
-                      "metrics": "ok" if ev.metrics else ev.metrics.error[:160]},
-                     log_lines=lines,
-                     metrics=rounded([("relist_mean_s", relist.mean if relist else None)], 5))  # fmt: skip
+        e = Evidence(
+            "pleg",
+            f"kubelet_pleg_* from https://{ev.node}:10250/metrics; journalctl -u kubelet",
+            {
+                "last_active_s_ago": None if since is None else round(since, 1),
+                "metrics": "ok" if ev.metrics else ev.metrics.error[:160],
+            },
+            log_lines=lines,
+            metrics=rounded([("relist_mean_s", relist.mean if relist else None)], 5),
+        )
         unhealthy = "PLEG is not healthy" in ready_msg or bool(lines)
         if unhealthy or (since is not None and since > self.p.pleg_critical):
-            return Assessed(e, (Finding(
-                "critical", "kubelet", f"PLEG is not healthy on {ev.node}"
-                + (f" (last active {since:.0f}s ago)" if since is not None else ""),
-                "kubelet's pod lifecycle event generator cannot relist containers: the container runtime does not "
-                "answer (frozen or overloaded containerd) — the node goes NotReady and pods stop starting",
-                (e,), (f"crictl info and crictl ps on {ev.node} (chaoskit diagnose runtime)",
-                       f"systemctl status containerd on {ev.node}; restart it if it hangs"),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "critical",
+                        "kubelet",
+                        f"PLEG is not healthy on {ev.node}"
+                        + (f" (last active {since:.0f}s ago)" if since is not None else ""),
+                        "kubelet's pod lifecycle event generator cannot relist containers: the container runtime does "
+                        "not "
+                        "answer (frozen or overloaded containerd) — the node goes NotReady and pods stop starting",
+                        (e,),
+                        (
+                            f"crictl info and crictl ps on {ev.node} (chaoskit diagnose runtime)",
+                            f"systemctl status containerd on {ev.node}; restart it if it hangs",
+                        ),
+                    ),
+                ),
+            )
         if since is not None and since > self.p.pleg_warning:
-            return Assessed(e, (Finding(
-                "warning", "kubelet", f"PLEG on {ev.node} last active {since:.0f}s ago (relists every 1 s)",
-                "relisting is slow or stalled: the container runtime answers slowly", (e,),
-                (f"crictl info on {ev.node}",),
-            ),))  # fmt: skip
+            return Assessed(
+                e,
+                (
+                    Finding(
+                        "warning",
+                        "kubelet",
+                        f"PLEG on {ev.node} last active {since:.0f}s ago (relists every 1 s)",
+                        "relisting is slow or stalled: the container runtime answers slowly",
+                        (e,),
+                        (f"crictl info on {ev.node}",),
+                    ),
+                ),
+            )
         return Assessed(e)
 
     def _journal(self, ev: KubeletEvidence) -> Assessed:

@@ -82,11 +82,12 @@ class RevertsDiagnoser(Diagnoser[RevertsEvidence, NoParams]):
 
     def assess(self, ev: RevertsEvidence) -> list[Assessed]:
         e = Evidence(
-            "dead-man-switches", f"{HEAL_DIR} on {ev.node}",
+            "dead-man-switches",
+            f"{HEAL_DIR} on {ev.node}",
             {"read": ev.read, "given_up": len(ev.given_up), "retrying": len(ev.retrying)},
             log_lines=tuple(f"{r.injection}: {r.last_attempt}" for r in ev.retrying),
             available=ev.read,
-        )  # fmt: skip
+        )
         findings = [self._given_up(ev.node, g, e) for g in ev.given_up]
         findings += [
             Finding(
@@ -99,7 +100,7 @@ class RevertsDiagnoser(Diagnoser[RevertsEvidence, NoParams]):
                     f"journalctl -u chaoskit-heal-{r.injection} on {ev.node} shows each attempt's output",
                     "remove what stops the revert (often another fault still in place); the switch then heals",
                 ),
-            )  # fmt: skip
+            )
             for r in ev.retrying
         ]
         return [Assessed(e, tuple(findings))]
@@ -108,11 +109,14 @@ class RevertsDiagnoser(Diagnoser[RevertsEvidence, NoParams]):
     def _given_up(node: str, g: GivenUp, e: Evidence) -> Finding:
         fault, run = g.fields.get("fault", "?"), g.fields.get("run", "?")
         return Finding(
-            "critical", "reverts",
+            "critical",
+            "reverts",
             f"a chaoskit revert failed here: {fault} on {node} is still injected (injection {g.injection}, run {run})",
             f"the dead-man switch gave up after {g.fields.get('attempts', '?')} attempts at {g.fields.get('at', '?')};"
             f" last failing line: {g.fields.get('failed', '?')}",
             (e,),
-            (f"see {HEAL_DIR}/{g.injection}.log on {node} for each attempt's output",
-             f"fix what blocks it, then: chaoskit revert {run}"),
-        )  # fmt: skip
+            (
+                f"see {HEAL_DIR}/{g.injection}.log on {node} for each attempt's output",
+                f"fix what blocks it, then: chaoskit revert {run}",
+            ),
+        )

@@ -58,13 +58,17 @@ def diagnose(
     deadline = Budget(budget)
     src = Sources.of(env, control_plane, tuple(nodes), api_timeout, deadline)
     src.api.probe("/readyz", then=partial(_said_probe, say))
-    jobs = [(name, node) for name in names
-            for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))]  # fmt: skip
+    jobs = [
+        (name, node) for name in names for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))
+    ]
     # collection waits on docker exec and HTTP, not on our CPU: every job at once
-    outcomes = leashed([partial(_one, src, *job, say=say) for job in jobs], deadline.remaining() + GRACE,
-                       name="chaoskit-diagnose")  # fmt: skip
-    reports = [o.value if o.value is not None else _unfinished(*job, budget, o.error)
-               for job, o in zip(jobs, outcomes, strict=True)]  # fmt: skip
+    outcomes = leashed(
+        [partial(_one, src, *job, say=say) for job in jobs], deadline.remaining() + GRACE, name="chaoskit-diagnose"
+    )
+    reports = [
+        o.value if o.value is not None else _unfinished(*job, budget, o.error)
+        for job, o in zip(jobs, outcomes, strict=True)
+    ]
     return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)
 
 
@@ -93,11 +97,15 @@ def _unfinished(component: str, node: str, budget: float, error: BaseException |
 
 def collection_failed(component: str, node: str, exc: BaseException) -> ComponentReport:
     """A report that says the evidence could not be collected (a tool failure, not a verdict on the component)."""
-    e = Evidence("collect", f"chaoskit diagnose {component}", {"error": f"{type(exc).__name__}: {exc}"[:500]},
-                 available=False)  # fmt: skip
+    e = Evidence(
+        "collect", f"chaoskit diagnose {component}", {"error": f"{type(exc).__name__}: {exc}"[:500]}, available=False
+    )
     finding = Finding(
-        "warning", component, UNCOLLECTED,
+        "warning",
+        component,
+        UNCOLLECTED,
         f"chaoskit failed while reading {component} on {node}: {type(exc).__name__}: {str(exc)[:200]}",
-        (e,), ("rerun with a single component (chaoskit diagnose COMPONENT) to see the error alone",),
-    )  # fmt: skip
+        (e,),
+        ("rerun with a single component (chaoskit diagnose COMPONENT) to see the error alone",),
+    )
     return ComponentReport(component, node, "degraded", (finding,), (e,))

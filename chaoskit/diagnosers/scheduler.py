@@ -44,27 +44,39 @@ REASONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Insufficient ",
         "no node has enough unrequested CPU or memory for the pods' requests (an HPA scale-up that outgrew the "
         "cluster, or requests set too high)",
-        ("lower the pods' resource requests, or add nodes (a cluster autoscaler)",
-         "cap the HPA's maxReplicas at what the cluster can hold",
-         "kubectl describe nodes: compare Allocatable with Allocated resources"),
+        (
+            "lower the pods' resource requests, or add nodes (a cluster autoscaler)",
+            "cap the HPA's maxReplicas at what the cluster can hold",
+            "kubectl describe nodes: compare Allocatable with Allocated resources",
+        ),
     ),
     "taint": (
         "untolerated taint",
         "the nodes that could take the pods carry NoSchedule taints the pods do not tolerate",
-        ("kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints",
-         "remove the taint (kubectl taint nodes NODE KEY:NoSchedule-) or add a toleration to the pods"),
+        (
+            "kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints",
+            "remove the taint (kubectl taint nodes NODE KEY:NoSchedule-) or add a toleration to the pods",
+        ),
     ),
     "affinity": (
         "didn't match Pod's node affinity/selector",
         "the pods' nodeSelector or required node affinity matches no node's labels",
-        ("compare the pod's nodeSelector/affinity with kubectl get nodes --show-labels",
-         "fix the label on the nodes or the affinity on the workload"),
+        (
+            "compare the pod's nodeSelector/affinity with kubectl get nodes --show-labels",
+            "fix the label on the nodes or the affinity on the workload",
+        ),
     ),
-    "ports": ("didn't have free ports", "the pods ask for host ports that every fitting node already uses",
-              ("drop hostPort, or spread the pods",)),
-    "volumes": ("volume", "the pods' volumes cannot be placed with them (zone or node affinity of the volume)",
-                ("kubectl describe pvc for the pods' claims",)),
-}  # fmt: skip
+    "ports": (
+        "didn't have free ports",
+        "the pods ask for host ports that every fitting node already uses",
+        ("drop hostPort, or spread the pods",),
+    ),
+    "volumes": (
+        "volume",
+        "the pods' volumes cannot be placed with them (zone or node affinity of the volume)",
+        ("kubectl describe pvc for the pods' claims",),
+    ),
+}
 _PER_NODE = re.compile(r"nodes are available: (.*?)(?:\.\s|\.$|$)")
 
 
@@ -114,29 +126,51 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
 
     def assess(self, ev: SchedulerEvidence) -> list[Assessed]:
         return [
-            assess_process("scheduler", ev.node, ev.process,
-                           frozen_effect="new pods stay Pending with no FailedScheduling events",
-                           down_effect="new pods (an HPA scale-up's too) stay Pending with no FailedScheduling events"),
+            assess_process(
+                "scheduler",
+                ev.node,
+                ev.process,
+                frozen_effect="new pods stay Pending with no FailedScheduling events",
+                down_effect="new pods (an HPA scale-up's too) stay Pending with no FailedScheduling events",
+            ),
             self._healthz(ev),
-            assess_leader_lease("scheduler", "kube-scheduler", LEASE, ev.lease, ev.collected_at, self.p.lease_grace,
-                                effect="no pod is scheduled"),
+            assess_leader_lease(
+                "scheduler",
+                "kube-scheduler",
+                LEASE,
+                ev.lease,
+                ev.collected_at,
+                self.p.lease_grace,
+                effect="no pod is scheduled",
+            ),
             self._pending(ev),
-        ]  # fmt: skip
+        ]
 
     def _healthz(self, ev: SchedulerEvidence) -> Assessed:
         h = ev.healthz
-        e = Evidence("healthz", f"curl -k {HEALTHZ} on {ev.node}",
-                     {"answer": h.describe(), "failing": ", ".join(failing_checks(h.body)) or None})  # fmt: skip
+        e = Evidence(
+            "healthz",
+            f"curl -k {HEALTHZ} on {ev.node}",
+            {"answer": h.describe(), "failing": ", ".join(failing_checks(h.body)) or None},
+        )
         if h.answered and h.code == 200:
             return Assessed(e)
         if h.unread:
             return Assessed(e, (uncollected("scheduler", ev.node, "/healthz", h.unread, e),))
-        return Assessed(e, (Finding(
-            "critical", "scheduler",
-            "kube-scheduler /healthz " + (f"fails: HTTP {h.code}" if h.answered else "does not answer on :10259"),
-            "kube-scheduler is down or unhealthy" + ("" if ev.process.running else " (see the process check)"),
-            (e,), ("crictl ps -a --name '^kube-scheduler$' and crictl logs on the control-plane node",),
-        ),))  # fmt: skip
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "scheduler",
+                    "kube-scheduler /healthz "
+                    + (f"fails: HTTP {h.code}" if h.answered else "does not answer on :10259"),
+                    "kube-scheduler is down or unhealthy" + ("" if ev.process.running else " (see the process check)"),
+                    (e,),
+                    ("crictl ps -a --name '^kube-scheduler$' and crictl logs on the control-plane node",),
+                ),
+            ),
+        )
 
     def _pending(self, ev: SchedulerEvidence) -> Assessed:
         source = f"GET {PENDING_PODS}?fieldSelector=status.phase=Pending, {FAILED_SCHEDULING}?reason=FailedScheduling"
@@ -145,11 +179,13 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
         latest = _latest_events(items(ev.events))
         # a FailedScheduling event is the scheduler's own verdict: it counts sooner than a pod nothing has tried yet
         waiting = [
-            p for p in items(ev.pending)
-            if not p.get("spec", {}).get("nodeName") and not p.get("spec", {}).get("schedulingGates")
+            p
+            for p in items(ev.pending)
+            if not p.get("spec", {}).get("nodeName")
+            and not p.get("spec", {}).get("schedulingGates")
             and (age(p.get("metadata", {}).get("creationTimestamp"), ev.collected_at) or 0)
             >= (self.p.failed_after if _pod_key(p) in latest else self.p.pending_after)
-        ]  # fmt: skip
+        ]
         queues = ev.metrics.group("scheduler_pending_pods", "queue")
         by_reason: dict[str, list[str]] = {}
         details: dict[str, str] = {}
@@ -166,32 +202,49 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             by_reason.setdefault(reason, []).append(key)
             details.setdefault(reason, detail)
         base = Evidence(
-            "pending-pods", source,
-            {"pending_unscheduled": len(waiting), "with_failed_scheduling": len(messages),
-             "without_events": len(silent)},
+            "pending-pods",
+            source,
+            {
+                "pending_unscheduled": len(waiting),
+                "with_failed_scheduling": len(messages),
+                "without_events": len(silent),
+            },
             events=tuple(f"{k}: {m}" for k, m in list(messages.items())[:10]),
             metrics=rounded((f"scheduler_pending_pods{{queue={q}}}", v) for q, v in queues.items()),
-        )  # fmt: skip
+        )
         findings: list[Finding] = []
         for reason, pods in by_reason.items():
             _, cause, fix = REASONS.get(reason, ("", "the scheduler's filters rule out every node", ()))
-            findings.append(Finding(
-                "warning", "scheduler", f"{len(pods)} pod(s) unschedulable: {_label(reason)} ({', '.join(pods[:3])})",
-                f"{cause}: {details[reason]}", (base,),
-                (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "warning",
+                    "scheduler",
+                    f"{len(pods)} pod(s) unschedulable: {_label(reason)} ({', '.join(pods[:3])})",
+                    f"{cause}: {details[reason]}",
+                    (base,),
+                    (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
+                )
+            )
         if silent:
             h, p = ev.healthz, ev.process  # a look that did not finish says neither up nor down
             down = (not h.unread and not (h.answered and h.code == 200)) or (not p.unread and not p.running)
-            findings.append(Finding(
-                "critical" if down else "warning", "scheduler",
-                f"{len(silent)} pod(s) Pending with no FailedScheduling event ({', '.join(silent[:3])})",
-                "kube-scheduler is not running, so nothing tries to place them (see the process and healthz checks)"
-                if down else "no scheduler has tried them: a schedulerName no scheduler serves, or a scheduler that "
-                "is not leading or hangs",
-                (base,), ("restore kube-scheduler (its manifest in /etc/kubernetes/manifests)" if down else
-                          "kubectl get pod -o jsonpath='{.spec.schedulerName}' and the scheduler's logs",),
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "critical" if down else "warning",
+                    "scheduler",
+                    f"{len(silent)} pod(s) Pending with no FailedScheduling event ({', '.join(silent[:3])})",
+                    "kube-scheduler is not running, so nothing tries to place them (see the process and healthz checks)"
+                    if down
+                    else "no scheduler has tried them: a schedulerName no scheduler serves, or a scheduler that "
+                    "is not leading or hangs",
+                    (base,),
+                    (
+                        "restore kube-scheduler (its manifest in /etc/kubernetes/manifests)"
+                        if down
+                        else "kubectl get pod -o jsonpath='{.spec.schedulerName}' and the scheduler's logs",
+                    ),
+                )
+            )
         return Assessed(base, tuple(findings))
 
 
@@ -247,5 +300,10 @@ def _reasons(message: str) -> list[str]:
 
 
 def _label(reason: str) -> str:
-    return {"resources": "insufficient resources", "taint": "untolerated taint", "affinity": "node affinity/selector",
-            "ports": "host ports", "volumes": "volume placement"}.get(reason, "no node fits")  # fmt: skip
+    return {
+        "resources": "insufficient resources",
+        "taint": "untolerated taint",
+        "affinity": "node affinity/selector",
+        "ports": "host ports",
+        "volumes": "volume placement",
+    }.get(reason, "no node fits")

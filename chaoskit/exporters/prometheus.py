@@ -62,43 +62,64 @@ class Exporter:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.hpa_stage = Histogram(
-            "chaoskit_hpa_stage_duration_seconds", "Time spent in one stage of the HPA-to-Ready path, per sample.",
-            ["stage", "component"], buckets=BUCKETS, registry=r,
-        )  # fmt: skip
+            "chaoskit_hpa_stage_duration_seconds",
+            "Time spent in one stage of the HPA-to-Ready path, per sample.",
+            ["stage", "component"],
+            buckets=BUCKETS,
+            registry=r,
+        )
         self.rule_sync = Histogram(
-            "chaoskit_rule_sync_delay_seconds", "EndpointSlice change until a node's dataplane (or traffic) follows.",
-            ["stage", "node"], buckets=BUCKETS, registry=r,
-        )  # fmt: skip
+            "chaoskit_rule_sync_delay_seconds",
+            "EndpointSlice change until a node's dataplane (or traffic) follows.",
+            ["stage", "node"],
+            buckets=BUCKETS,
+            registry=r,
+        )
         self.injections = Counter(
-            "chaoskit_fault_injections", "Faults injected (journaled before being applied).",
-            ["fault", "component"], registry=r,
-        )  # fmt: skip
+            "chaoskit_fault_injections",
+            "Faults injected (journaled before being applied).",
+            ["fault", "component"],
+            registry=r,
+        )
         self.reverts = Counter(
-            "chaoskit_fault_reverts", "Fault reverts by outcome: reverted (by the run), manual (chaoskit revert), "
-            "failed.", ["fault", "component", "outcome"], registry=r,
-        )  # fmt: skip
+            "chaoskit_fault_reverts",
+            "Fault reverts by outcome: reverted (by the run), manual (chaoskit revert), failed.",
+            ["fault", "component", "outcome"],
+            registry=r,
+        )
         self.runs = Counter("chaoskit_runs", "Finished playbook runs by verdict.", ["playbook", "verdict"], registry=r)
         self.last_run = Gauge(
-            "chaoskit_last_run_timestamp_seconds", "When the latest run of a playbook with this verdict finished.",
-            ["playbook", "verdict"], registry=r,
-        )  # fmt: skip
-        self.score = Gauge(
-            "chaoskit_resilience_score", "The resilience score (0-100) of the latest scored run of a playbook.",
-            ["playbook"], registry=r,
-        )  # fmt: skip
-        self.probe_failures = Counter(
-            "chaoskit_probe_phase_failures", "Judged probe phases that did not hold.", ["playbook", "probe", "phase"],
+            "chaoskit_last_run_timestamp_seconds",
+            "When the latest run of a playbook with this verdict finished.",
+            ["playbook", "verdict"],
             registry=r,
-        )  # fmt: skip
+        )
+        self.score = Gauge(
+            "chaoskit_resilience_score",
+            "The resilience score (0-100) of the latest scored run of a playbook.",
+            ["playbook"],
+            registry=r,
+        )
+        self.probe_failures = Counter(
+            "chaoskit_probe_phase_failures",
+            "Judged probe phases that did not hold.",
+            ["playbook", "probe", "phase"],
+            registry=r,
+        )
         self.breaches = Counter(
-            "chaoskit_threshold_breaches", "Thresholds a run's measurements breached.",
-            ["playbook", "measurement", "stage", "stat"], registry=r,
-        )  # fmt: skip
+            "chaoskit_threshold_breaches",
+            "Thresholds a run's measurements breached.",
+            ["playbook", "measurement", "stage", "stat"],
+            registry=r,
+        )
         self.fact_checks = Counter(
-            "chaoskit_fact_checks", "Steps by fact check: confirmed (each check said no where it must), mismatch (the "
+            "chaoskit_fact_checks",
+            "Steps by fact check: confirmed (each check said no where it must), mismatch (the "
             "component did not do what the fault says), inconclusive (a check could not tell the fault from its "
-            "absence).", ["playbook", "fault", "verdict"], registry=r,
-        )  # fmt: skip
+            "absence).",
+            ["playbook", "fault", "verdict"],
+            registry=r,
+        )
         self.read_errors = Counter(
             "chaoskit_journal_read_errors", "Journals (or versions of one) that could not be read.", registry=r
         )
@@ -148,9 +169,11 @@ class Exporter:
         for threshold in record.get("thresholds") or []:
             if breached(threshold):
                 self.breaches.labels(
-                    playbook, str(threshold.get("measurement", "")), str(threshold.get("stage") or "total"),
+                    playbook,
+                    str(threshold.get("measurement", "")),
+                    str(threshold.get("stage") or "total"),
                     str(threshold.get("stat", "")),
-                ).inc()  # fmt: skip
+                ).inc()
         return True
 
     def observe_measurement(self, result: MeasurementResult) -> None:

@@ -201,8 +201,10 @@ def _watch_script(watches: int) -> str:
     curls = []
     for start in range(0, watches, CURL_PARALLEL_MAX):
         first, last = 3600 + start, 3600 + min(start + CURL_PARALLEL_MAX, watches) - 1
-        curls.append(f"curl -sN --http1.1 --parallel --parallel-immediate --parallel-max {CURL_PARALLEL_MAX} {creds} "
-                     f"{shlex.quote(url.format(f'{first}-{last}'))} >/dev/null &")  # fmt: skip
+        curls.append(
+            f"curl -sN --http1.1 --parallel --parallel-immediate --parallel-max {CURL_PARALLEL_MAX} {creds} "
+            f"{shlex.quote(url.format(f'{first}-{last}'))} >/dev/null &"
+        )
     return " ".join(curls) + " wait"
 
 

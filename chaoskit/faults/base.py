@@ -59,8 +59,12 @@ class FaultPlan:
     def steps(self) -> dict[str, list[str]]:
         """What --dry-run shows: every line in the order it runs, and the reverse."""
         made = [f"on the first {h.source} node: {h.make} > {self.node}:{h.path}" for h in self.handoffs]
-        return {**({"setup": list(self.setup)} if self.setup else {}), **({"handoffs": made} if made else {}),
-                "apply": list(self.apply), "revert": list(self.revert)}  # fmt: skip
+        return {
+            **({"setup": list(self.setup)} if self.setup else {}),
+            **({"handoffs": made} if made else {}),
+            "apply": list(self.apply),
+            "revert": list(self.revert),
+        }
 
     def no_op(self) -> FaultPlan:
         """This plan with nothing injected: its setup kept, its apply lines and handoffs gone (the no-op control)."""
@@ -197,8 +201,10 @@ def hand_over(env: Env, plan: FaultPlan, nodes: Sequence[Node]) -> None:
         source = pick(nodes, h.source, h.source).name
         made = env.nodes.run(source, ["sh", "-c", h.make], check=False)
         if made.returncode != 0 or not made.stdout.strip():
-            raise HandoffError(f"{plan.fault}: making {h.path} on {source} failed (exit {made.returncode}): "
-                               f"{made.stderr.strip()[-500:]}")  # fmt: skip
+            raise HandoffError(
+                f"{plan.fault}: making {h.path} on {source} failed (exit {made.returncode}): "
+                f"{made.stderr.strip()[-500:]}"
+            )
         folder = h.path.rsplit("/", 1)[0] or "/"
         write = f"umask 077 && mkdir -p {shlex.quote(folder)} && cat > {shlex.quote(h.path)}"
         env.nodes.run(plan.node, ["sh", "-c", write], input=made.stdout.encode())

@@ -35,8 +35,9 @@ def swap_static_pod(container: str, manifest_path: str, replacement: str, lease:
         get = kubectl("-n", "kube-system", "get", "lease", lease, "-o", "json", "--request-timeout=5s")
         cut = 'sed \'s/"leaseDurationSeconds": [0-9]*/"leaseDurationSeconds": 1/\''
         # the lease's resourceVersion makes the replace fail if a live holder renewed it meanwhile
-        steps.append(f"{{ {get} | {cut} | {kubectl('replace', '-f', '-', '--request-timeout=5s')}; }} >/dev/null"
-                     " 2>&1 || true;")  # fmt: skip
+        steps.append(
+            f"{{ {get} | {cut} | {kubectl('replace', '-f', '-', '--request-timeout=5s')}; }} >/dev/null 2>&1 || true;"
+        )
     steps.append(f"mv {replacement} {manifest_path}; fi")
     return " ".join(steps)
 

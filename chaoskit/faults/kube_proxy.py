@@ -68,8 +68,9 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
 def forget_rules_probe(env: Env, node: str) -> None:
     name = rules_probe_name(node)
     env.kube.delete(f"/api/v1/namespaces/{PROBE_NAMESPACE}/services/{name}", propagation="Background")
-    env.kube.delete(f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}",
-                    propagation="Background")  # fmt: skip
+    env.kube.delete(
+        f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}", propagation="Background"
+    )
 
 
 @register
@@ -160,9 +161,17 @@ class KubeProxyFlushRules(Fault):
             "iptables": sh("iptables", "-w", "5", "-t", "nat", "-F", kp.SERVICES_CHAIN),
             "nftables": f"nft flush map {kp.SERVICE_IPS_MAP}",
         }
-        keep_flushed = {mode: sh("systemd-run", f"--unit={FLUSH_UNIT}", *FLUSH_UNIT_PROPERTIES, "sh", "-c",
-                                 f"while :; do {line} >/dev/null 2>&1; sleep 0.5; done")
-                        for mode, line in flush.items()}  # fmt: skip
+        keep_flushed = {
+            mode: sh(
+                "systemd-run",
+                f"--unit={FLUSH_UNIT}",
+                *FLUSH_UNIT_PROPERTIES,
+                "sh",
+                "-c",
+                f"while :; do {line} >/dev/null 2>&1; sleep 0.5; done",
+            )
+            for mode, line in flush.items()
+        }
         apply = (
             f'mode=$(curl -s --max-time 3 {kp.PROXY_MODE_URL}); case "$mode" in'
             + "".join(f" {mode}) {flush[mode]} && {keep_flushed[mode]};;" for mode in flush)
@@ -283,8 +292,9 @@ class KubeProxySlowSync(Fault):
         get_cm = kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "yaml")
         restart = kubectl("-n", "kube-system", "delete", "pod", "-l", kp.POD_SELECTOR, "--wait=false")
         backup = PROXY_CONFIGMAP_BACKUP
-        probe = json.dumps({"apiVersion": "v1", "kind": "List", "items": probe_objects(fresh_ip([]))},
-                           separators=(",", ":"))  # fmt: skip
+        probe = json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": probe_objects(fresh_ip([]))}, separators=(",", ":")
+        )
         return FaultPlan(
             self.name,
             node,

@@ -163,8 +163,10 @@ EXPIRED_ERROR = "certificate.*(is|has) expired"
 
 def kubelet_errors_since_injection(env: Env, node: str) -> int:
     """Lines of kubelet's own journal on `node` since the fault restarted it that say its certificate expired."""
-    read = (f'[ -s {SINCE} ] && journalctl -u kubelet --since "@$(cat {SINCE})" --no-pager -o cat'
-            f" | grep -c -i -E {shlex.quote(EXPIRED_ERROR)}")  # fmt: skip
+    read = (
+        f'[ -s {SINCE} ] && journalctl -u kubelet --since "@$(cat {SINCE})" --no-pager -o cat'
+        f" | grep -c -i -E {shlex.quote(EXPIRED_ERROR)}"
+    )
     try:
         return int(node_sh(env, node, read).stdout.strip() or 0)
     except ValueError:

@@ -72,9 +72,11 @@ REASON_MESSAGES = {
 # that chaoskit's is the only taint the scheduler can reject a node for.
 TOLERATED = (
     "node-role.kubernetes.io/control-plane",
-    *(f"node.kubernetes.io/{c}" for c in ("not-ready", "unreachable", "disk-pressure", "memory-pressure",
-                                           "pid-pressure", "network-unavailable")),
-)  # fmt: skip
+    *(
+        f"node.kubernetes.io/{c}"
+        for c in ("not-ready", "unreachable", "disk-pressure", "memory-pressure", "pid-pressure", "network-unavailable")
+    ),
+)
 TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
 
 
@@ -103,8 +105,9 @@ def taint_line(node: str) -> str:
 
 
 # Every node's name and taint keys, a line each: the revert finds our taint on any node, labelled or not
-NODE_TAINTS = kubectl("get", "nodes", "-o", 'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}'
-                      '{"\\n"}{end}')  # fmt: skip
+NODE_TAINTS = kubectl(
+    "get", "nodes", "-o", 'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\\n"}{end}'
+)
 UNTAINT = (
     f"ok=0; names=$({NODE_TAINTS}) || ok=1;"
     f""" for n in $(printf '%s\\n' "$names" | awk '/{TAINT_KEY.replace("/", "[/]")}/ {{print $1}}'); do"""
@@ -121,11 +124,17 @@ PROBE_NAMESPACE = "default"
 def probe_pod(node: str | None) -> dict[str, Any]:
     """A pod of chaoskit's workload image that any working scheduler binds at once (to `node` when given)."""
     spec: dict[str, Any] = {
-        "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never",
-                        "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}],
+        "containers": [
+            {
+                "name": "probe",
+                "image": WORKLOAD_IMAGE,
+                "imagePullPolicy": "Never",
+                "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}},
+            }
+        ],
         "tolerations": [{"key": key, "operator": "Exists"} for key in TOLERATED],
         "terminationGracePeriodSeconds": 0,
-    }  # fmt: skip
+    }
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": "scheduler.unschedulable"}
@@ -145,9 +154,12 @@ def _absent(env: Env, path: str) -> bool:
 
 def _nodes_with_our_taint_or_label(env: Env) -> list[str]:
     nodes = env.kube.get("/api/v1/nodes")["items"]
-    return [n["metadata"]["name"] for n in nodes
-            if any(t.get("key") == TAINT_KEY for t in n["spec"].get("taints") or [])
-            or TAINT_KEY in (n["metadata"].get("labels") or {})]  # fmt: skip
+    return [
+        n["metadata"]["name"]
+        for n in nodes
+        if any(t.get("key") == TAINT_KEY for t in n["spec"].get("taints") or [])
+        or TAINT_KEY in (n["metadata"].get("labels") or {})
+    ]
 
 
 @register
@@ -213,19 +225,26 @@ class Unschedulable(Fault):
         ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
         revert.append(kubectl("delete", "pod", "-n", PROBE_NAMESPACE, PROBE_POD, "--ignore-not-found", "--wait=false"))
         revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
-        return FaultPlan(self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p,
-                         setup=tuple(setup))  # fmt: skip
+        return FaultPlan(
+            self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p, setup=tuple(setup)
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(UnschedulableParams)
         pods = env.kube.get(f"/api/v1/namespaces/{p.namespace}/pods", labelSelector=f"app={DEPLOYMENT}")["items"]
-        pending = {o["metadata"]["name"] for o in pods
-                   if o["status"].get("phase") == "Pending" and not o["spec"].get("nodeName")}  # fmt: skip
+        pending = {
+            o["metadata"]["name"]
+            for o in pods
+            if o["status"].get("phase") == "Pending" and not o["spec"].get("nodeName")
+        }
         if len(pods) != p.replicas or len(pending) != p.replicas:
             return False
         events = env.kube.get(f"/api/v1/namespaces/{p.namespace}/events", fieldSelector="reason=FailedScheduling")
-        explained = {e["involvedObject"]["name"] for e in events["items"]
-                     if REASON_MESSAGES[p.reason] in (e.get("message") or "")}  # fmt: skip
+        explained = {
+            e["involvedObject"]["name"]
+            for e in events["items"]
+            if REASON_MESSAGES[p.reason] in (e.get("message") or "")
+        }
         return pending <= explained
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:

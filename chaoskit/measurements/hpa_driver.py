@@ -41,8 +41,12 @@ def _at_one(env: Env, ns: str) -> bool:
 
 
 def deploy(env: Env, ns: str, max_replicas: int) -> None:
-    for obj in (workloads.namespace(ns), workloads.web_deployment(ns), workloads.service(ns),
-                workloads.hpa(ns, max_replicas=max_replicas)):  # fmt: skip
+    for obj in (
+        workloads.namespace(ns),
+        workloads.web_deployment(ns),
+        workloads.service(ns),
+        workloads.hpa(ns, max_replicas=max_replicas),
+    ):
         env.kube.apply(obj)
     env.kube.wait("the web workload and its HPA to settle at one pod", lambda: _at_one(env, ns), READY_TIMEOUT)
 
@@ -57,8 +61,9 @@ def _finished(m: HpaScaleUp, runs_before: int) -> bool:
         return pods >= last.to_replicas - last.from_replicas and not t.in_flight(m.nodes)
 
 
-def one_run(env: Env, m: HpaScaleUp, ns: str, trigger: Trigger, max_replicas: int, burn_ms: int,
-            say: Callable[[str], None]) -> None:  # fmt: skip
+def one_run(
+    env: Env, m: HpaScaleUp, ns: str, trigger: Trigger, max_replicas: int, burn_ms: int, say: Callable[[str], None]
+) -> None:
     runs_before = len(m.tracker.scale_ups)
     if trigger == "load":
         env.kube.patch(_hpa_path(ns), {"spec": {"maxReplicas": max_replicas}})  # the last run's scale-back lowered it
@@ -97,14 +102,26 @@ def _hpa_state(env: Env, ns: str) -> str:
     except KubeError as exc:
         return f"an unknown state ({exc})"
     spec, status = hpa.get("spec", {}), hpa.get("status", {})
-    cpu = [m["resource"]["current"].get("averageUtilization") for m in status.get("currentMetrics") or []
-           if m.get("type") == "Resource" and "current" in m.get("resource", {})]  # fmt: skip
-    return (f"{status.get('currentReplicas')} replicas (desired {status.get('desiredReplicas')}, min "
-            f"{spec.get('minReplicas')}, max {spec.get('maxReplicas')}, cpu {cpu[0] if cpu else '?'}%)")  # fmt: skip
+    cpu = [
+        m["resource"]["current"].get("averageUtilization")
+        for m in status.get("currentMetrics") or []
+        if m.get("type") == "Resource" and "current" in m.get("resource", {})
+    ]
+    return (
+        f"{status.get('currentReplicas')} replicas (desired {status.get('desiredReplicas')}, min "
+        f"{spec.get('minReplicas')}, max {spec.get('maxReplicas')}, cpu {cpu[0] if cpu else '?'}%)"
+    )
 
 
-def measure(env: Env, ns: str, runs: int, trigger: Trigger, max_replicas: int = 4, burn_ms: int = 100,
-            say: Callable[[str], None] = lambda _: None) -> MeasurementResult:  # fmt: skip
+def measure(
+    env: Env,
+    ns: str,
+    runs: int,
+    trigger: Trigger,
+    max_replicas: int = 4,
+    burn_ms: int = 100,
+    say: Callable[[str], None] = lambda _: None,
+) -> MeasurementResult:
     """Deploy, run `runs` scale-ups, and always delete the namespace."""
     try:
         deploy(env, ns, max_replicas)

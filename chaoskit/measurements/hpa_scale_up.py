@@ -74,21 +74,43 @@ class HpaScaleUp(Measurement):
         self.selector = selector
         base = f"/namespaces/{ns}"
         self.watchers = [
-            Watcher(kube, f"/apis/autoscaling/v2{base}/horizontalpodautoscalers", self._locked(self.tracker.hpa),
-                    self.stop_event, fieldSelector=f"metadata.name={hpa_name}"),
-            Watcher(kube, f"/apis/apps/v1{base}/{plural}", self._locked(self.tracker.deployment), self.stop_event,
-                    fieldSelector=f"metadata.name={p.deployment}"),
-            Watcher(kube, f"/apis/apps/v1{base}/replicasets", self._locked(self.tracker.replicaset), self.stop_event,
-                    labelSelector=selector),
-            Watcher(kube, f"/api/v1{base}/pods", self._locked(self.tracker.pod), self.stop_event,
-                    labelSelector=selector),
-            Watcher(kube, f"/apis/discovery.k8s.io/v1{base}/endpointslices", self._locked(self.tracker.endpoint_slice),
-                    self.stop_event, labelSelector=f"kubernetes.io/service-name={p.service}"),
-        ]  # fmt: skip
+            Watcher(
+                kube,
+                f"/apis/autoscaling/v2{base}/horizontalpodautoscalers",
+                self._locked(self.tracker.hpa),
+                self.stop_event,
+                fieldSelector=f"metadata.name={hpa_name}",
+            ),
+            Watcher(
+                kube,
+                f"/apis/apps/v1{base}/{plural}",
+                self._locked(self.tracker.deployment),
+                self.stop_event,
+                fieldSelector=f"metadata.name={p.deployment}",
+            ),
+            Watcher(
+                kube,
+                f"/apis/apps/v1{base}/replicasets",
+                self._locked(self.tracker.replicaset),
+                self.stop_event,
+                labelSelector=selector,
+            ),
+            Watcher(
+                kube, f"/api/v1{base}/pods", self._locked(self.tracker.pod), self.stop_event, labelSelector=selector
+            ),
+            Watcher(
+                kube,
+                f"/apis/discovery.k8s.io/v1{base}/endpointslices",
+                self._locked(self.tracker.endpoint_slice),
+                self.stop_event,
+                labelSelector=f"kubernetes.io/service-name={p.service}",
+            ),
+        ]
         self.lock = threading.Lock()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
-        script = probe_script(ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]),
-                              requests=p.first_request)  # fmt: skip
+        script = probe_script(
+            ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]), requests=p.first_request
+        )
         self.probes = [NodeProbe(self.env.nodes, n, script, self._locked_seen) for n in self.nodes]
         self.metrics_gaps: list[Gap] = []
         self.poller = threading.Thread(target=self._poll_metrics, name="metrics poll", daemon=True)

@@ -230,14 +230,16 @@ class HpaTracker:
             elif not held:  # the IP appears: this pod's endpoint programmed
                 if o.at >= ready.at:
                     return Stamp(o.at, o.precision), ""
-                return Stamp(ready.at, o.precision), (f"the node's rules showed its IP {ready.at - o.at:.3f}s before"
-                                                      " our watch saw its endpoint ready")  # fmt: skip
+                return Stamp(ready.at, o.precision), (
+                    f"the node's rules showed its IP {ready.at - o.at:.3f}s before our watch saw its endpoint ready"
+                )
             if held and o.at >= ready.at:
                 break
         if held:
             shown = obs[start - 1]
-            return Stamp(ready.at, shown.precision), (f"IP {times.ip} reused: the node's rules held it for an"
-                                                      " earlier pod since before this one was created")  # fmt: skip
+            return Stamp(ready.at, shown.precision), (
+                f"IP {times.ip} reused: the node's rules held it for an earlier pod since before this one was created"
+            )
         return None
 
     def _timed(self, nodes: list[str]) -> list[tuple[Sample, Clamp | None]]:
@@ -254,9 +256,12 @@ class HpaTracker:
             if scale_up is None:
                 continue
             chain: list[tuple[str, Stamp | None]] = [
-                ("pod_created", times.created), ("scheduled", times.scheduled),
-                ("containers_started", times.started), ("ready", times.ready), ("endpoint_ready", times.endpoint),
-            ]  # fmt: skip
+                ("pod_created", times.created),
+                ("scheduled", times.scheduled),
+                ("containers_started", times.started),
+                ("ready", times.ready),
+                ("endpoint_ready", times.endpoint),
+            ]
             previous: Stamp | None = scale_up.rs_scaled or scale_up.decided
             for stage, end in chain:
                 if previous is None or end is None:
@@ -292,10 +297,12 @@ class HpaTracker:
         return clamp_notes(c for _, c in self._timed(nodes) if c is not None)
 
     @staticmethod
-    def _sample(stage: str, subject: str, start: Stamp, end: Stamp, run: int,
-                why: str = "") -> tuple[Sample, Clamp | None]:  # fmt: skip
-        sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at,
-                        max(start.precision, end.precision), run)  # fmt: skip
+    def _sample(
+        stage: str, subject: str, start: Stamp, end: Stamp, run: int, why: str = ""
+    ) -> tuple[Sample, Clamp | None]:
+        sample = Sample(
+            TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at, max(start.precision, end.precision), run
+        )
         if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
             why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"
         elif not why and end.at == start.at:  # the split between the two is not observable, not measured as 0

@@ -75,14 +75,27 @@ class RuleSync(Measurement):
         self.snapshots: list[list[SliSnapshot]] = []
         if p.sli:
             self.mark()
-        script = probe_script(ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]),
-                              failures=True, requests=p.first_request)  # fmt: skip
+        script = probe_script(
+            ns,
+            p.service,
+            svc["spec"]["clusterIP"],
+            int(svc["spec"]["ports"][0]["port"]),
+            failures=True,
+            requests=p.first_request,
+        )
         if not p.first_request:
-            self.result.notes.append(f"traffic_follows not measured: Service {ns}/{p.service} is not known to answer "
-                                     "with its pod's name (first_request is off); rules_programmed only")  # fmt: skip
+            self.result.notes.append(
+                f"traffic_follows not measured: Service {ns}/{p.service} is not known to answer "
+                "with its pod's name (first_request is off); rules_programmed only"
+            )
         self.probes = [NodeProbe(self.env.nodes, n, script, self._seen) for n in self.nodes]
-        self.watcher = Watcher(kube, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", self._slice,
-                               self.stop_event, labelSelector=f"kubernetes.io/service-name={p.service}")  # fmt: skip
+        self.watcher = Watcher(
+            kube,
+            f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+            self._slice,
+            self.stop_event,
+            labelSelector=f"kubernetes.io/service-name={p.service}",
+        )
         for probe in self.probes:  # before the watch: each node's rules are known before the first change
             probe.start()
         self.watcher.start()
@@ -141,6 +154,7 @@ class RuleSync(Measurement):
 def rounds_note(node: str, loops: dict[str, dict[str, float]]) -> str:
     """How far apart the probe's rounds really were on one node: what its samples' precision is made of."""
     parts = {"requests": ("request rounds", "apart"), "rules": ("rules reads bracketing a change", "wide")}
-    said = [f"{parts[loop][0]} median {r['median']:.2f}s, max {r['max']:.2f}s {parts[loop][1]}"
-            for loop, r in loops.items()]  # fmt: skip
+    said = [
+        f"{parts[loop][0]} median {r['median']:.2f}s, max {r['max']:.2f}s {parts[loop][1]}" for loop, r in loops.items()
+    ]
     return f"probe on {node}: {'; '.join(said)} (nominal {INTERVAL:g}s)"

@@ -46,16 +46,21 @@ def probe_objects(ip: str, name: str = SERVICE, fault: str = "kube-proxy.slow-sy
     """The probe's Service and its one EndpointSlice, holding the endpoint `ip`."""
     labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": fault}
     service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
         "spec": {"ports": [{"name": "http", "port": PORT, "protocol": "TCP"}]},  # no selector: we write the slice
-    }  # fmt: skip
+    }
     owners = {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "chaoskit"}
     slice_labels = {**labels, **owners}  # not the EndpointSlice controller's: it leaves the slice alone
     endpoint_slice = {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "addressType": "IPv4",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": slice_labels},
-        "ports": [{"name": "http", "port": PORT, "protocol": "TCP"}], "endpoints": [endpoint(ip)],
-    }  # fmt: skip
+        "ports": [{"name": "http", "port": PORT, "protocol": "TCP"}],
+        "endpoints": [endpoint(ip)],
+    }
     return [service, endpoint_slice]
 
 

@@ -95,16 +95,21 @@ class Workload:
     def delete(self, timeout: float = CLEANUP_TIMEOUT) -> None:
         """Delete the namespace, waiting out an API server that is briefly away (another run may be restarting it)."""
         path = f"/api/v1/namespaces/{self.namespace}"
-        self.kube.wait(f"namespace {self.namespace} deleted", lambda: self.kube.delete(path, "Background") or True,
-                       timeout, 5.0)  # fmt: skip
+        self.kube.wait(
+            f"namespace {self.namespace} deleted", lambda: self.kube.delete(path, "Background") or True, timeout, 5.0
+        )
 
 
 def wait_converged(m: RuleSync, workload: Workload, changes_before: int, timeout: float) -> bool:
     """Until the change happened (pods settled, a new endpoint set) and every node's rules and traffic followed it."""
 
     def converged() -> bool:  # a ToolError from settled(): the API server is briefly unavailable, keep waiting
-        return (workload.settled() and len(m.endpoints()) == workload.replicas
-                and len(m.changes()) > changes_before and m.converged())  # fmt: skip
+        return (
+            workload.settled()
+            and len(m.endpoints()) == workload.replicas
+            and len(m.changes()) > changes_before
+            and m.converged()
+        )
 
     return poll(converged, timeout, POLL).done
 
@@ -141,8 +146,10 @@ def run_changes(
                 done = workload.change(change)
                 ok = wait_converged(m, workload, before, converge_timeout)
                 numbers = [c.number for c in m.changes()[before:]]
-                say(f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
-                    + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s"))  # fmt: skip
+                say(
+                    f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
+                    + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s")
+                )
                 actions.append({"action": change, "done": done, "at": started, "changes": numbers, "converged": ok})
                 if not ok:
                     break  # the next change would pile onto this one: its figures would mean nothing
@@ -151,8 +158,11 @@ def run_changes(
         finally:
             result = m.stop()
         result.extra["actions"] = actions
-        result.notes += [f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
-                         for a in actions if not a["converged"]]  # fmt: skip
+        result.notes += [
+            f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
+            for a in actions
+            if not a["converged"]
+        ]
         return result
     finally:
         say(f"deleting namespace {namespace}")

@@ -48,8 +48,14 @@ def sli_snapshot(node: str, at: float, families: Sequence[Metric]) -> SliSnapsho
     def stamp(name: str) -> float | None:  # the IPv4 proxier: the family our rules probe reads
         return m.value(name, ip_family="IPv4")
 
-    return SliSnapshot(node, at, m.total(f"{PROGRAMMING}_count") or 0.0,
-                       m.total(f"{PROGRAMMING}_sum") or 0.0, stamp(LAST_QUEUED), stamp(LAST_SYNC))  # fmt: skip
+    return SliSnapshot(
+        node,
+        at,
+        m.total(f"{PROGRAMMING}_count") or 0.0,
+        m.total(f"{PROGRAMMING}_sum") or 0.0,
+        stamp(LAST_QUEUED),
+        stamp(LAST_SYNC),
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,7 @@ def compare_sli(
                 "stretches": len(diffs),
                 "mean_difference": _mean(diffs),
                 "max_abs_difference": max((abs(d) for d in diffs), default=None),
-            },  # fmt: skip
+            },
         }
     return out
 

@@ -70,10 +70,14 @@ class EndpointChange:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "number": self.number, "at": self.at, "trigger": self.trigger, "endpoints": len(self.ips),
-            "added": sorted(self.added_pods or self.added), "removed": sorted(self.removed_pods or self.removed),
+            "number": self.number,
+            "at": self.at,
+            "trigger": self.trigger,
+            "endpoints": len(self.ips),
+            "added": sorted(self.added_pods or self.added),
+            "removed": sorted(self.removed_pods or self.removed),
             "late": self.late,
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -150,12 +154,19 @@ class RuleSyncTracker:
         if listed and not self.watching:
             return  # the first listing: the state before we measure, not a change
         added, removed = ips - previous, previous - ips
-        self.changes.append(EndpointChange(
-            len(self.changes) + 1, at, ips, added, removed,
-            frozenset(self.pod_of[ip] for ip in added if ip in self.pod_of),
-            frozenset(self.pod_of[ip] for ip in removed if ip in self.pod_of),
-            view.trigger if view is not None and not listed else None, late=listed,
-        ))  # fmt: skip
+        self.changes.append(
+            EndpointChange(
+                len(self.changes) + 1,
+                at,
+                ips,
+                added,
+                removed,
+                frozenset(self.pod_of[ip] for ip in added if ip in self.pod_of),
+                frozenset(self.pod_of[ip] for ip in removed if ip in self.pod_of),
+                view.trigger if view is not None and not listed else None,
+                late=listed,
+            )
+        )
 
     def seen(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):
@@ -209,8 +220,9 @@ class RuleSyncTracker:
             ends.append(End(first, rounds.precision(first, since)))
         if change.removed:
             gone = self._first_rules(node, change.at, lambda ips: not change.removed & ips)
-            reached = [_last_in(answers.by_pod.get(p, []), change.at, self._readded(change, p))
-                       for p in change.removed_pods]  # fmt: skip
+            reached = [
+                _last_in(answers.by_pod.get(p, []), change.at, self._readded(change, p)) for p in change.removed_pods
+            ]
             held_until = None if gone is None else gone.at
             reached.append(_last_in(answers.failed, change.at, held_until))  # sent while the rules still held one
             last = max((t for t in reached if t is not None), default=None)
@@ -223,8 +235,9 @@ class RuleSyncTracker:
         end = max(ends, key=lambda e: e.at)
         if end.at >= change.at:
             return end
-        return End(change.at, end.precision, f"an added pod answered {change.at - end.at:.3f}s before our watch saw"
-                   " the change")  # fmt: skip
+        return End(
+            change.at, end.precision, f"an added pod answered {change.at - end.at:.3f}s before our watch saw the change"
+        )
 
     def traffic_follows(self, change: EndpointChange, node: str) -> float | None:
         end = self.traffic_end(change, node)
@@ -250,12 +263,22 @@ class RuleSyncTracker:
             if c.late:
                 continue
             for node in nodes:
-                for stage, end in (("rules_programmed", self.rules_end(c, node)),
-                                   ("traffic_follows", self.traffic_end(c, node))):  # fmt: skip
+                for stage, end in (
+                    ("rules_programmed", self.rules_end(c, node)),
+                    ("traffic_follows", self.traffic_end(c, node)),
+                ):
                     if end is None:
                         continue
-                    sample = Sample(TYPE, stage, STAGE_COMPONENTS[stage], f"{c.number}@{node}", c.at, end.at,
-                                    max(self.watch_precision, end.precision), c.number)  # fmt: skip
+                    sample = Sample(
+                        TYPE,
+                        stage,
+                        STAGE_COMPONENTS[stage],
+                        f"{c.number}@{node}",
+                        c.at,
+                        end.at,
+                        max(self.watch_precision, end.precision),
+                        c.number,
+                    )
                     out.append((sample, Clamp(sample, end.clamped) if end.clamped else None))
         return out
 
@@ -272,8 +295,10 @@ class RuleSyncTracker:
         out: dict[str, dict[str, dict[str, float]]] = {}
         for node in sorted({*self.rounds, *self.rules}):
             starts = self.rounds.get(node, Rounds()).starts
-            loops = {"requests": [b - a for a, b in zip(starts, starts[1:], strict=False)],
-                     "rules": [o.precision for o in self.rules.get(node, []) if o.since is not None]}  # fmt: skip
+            loops = {
+                "requests": [b - a for a, b in zip(starts, starts[1:], strict=False)],
+                "rules": [o.precision for o in self.rules.get(node, []) if o.since is not None],
+            }
             out[node] = {loop: _spread(xs) for loop, xs in loops.items() if xs}
         return out
 

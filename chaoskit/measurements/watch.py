@@ -95,8 +95,12 @@ class WatchDelay:
     def to_dict(self) -> dict[str, Any]:
         ordered = sorted(self.samples)
         median = round(ordered[len(ordered) // 2], 4) if ordered else None
-        return {"writes": len(self.samples), "median_s": median, "max_s": round(self.max, 4),
-                "clock_resolution_s": CLOCK_RESOLUTION}  # fmt: skip
+        return {
+            "writes": len(self.samples),
+            "median_s": median,
+            "max_s": round(self.max, 4),
+            "clock_resolution_s": CLOCK_RESOLUTION,
+        }
 
 
 def measure_watch_delay(kube: Kube, writes: int = CALIBRATION_WRITES, timeout: float = 10.0) -> WatchDelay:
@@ -118,9 +122,16 @@ def measure_watch_delay(kube: Kube, writes: int = CALIBRATION_WRITES, timeout: f
         if not watcher.wait_listed(timeout):
             return WatchDelay(())
         for n in range(writes):
-            obj = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"n": str(n)},
-                   "metadata": {"name": name, "namespace": CALIBRATION_NAMESPACE,
-                                "labels": {"app.kubernetes.io/managed-by": "chaoskit"}}}  # fmt: skip
+            obj = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "data": {"n": str(n)},
+                "metadata": {
+                    "name": name,
+                    "namespace": CALIBRATION_NAMESPACE,
+                    "labels": {"app.kubernetes.io/managed-by": "chaoskit"},
+                },
+            }
             sent = time.time()
             kube.apply(obj)
             with arrived:

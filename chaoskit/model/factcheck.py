@@ -27,8 +27,11 @@ EXPECTED: dict[tuple[Moment, Question], bool] = {
 
 # The order the engine asks them in: an answer missing here means the step stopped before it.
 ORDER: tuple[tuple[Moment, Question], ...] = (
-    ("before", "took_effect"), ("after", "took_effect"), ("during", "recovered"), ("after", "recovered"),
-)  # fmt: skip
+    ("before", "took_effect"),
+    ("after", "took_effect"),
+    ("during", "recovered"),
+    ("after", "recovered"),
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,11 @@ class FactCheck:
         return f"{self.verdict}: " + "; ".join(SAID[(o.moment, o.question)] for o in wrong)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "seconds": self.seconds(), "observations": [o.to_dict() for o in
-                                                                                     self.observations]}  # fmt: skip
+        return {
+            "verdict": self.verdict,
+            "seconds": self.seconds(),
+            "observations": [o.to_dict() for o in self.observations],
+        }
 
 
 SAID: dict[tuple[Moment, Question], str] = {

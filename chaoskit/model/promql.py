@@ -13,7 +13,8 @@ from typing import NamedTuple, NoReturn
 
 from chaoskit.registry import close_matches
 
-FUNCTIONS = frozenset("""
+FUNCTIONS = frozenset(
+    """
     rate irate increase delta idelta deriv predict_linear histogram_quantile histogram_count histogram_sum
     histogram_fraction histogram_avg histogram_stddev histogram_stdvar abs ceil floor round exp ln log2 log10 sqrt
     clamp clamp_min clamp_max label_replace label_join vector scalar time timestamp absent absent_over_time changes
@@ -21,22 +22,52 @@ FUNCTIONS = frozenset("""
     minute month year sgn avg_over_time min_over_time max_over_time sum_over_time count_over_time quantile_over_time
     stddev_over_time stdvar_over_time last_over_time present_over_time mad_over_time deg rad pi acos asin atan acosh
     asinh atanh cos cosh sin sinh tan tanh double_exponential_smoothing holt_winters info
-""".split())  # fmt: skip
+""".split()
+)
 _CLOCK = ("day_of_month", "day_of_week", "day_of_year", "days_in_month", "hour", "minute", "month", "year")
 # (fewest, most) arguments, most None for no limit; a function not listed takes exactly one
 ARITY: dict[str, tuple[int, int | None]] = {
-    "time": (0, 0), "pi": (0, 0), "predict_linear": (2, 2), "histogram_quantile": (2, 2), "clamp_min": (2, 2),
-    "clamp_max": (2, 2), "quantile_over_time": (2, 2), "histogram_fraction": (3, 3), "clamp": (3, 3),
-    "double_exponential_smoothing": (3, 3), "holt_winters": (3, 3), "label_replace": (5, 5), "round": (1, 2),
-    "info": (1, 2), "label_join": (3, None), "sort_by_label": (1, None), "sort_by_label_desc": (1, None),
+    "time": (0, 0),
+    "pi": (0, 0),
+    "predict_linear": (2, 2),
+    "histogram_quantile": (2, 2),
+    "clamp_min": (2, 2),
+    "clamp_max": (2, 2),
+    "quantile_over_time": (2, 2),
+    "histogram_fraction": (3, 3),
+    "clamp": (3, 3),
+    "double_exponential_smoothing": (3, 3),
+    "holt_winters": (3, 3),
+    "label_replace": (5, 5),
+    "round": (1, 2),
+    "info": (1, 2),
+    "label_join": (3, None),
+    "sort_by_label": (1, None),
+    "sort_by_label_desc": (1, None),
     **{name: (0, 1) for name in _CLOCK},  # these default to the evaluation time
-}  # fmt: skip
+}
 _WITH_PARAMETER = ("topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio")
 # aggregation -> its argument count: those with a parameter (k, φ, the label) take it first
 _WITHOUT_PARAMETER = ("sum", "min", "max", "avg", "group", "stddev", "stdvar", "count")
 AGGREGATIONS = {name: 2 if name in _WITH_PARAMETER else 1 for name in _WITH_PARAMETER + _WITHOUT_PARAMETER}
-_PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3, "+": 4, "-": 4,
-               "*": 5, "/": 5, "%": 5, "atan2": 5, "^": 6}  # fmt: skip
+_PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "unless": 2,
+    "==": 3,
+    "!=": 3,
+    "<=": 3,
+    "<": 3,
+    ">=": 3,
+    ">": 3,
+    "+": 4,
+    "-": 4,
+    "*": 5,
+    "/": 5,
+    "%": 5,
+    "atan2": 5,
+    "^": 6,
+}
 _POW = _PRECEDENCE["^"]
 _COMPARISONS = frozenset({"==", "!=", "<=", "<", ">=", ">"})
 _SET_OPERATORS = frozenset({"and", "or", "unless"})
@@ -164,8 +195,9 @@ class _Parser:
         )
         after = after if len(after) <= _AFTER_MAX else "..." + after[3 - _AFTER_MAX :]
         found = "the end" if self.tok.kind == "end" else repr(self.tok.text)
-        raise _Problem(f"expected {wanted}{f' after {after!r}' if after else ''}, found {found} "
-                       f"at character {self.tok.pos + 1}")  # fmt: skip
+        raise _Problem(
+            f"expected {wanted}{f' after {after!r}' if after else ''}, found {found} at character {self.tok.pos + 1}"
+        )
 
     def bad(self, token: Token, message: str, hint: str = "") -> NoReturn:
         raise _Problem(f"{message} at character {token.pos + 1}{hint}")
@@ -206,8 +238,12 @@ class _Parser:
         if self.at("group_left", "group_right"):
             group = self.take()
             if name in _SET_OPERATORS or not matched:
-                self.bad(group, f"{group.text} does not go with {op.text!r}" if name in _SET_OPERATORS
-                         else f"{group.text} needs on(...) or ignoring(...) before it")  # fmt: skip
+                self.bad(
+                    group,
+                    f"{group.text} does not go with {op.text!r}"
+                    if name in _SET_OPERATORS
+                    else f"{group.text} needs on(...) or ignoring(...) before it",
+                )
             if self.at("("):
                 self.labels()
 
@@ -320,13 +356,21 @@ class _Parser:
                     continue
                 self.expect("]", "':' or ']'")
                 if kind != "selector" or modifiers:
-                    self.bad(token, "a range [...] goes before offset and @" if modifiers else
-                             "a range [...] needs a metric selector right before it (a subquery: [5m:1m])")  # fmt: skip
+                    self.bad(
+                        token,
+                        "a range [...] goes before offset and @"
+                        if modifiers
+                        else "a range [...] needs a metric selector right before it (a subquery: [5m:1m])",
+                    )
                 kind = "range"
                 continue
             if kind == "other" or word in modifiers:
-                self.bad(token, f"{token.text} is given twice" if word in modifiers else
-                         f"{token.text} needs a metric selector, range or subquery before it")  # fmt: skip
+                self.bad(
+                    token,
+                    f"{token.text} is given twice"
+                    if word in modifiers
+                    else f"{token.text} needs a metric selector, range or subquery before it",
+                )
             modifiers.add(word)
             if word == "offset":
                 self.accept("-")

@@ -11,9 +11,12 @@ from chaoskit.model.score import run_score
 
 Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
 EXIT_CODES: dict[Verdict, int] = {
-    "passed": EXIT_OK, "deviated": EXIT_BREACHED, "aborted": EXIT_TOOL, "error": EXIT_TOOL,
+    "passed": EXIT_OK,
+    "deviated": EXIT_BREACHED,
+    "aborted": EXIT_TOOL,
+    "error": EXIT_TOOL,
     "interrupted": EXIT_INTERRUPTED,
-}  # fmt: skip
+}
 
 
 @dataclass

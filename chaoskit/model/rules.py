@@ -126,8 +126,7 @@ def spec_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
     for i, probe in mappings(spec.get("probes")):
         name = probe.get("name")
         if isinstance(name, str) and name in probes:
-            found.append(((*at, "probes", i, "name"), f"probe name {name!r} is already used by "
-                          f"{dotted(probes[name])}"))  # fmt: skip
+            found.append(((*at, "probes", i, "name"), f"probe name {name!r} is already used by {dotted(probes[name])}"))
         elif isinstance(name, str):
             probes[name] = (*at, "probes", i)
     for i, threshold in mappings(spec.get("thresholds")):
@@ -149,8 +148,9 @@ def scale_up_problems(spec: Mapping[str, Any], at: Path = ()) -> Found:
         if not isinstance(scale_up, Mapping) or isinstance(spec.get("subject"), Mapping):
             continue  # a subject's HPA bounds are known only in the cluster: checked there, before anything runs
         if not isinstance(workload, Mapping):
-            found.append(((*path, "scaleUp"), "needs spec.workload or spec.subject: chaoskit raises an HPA's "
-                          "minReplicas"))  # fmt: skip
+            found.append(
+                ((*path, "scaleUp"), "needs spec.workload or spec.subject: chaoskit raises an HPA's minReplicas")
+            )
             continue
         wanted = _int(scale_up.get("minReplicas"))
         if wanted is not None and low is not None and high is not None and not low < wanted <= high:
@@ -179,8 +179,11 @@ def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
     slo = probe.get("slo")
     if kind == "http" and not isinstance(slo, Mapping):
         return [(at, "an http probe needs an slo: successRate, p50, p99 or max")]
-    if kind == "http" and isinstance(slo, Mapping) and all(slo.get(k) is None for k in ("successRate", "p50", "p99",
-                                                                                        "max")):  # fmt: skip
+    if (
+        kind == "http"
+        and isinstance(slo, Mapping)
+        and all(slo.get(k) is None for k in ("successRate", "p50", "p99", "max"))
+    ):
         return [((*at, "slo"), "give successRate, p50, p99 or max")]
     if kind != "http" and slo is not None:
         return [((*at, "slo"), f"only an http probe has an slo; a {kind} probe is judged by its own bounds")]

@@ -37,8 +37,12 @@ def run_items(run: Mapping[str, Any]) -> list[Item] | None:
 
 def step_held(step: Mapping[str, Any]) -> bool:
     """StepRecord.ok, read from a record: its effect seen, its component healthy again, nothing deviated or failed."""
-    return (step.get("effect_s") is not None and step.get("recovery_s") is not None and not step.get("errors")
-            and not step.get("failures"))  # fmt: skip
+    return (
+        step.get("effect_s") is not None
+        and step.get("recovery_s") is not None
+        and not step.get("errors")
+        and not step.get("failures")
+    )
 
 
 def score(items: Iterable[Item]) -> float | None:

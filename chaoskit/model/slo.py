@@ -42,8 +42,12 @@ class Phases:
         finite = [w for w in (self.before, self.after) if w is not None]
         end = max((e for _, e in finite if e != float("inf")), default=None)
         after = None if self.after is None else [self.after[0], end if self.after[1] == float("inf") else self.after[1]]
-        return {"before": None if self.before is None else list(self.before), "during": [list(w) for w in self.during],
-                "after": after, "effects": list(self.effects)}  # fmt: skip
+        return {
+            "before": None if self.before is None else list(self.before),
+            "during": [list(w) for w in self.during],
+            "after": after,
+            "effects": list(self.effects),
+        }
 
     def of(self, at: float) -> Phase | None:
         if self.before and self.before[0] <= at < self.before[1]:
@@ -94,22 +98,34 @@ def _judge_phase(probe: Probe, phase: Phase, samples: list[ProbeSample]) -> Phas
     if probe.slo is None:  # promql, k8s, command: every sample must pass
         if failed:
             why = failed[0].detail or "failed"
-            return PhaseResult(phase, False, len(samples), len(failed),
-                               f"{len(failed)} of {len(samples)} samples failed, first: {why}", first)  # fmt: skip
+            return PhaseResult(
+                phase,
+                False,
+                len(samples),
+                len(failed),
+                f"{len(failed)} of {len(samples)} samples failed, first: {why}",
+                first,
+            )
         return PhaseResult(phase, True, len(samples), 0, f"all {len(samples)} samples passed")
     return _judge_slo(probe.slo, phase, samples, failed, first)
 
 
-def _judge_slo(slo: Slo, phase: Phase, samples: list[ProbeSample], failed: list[ProbeSample],
-               first: float | None) -> PhaseResult:  # fmt: skip
+def _judge_slo(
+    slo: Slo, phase: Phase, samples: list[ProbeSample], failed: list[ProbeSample], first: float | None
+) -> PhaseResult:
     rate = 100.0 * (len(samples) - len(failed)) / len(samples)
     latencies = [s.value for s in samples if s.ok and s.value is not None]
-    latency = {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99), "max": max(latencies)} if (
-        latencies) else {}  # fmt: skip
+    latency = (
+        {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99), "max": max(latencies)}
+        if (latencies)
+        else {}
+    )
     broken = []
     if slo.success_rate is not None and rate < slo.success_rate:
-        broken.append(f"success {rate:.1f}% < {slo.success_rate:g}% ({len(failed)} of {len(samples)} failed"
-                      f"{', first: ' + failed[0].detail if failed and failed[0].detail else ''})")  # fmt: skip
+        broken.append(
+            f"success {rate:.1f}% < {slo.success_rate:g}% ({len(failed)} of {len(samples)} failed"
+            f"{', first: ' + failed[0].detail if failed and failed[0].detail else ''})"
+        )
     for stat in ("max",) if phase == "effect" else ("p50", "p99", "max"):  # effect: one request per fault, no spread
         bound = getattr(slo, stat)
         if bound is None:

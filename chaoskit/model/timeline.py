@@ -152,8 +152,10 @@ MAX_CLAMP_NOTES = 20  # beyond this a run is broken in one way; the count says h
 def clamp_notes(clamps: Iterable[Clamp]) -> list[str]:
     """One note per clamped sample (a 0 that is not a measured 0), then how many more."""
     items = list(clamps)
-    out = [f"{c.sample.stage} of {c.sample.subject} (run {c.sample.run}) reported as 0: {c.why}"
-           for c in items[:MAX_CLAMP_NOTES]]  # fmt: skip
+    out = [
+        f"{c.sample.stage} of {c.sample.subject} (run {c.sample.run}) reported as 0: {c.why}"
+        for c in items[:MAX_CLAMP_NOTES]
+    ]
     if len(items) > MAX_CLAMP_NOTES:
         out.append(f"... and {len(items) - MAX_CLAMP_NOTES} more stages reported as 0 for the same kinds of reasons")
     return out
@@ -207,7 +209,7 @@ class MeasurementResult:
                 max(x.end for x in xs),
                 max(x.precision for x in xs),
                 run,
-            )  # fmt: skip
+            )
             for (run, subject), xs in spans.items()
         ]
 

@@ -28,5 +28,9 @@ class CommandProber(Prober):
         except CommandError as exc:  # timed out
             return ProbeSample(at, False, None, str(exc).splitlines()[0][:200])
         detail = (done.stderr or done.stdout).strip().splitlines()
-        return ProbeSample(at, done.returncode == 0, float(done.returncode),
-                           f"exit {done.returncode}" + (f": {detail[-1][:200]}" if detail else ""))  # fmt: skip
+        return ProbeSample(
+            at,
+            done.returncode == 0,
+            float(done.returncode),
+            f"exit {done.returncode}" + (f": {detail[-1][:200]}" if detail else ""),
+        )

@@ -32,16 +32,18 @@ def parse_line(line: str) -> ProbeSample | None:
 class HttpProber(Prober):
     polled = False
 
-    def __init__(self, kube: Kube, spec: HttpProbe, every: float, namespace: str, name: str,
-                 node: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, kube: Kube, spec: HttpProbe, every: float, namespace: str, name: str, node: str | None = None
+    ) -> None:
         self.kube, self.spec, self.every, self.namespace, self.name = kube, spec, every, namespace, name
         self.node = node  # resolved from spec.node (a role picks a node)
         self.path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         self.samples: list[ProbeSample] = []
 
     def start(self) -> None:
-        self.kube.apply(workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout,
-                                            self.node))  # fmt: skip
+        self.kube.apply(
+            workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout, self.node)
+        )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             pod = self.kube.find(self.path) or {}
@@ -51,8 +53,10 @@ class HttpProber(Prober):
             if phase in ("Failed", "Succeeded"):
                 break
             time.sleep(0.5)
-        raise ProbeError(f"http probe {self.name}: its pod did not start within {START_TIMEOUT:.0f}s "
-                         f"(phase {phase or 'none'}; is chaoskit's workload image in the cluster?)")  # fmt: skip
+        raise ProbeError(
+            f"http probe {self.name}: its pod did not start within {START_TIMEOUT:.0f}s "
+            f"(phase {phase or 'none'}; is chaoskit's workload image in the cluster?)"
+        )
 
     def collect(self) -> list[ProbeSample]:
         try:

@@ -40,8 +40,9 @@ class K8sProber(Prober):
 
 def judge_object(spec: K8sProbe, obj: Any, at: float) -> ProbeSample:
     if spec.condition is not None:
-        found = next((c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") == spec.condition),
-                     None)  # fmt: skip
+        found = next(
+            (c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") == spec.condition), None
+        )
         status = found.get("status") if found else "absent"
         return ProbeSample(at, status == "True", None, f"{spec.condition} is {status}")
     value: Any = obj

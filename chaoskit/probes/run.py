@@ -30,8 +30,9 @@ MIN_PHASE_S = 5.0  # the shortest before and after phases: a few samples at leas
 SAMPLE_WAIT_S = 30.0  # past its `every`, how long a phase waits for a probe's first sample there (a slow command's)
 
 
-def prober_for(env: Env, probe: Probe, namespace: str, shell: Runner,
-               node_of: Callable[[str], str] = lambda n: n) -> Prober:  # fmt: skip
+def prober_for(
+    env: Env, probe: Probe, namespace: str, shell: Runner, node_of: Callable[[str], str] = lambda n: n
+) -> Prober:
     """`node_of` resolves an http probe's node (a name or a role) to a node name."""
     if probe.http is not None:
         node = node_of(probe.http.node) if probe.http.node else None
@@ -60,9 +61,14 @@ class ProbeRecord:
         return [p for p in self.phases if not p.ok]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "weight": self.weight, "ok": self.ok,
-                "phases": [p.to_dict() for p in self.phases],
-                "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples]}  # fmt: skip
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "weight": self.weight,
+            "ok": self.ok,
+            "phases": [p.to_dict() for p in self.phases],
+            "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples],
+        }
 
 
 @dataclass
@@ -90,8 +96,9 @@ class ProbeSet:
         self.started_at = time.time()
         for probe, prober in self.probes:
             if prober.polled:
-                thread = threading.Thread(target=self._poll, args=(probe, prober), name=f"probe-{probe.name}",
-                                          daemon=True)  # fmt: skip
+                thread = threading.Thread(
+                    target=self._poll, args=(probe, prober), name=f"probe-{probe.name}", daemon=True
+                )
                 thread.start()
                 self._threads.append(thread)
         self.say(f"probing {', '.join(f'{p.name} ({p.kind}, every {p.every:g}s)' for p, _ in self.probes)}")
@@ -122,8 +129,9 @@ class ProbeSet:
         failed = []
         for probe, prober in self.probes:
             if "before" in probe.when:
-                (result,) = judge(probe.model_copy(update={"when": ["before"]}), self._samples(probe, prober),
-                                  self.phases)  # fmt: skip
+                (result,) = judge(
+                    probe.model_copy(update={"when": ["before"]}), self._samples(probe, prober), self.phases
+                )
                 if not result.ok:
                     failed.append(ProbeRecord(probe.name, probe.kind, probe.weight, [result], []))
         return failed

@@ -53,11 +53,17 @@ def render_markdown(diagnosis: Diagnosis, record: Record | None = None) -> str:
             lines += ["", "**Remediation:**", "", *(f"{i}. {step}" for i, step in enumerate(f.remediation, 1))]
         lines.append("")
     for m in measurements(record):
-        lines += ["", f"## Measurement `{m.name}` ({m.type})", "", "| stage | count | p50 | p90 | p99 | max |",
-                  "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## Measurement `{m.name}` ({m.type})",
+            "",
+            "| stage | count | p50 | p90 | p99 | max |",
+            "|---|---|---|---|---|---|",
+        ]
         for stage, s in m.summaries().items():
-            lines.append(f"| {stage} | {s.count} | {seconds(s.p50)} | {seconds(s.p90)} | {seconds(s.p99)} | "
-                         f"{seconds(s.max)} |")  # fmt: skip
+            lines.append(
+                f"| {stage} | {s.count} | {seconds(s.p50)} | {seconds(s.p90)} | {seconds(s.p99)} | {seconds(s.max)} |"
+            )
     lines += ["", "## Checks", "", "| component | node | check | seen |", "|---|---|---|---|"]
     for r in diagnosis.reports:
         for e in r.checks:

@@ -15,8 +15,13 @@ from chaoskit.model.score import step_held
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
 from chaoskit.reports.svg import probe_svg, timeline_svg
 
-VERDICT_COLOUR = {"passed": "#2da44e", "deviated": "#bf8700", "error": "#cf222e", "aborted": "#cf222e",
-                  "interrupted": "#cf222e"}  # fmt: skip
+VERDICT_COLOUR = {
+    "passed": "#2da44e",
+    "deviated": "#bf8700",
+    "error": "#cf222e",
+    "aborted": "#cf222e",
+    "interrupted": "#cf222e",
+}
 
 
 def _gantt(runs: list[Record], width: int = 1040) -> str:
@@ -31,15 +36,21 @@ def _gantt(runs: list[Record], width: int = 1040) -> str:
         x, w = label_w + start * scale, max(2.0, (finish - start) * scale)
         y = 24 + i * row
         colour = VERDICT_COLOUR.get(str(r["verdict"]), "#8c959f")
-        rows.append(f'<text class="bar-label" x="4" y="{y + 13}">{escape(str(r["playbook"]))}</text>'
-                    f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{colour}" rx="3">'
-                    f'<title>{escape(str(r["playbook"]))}: {r["verdict"]}, {seconds(r["started_s"])} to '
-                    f'{seconds(r["finished_s"])}</title></rect>')  # fmt: skip
+        rows.append(
+            f'<text class="bar-label" x="4" y="{y + 13}">{escape(str(r["playbook"]))}</text>'
+            f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{colour}" rx="3">'
+            f"<title>{escape(str(r['playbook']))}: {r['verdict']}, {seconds(r['started_s'])} to "
+            f"{seconds(r['finished_s'])}</title></rect>"
+        )
     height = 24 + len(runs) * row + 6
-    axis = f'<text class="bar-label" x="{label_w}" y="14">0s</text>' \
-           f'<text class="bar-label" x="{width - 60}" y="14">{seconds(end)}</text>'  # fmt: skip
-    return (f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'role="img" aria-label="when each playbook ran">{axis}{"".join(rows)}</svg>')  # fmt: skip
+    axis = (
+        f'<text class="bar-label" x="{label_w}" y="14">0s</text>'
+        f'<text class="bar-label" x="{width - 60}" y="14">{seconds(end)}</text>'
+    )
+    return (
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="when each playbook ran">{axis}{"".join(rows)}</svg>'
+    )
 
 
 def _during(run: Record) -> list[dict[str, Any]]:
@@ -48,8 +59,15 @@ def _during(run: Record) -> list[dict[str, Any]]:
         if d.get("when") != "during" or "fault" not in d:
             continue
         top = Diagnosis.from_dict(d["report"]).top_findings()[:4]
-        out.append({"fault": d["fault"], "node": d.get("node", ""), "named": d.get("named_s"),
-                    "besides": d.get("held_besides") or [], "top": top})  # fmt: skip
+        out.append(
+            {
+                "fault": d["fault"],
+                "node": d.get("node", ""),
+                "named": d.get("named_s"),
+                "besides": d.get("held_besides") or [],
+                "top": top,
+            }
+        )
     return out
 
 
@@ -83,7 +101,7 @@ def render_run_html(record: Record) -> str:
                 for p in r.get("probes") or []
             }
             for r in runs
-        },  # fmt: skip
+        },
         score=record.get("score"),
     )
 

@@ -22,8 +22,16 @@ def _case(name: str, classname: str, seconds: float, failure: str = "", error: s
 
 
 def _steady(run: Record, when: str, cls: str) -> list[TestCase]:
-    return [_case(f"steady state {when}: {c['check']}", cls, c.get("seconds") or 0.0,
-                  failure="" if c["ok"] else c["detail"], out=c["detail"]) for c in run.get(when) or []]  # fmt: skip
+    return [
+        _case(
+            f"steady state {when}: {c['check']}",
+            cls,
+            c.get("seconds") or 0.0,
+            failure="" if c["ok"] else c["detail"],
+            out=c["detail"],
+        )
+        for c in run.get(when) or []
+    ]
 
 
 def _s(v: object) -> str:
@@ -38,15 +46,27 @@ def _playbook(run: Record) -> TestSuite:
     cases = _steady(run, "before", cls)
     for s in run.get("steps") or []:
         took = (s.get("effect_s") or 0.0) + (s.get("held_s") or 0.0) + (s.get("recovery_s") or 0.0)
-        missing = [what for what, key in (("no effect seen", "effect_s"), ("no recovery", "recovery_s"))
-                   if s.get(key) is None and not s.get("failures")]  # fmt: skip
-        out = (f"{s.get('summary', '')}\neffect after {_s(s.get('effect_s'))}, named by the diagnosis after "
-               f"{_s(s.get('named_s'))}, held {_s(s.get('held_s'))}, healthy {_s(s.get('recovery_s'))} after the "
-               f"revert\nfact check: {(s.get('fact_check') or {}).get('verdict', '—')} "
-               f"({observed_words(s.get('fact_check') or {})})")  # fmt: skip
-        cases.append(_case(f"step {s.get('step') or s['fault']}: {s['fault']} on {s['node']}", cls, took,
-                           failure="\n".join(s.get("errors") or missing), error="\n".join(s.get("failures") or []),
-                           out=out))  # fmt: skip
+        missing = [
+            what
+            for what, key in (("no effect seen", "effect_s"), ("no recovery", "recovery_s"))
+            if s.get(key) is None and not s.get("failures")
+        ]
+        out = (
+            f"{s.get('summary', '')}\neffect after {_s(s.get('effect_s'))}, named by the diagnosis after "
+            f"{_s(s.get('named_s'))}, held {_s(s.get('held_s'))}, healthy {_s(s.get('recovery_s'))} after the "
+            f"revert\nfact check: {(s.get('fact_check') or {}).get('verdict', '—')} "
+            f"({observed_words(s.get('fact_check') or {})})"
+        )
+        cases.append(
+            _case(
+                f"step {s.get('step') or s['fault']}: {s['fault']} on {s['node']}",
+                cls,
+                took,
+                failure="\n".join(s.get("errors") or missing),
+                error="\n".join(s.get("failures") or []),
+                out=out,
+            )
+        )
     for t in run.get("thresholds") or []:
         cases.append(
             _case(
@@ -59,8 +79,15 @@ def _playbook(run: Record) -> TestSuite:
         )
     for p in run.get("probes") or []:
         for ph in p.get("phases") or []:
-            cases.append(_case(f"probe {p['name']} {ph['phase']}", cls, 0.0,
-                               failure="" if ph["ok"] else ph["reason"], out=ph["reason"]))  # fmt: skip
+            cases.append(
+                _case(
+                    f"probe {p['name']} {ph['phase']}",
+                    cls,
+                    0.0,
+                    failure="" if ph["ok"] else ph["reason"],
+                    out=ph["reason"],
+                )
+            )
     cases += _steady(run, "after", cls)
     if run.get("verdict") in ("error", "aborted", "interrupted") and run.get("errors"):
         cases.append(_case("run", cls, 0.0, error="\n".join(run["errors"])))

@@ -14,8 +14,19 @@ from typing import Any
 from chaoskit.model.timeline import HPA_STAGES, RULE_SYNC_STAGES, STAGE_COMPONENTS, MeasurementResult, Sample
 
 # Colour-blind-safe palette (Okabe-Ito, then Tableau), one colour per stage in critical-path order.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999", "#8C564B",
-           "#17BECF", "#BCBD22")  # fmt: skip
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#999999",
+    "#8C564B",
+    "#17BECF",
+    "#BCBD22",
+)
 ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
 STAGE_ORDER = [s.name for s in (*HPA_STAGES, *RULE_SYNC_STAGES)]
 
@@ -88,8 +99,10 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
             tip = f"{s.stage} ({s.component or STAGE_COMPONENTS.get(s.stage, '')}): {s.seconds:.3f}s ±{s.precision:g}s"
             if "@" in s.subject:
                 tip += f" on {s.subject.split('@', 1)[1]}"
-            out.append(f'<rect x="{x(s.start):.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW - 6}" '
-                       f'fill="{stages[s.stage]}"><title>{escape(tip)}</title></rect>')  # fmt: skip
+            out.append(
+                f'<rect x="{x(s.start):.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW - 6}" '
+                f'fill="{stages[s.stage]}"><title>{escape(tip)}</title></rect>'
+            )
     for j, (stage, colour) in enumerate(stages.items()):
         y = legend_top + j * LEGEND_ROW
         owner = STAGE_COMPONENTS.get(stage, "")
@@ -121,30 +134,44 @@ def probe_svg(probe: Mapping[str, Any], windows: Mapping[str, Any], width: int =
     parts = []
     for start, end in windows.get("during") or []:
         x0, x1 = x(max(start, t0)), x(min(end, t0 + span))
-        parts.append(f'<rect x="{x0:.1f}" y="{bottom - plot_h}" width="{max(1.0, x1 - x0):.1f}" height="{plot_h}" '
-                     'fill="#fff8c5"><title>a fault held</title></rect>')  # fmt: skip
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{bottom - plot_h}" width="{max(1.0, x1 - x0):.1f}" height="{plot_h}" '
+            'fill="#fff8c5"><title>a fault held</title></rect>'
+        )
     for at in windows.get("effects") or []:
-        parts.append(f'<line x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{bottom - plot_h}" y2="{bottom}" stroke="#bf8700" '
-                     'stroke-dasharray="4 3"><title>fault effect</title></line>')  # fmt: skip
+        parts.append(
+            f'<line x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{bottom - plot_h}" y2="{bottom}" stroke="#bf8700" '
+            'stroke-dasharray="4 3"><title>fault effect</title></line>'
+        )
     unit = "ms" if probe.get("kind") == "http" else ""
     for s in samples:
         at, ok, value = float(s[0]), bool(s[1]), s[2]
         detail = escape(str(s[3])) if len(s) > 3 else ""
         if ok and value is not None:
             v = float(value) * (1000 if unit else 1)
-            parts.append(f'<circle cx="{x(at):.1f}" cy="{y(v):.1f}" r="2" fill="#0072B2"><title>+{at - t0:.1f}s: '
-                         f'{v:.1f}{unit} {detail}</title></circle>')  # fmt: skip
+            parts.append(
+                f'<circle cx="{x(at):.1f}" cy="{y(v):.1f}" r="2" fill="#0072B2"><title>+{at - t0:.1f}s: '
+                f"{v:.1f}{unit} {detail}</title></circle>"
+            )
         elif ok:  # a pass with no value to plot (a condition, a command): on a line of its own, green
-            parts.append(f'<circle cx="{x(at):.1f}" cy="{bottom - plot_h / 2:.1f}" r="3" fill="#2da44e"><title>'
-                         f'+{at - t0:.1f}s: passed {detail}</title></circle>')  # fmt: skip
+            parts.append(
+                f'<circle cx="{x(at):.1f}" cy="{bottom - plot_h / 2:.1f}" r="3" fill="#2da44e"><title>'
+                f"+{at - t0:.1f}s: passed {detail}</title></circle>"
+            )
         else:
-            parts.append(f'<circle cx="{x(at):.1f}" cy="{bottom:.1f}" r="3" fill="#cf222e"><title>+{at - t0:.1f}s: '
-                         f'failed: {detail}</title></circle>')  # fmt: skip
-    axes = (f'<line x1="{left}" x2="{width - PAD}" y1="{bottom}" y2="{bottom}" stroke="#8c959f"/>'
-            f'<text class="bar-label" x="4" y="{bottom - plot_h + 10}">{top:.0f}{unit}</text>'
-            f'<text class="bar-label" x="4" y="{bottom}">0{unit}</text>'
-            f'<text class="bar-label" x="{left}" y="{height - 6}">+0s</text>'
-            f'<text class="bar-label" x="{width - PAD - 40}" y="{height - 6}">+{span:.0f}s</text>')  # fmt: skip
+            parts.append(
+                f'<circle cx="{x(at):.1f}" cy="{bottom:.1f}" r="3" fill="#cf222e"><title>+{at - t0:.1f}s: '
+                f"failed: {detail}</title></circle>"
+            )
+    axes = (
+        f'<line x1="{left}" x2="{width - PAD}" y1="{bottom}" y2="{bottom}" stroke="#8c959f"/>'
+        f'<text class="bar-label" x="4" y="{bottom - plot_h + 10}">{top:.0f}{unit}</text>'
+        f'<text class="bar-label" x="4" y="{bottom}">0{unit}</text>'
+        f'<text class="bar-label" x="{left}" y="{height - 6}">+0s</text>'
+        f'<text class="bar-label" x="{width - PAD - 40}" y="{height - 6}">+{span:.0f}s</text>'
+    )
     label = escape(str(probe.get("name")))
-    return (f'<svg class="probe" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            f'aria-label="probe {label}: its samples over the run">{axes}{"".join(parts)}</svg>')  # fmt: skip
+    return (
+        f'<svg class="probe" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="probe {label}: its samples over the run">{axes}{"".join(parts)}</svg>'
+    )

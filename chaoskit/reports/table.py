@@ -17,9 +17,16 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
 def renderables(diagnosis: Diagnosis, record: Record | None = None) -> RenderableType:
     """What the table view shows, for a Console to print (with colour on a terminal)."""
-    summary = Table("component", "node", "status", "checks", "findings", title=f"chaoskit diagnose "
-                    f"{diagnosis.cluster} — {diagnosis.status} ({when(diagnosis.collected_at)}, "
-                    f"{diagnosis.duration_s:.1f}s)")  # fmt: skip
+    summary = Table(
+        "component",
+        "node",
+        "status",
+        "checks",
+        "findings",
+        title=f"chaoskit diagnose "
+        f"{diagnosis.cluster} — {diagnosis.status} ({when(diagnosis.collected_at)}, "
+        f"{diagnosis.duration_s:.1f}s)",
+    )
     for r in diagnosis.reports:
         counts = {s: sum(1 for f in r.findings if f.severity == s) for s in ("critical", "warning", "info")}
         summary.add_row(

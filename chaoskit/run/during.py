@@ -32,13 +32,20 @@ def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[F
     (a slow etcd on a loaded host) may rank above it, but not a more severe one."""
 
     def theirs(report: ComponentReport) -> bool:
-        return any(report.subject == n if f.scope == "node" else report.component == f.named.component
-                   for f, n in besides if (f.named.component, n) != (fault.named.component, node))  # fmt: skip
+        return any(
+            report.subject == n if f.scope == "node" else report.component == f.named.component
+            for f, n in besides
+            if (f.named.component, n) != (fault.named.component, node)
+        )
 
     kept = Diagnosis(found.cluster, tuple(r for r in found.reports if not theirs(r)), found.collected_at, 0.0)
     top = kept.top_findings()
-    return any(f.severity == top[0].severity and f.component == fault.named.component
-               and re.search(fault.named.cause, f"{f.title} {f.probable_cause}") for f in top)  # fmt: skip
+    return any(
+        f.severity == top[0].severity
+        and f.component == fault.named.component
+        and re.search(fault.named.cause, f"{f.title} {f.probable_cause}")
+        for f in top
+    )
 
 
 def diagnose_cluster(env: Env, nodes: list[Node], when: str, emit: Emit) -> Diagnosis | None:
@@ -109,9 +116,24 @@ class Diagnostician:
                 return
         step.named_s = time.monotonic() - t0 if named else None
         fault = held.fault
-        self.emit(Diagnosed(when, named=named, component=fault.named.component, cause=fault.named.cause,
-                            named_after_s=step.named_s, step=step.step))  # fmt: skip
-        rec.diagnoses.append({
-            "when": "during", "step": step.step, "fault": fault.name, "node": step.node, "named_s": step.named_s,
-            "held_besides": [f"{f.name}@{n}" for f, n in besides], "report": found.to_dict(),
-        })  # fmt: skip
+        self.emit(
+            Diagnosed(
+                when,
+                named=named,
+                component=fault.named.component,
+                cause=fault.named.cause,
+                named_after_s=step.named_s,
+                step=step.step,
+            )
+        )
+        rec.diagnoses.append(
+            {
+                "when": "during",
+                "step": step.step,
+                "fault": fault.name,
+                "node": step.node,
+                "named_s": step.named_s,
+                "held_besides": [f"{f.name}@{n}" for f, n in besides],
+                "report": found.to_dict(),
+            }
+        )

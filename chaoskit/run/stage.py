@@ -64,9 +64,10 @@ class Stage:
         for obj in (
             workloads.web_deployment(ns, replicas=w.replicas),
             workloads.service(ns),
-            workloads.hpa(ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas,
-                          cpu_percent=w.hpa.cpu_percent),
-        ):  # fmt: skip
+            workloads.hpa(
+                ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas, cpu_percent=w.hpa.cpu_percent
+            ),
+        ):
             kube.apply(obj)
         kube.wait("the web workload to be ready", lambda: workloads.ready_replicas(self.env.kube, ns) >= 1, 120)
         self.say(f"workload ready in namespace {ns}")
@@ -86,13 +87,17 @@ class Stage:
         if wanted:
             low, high = subjects.hpa_bounds(self.env.kube, found)
             if bad := [n for n in wanted if not low < n <= high]:
-                raise UsageError(f"scaleUp minReplicas {bad[0]} must be above HPA {found.hpa}'s minReplicas ({low}) "
-                                 f"and at most its maxReplicas ({high})")  # fmt: skip
+                raise UsageError(
+                    f"scaleUp minReplicas {bad[0]} must be above HPA {found.hpa}'s minReplicas ({low}) "
+                    f"and at most its maxReplicas ({high})"
+                )
             running = subjects.replicas(self.env.kube, found)
             if running >= min(wanted):  # e.g. still up from an earlier scale-up: the HPA scales down only after 5 min
-                raise UsageError(f"scaleUp minReplicas {min(wanted)}: {found.kind} {found.namespace}/{found.name} "
-                                 f"runs {running} replicas already, so nothing would scale up; wait for its HPA to "
-                                 "scale it down, or ask for more")  # fmt: skip
+                raise UsageError(
+                    f"scaleUp minReplicas {min(wanted)}: {found.kind} {found.namespace}/{found.name} "
+                    f"runs {running} replicas already, so nothing would scale up; wait for its HPA to "
+                    "scale it down, or ask for more"
+                )
         if (load := pb.spec.subject.load) is not None:
             self.load(pb.spec.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
         return found
@@ -109,7 +114,7 @@ class Stage:
             "hpa": s.hpa or "",
             "service": s.service or "",
             "first_request": False,
-        }  # fmt: skip  (your Service does not answer with its pod's name)
+        }  # (your Service does not answer with its pod's name)
         return params.model_copy(update={k: v for k, v in update.items() if k not in given})
 
     def own_namespace(self, ns: str) -> None:

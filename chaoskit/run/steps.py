@@ -72,8 +72,9 @@ class StepRunner:
         # the diagnosis runs beside the effect check: a cause often shows long before its symptom (an expired client
         # certificate ~25 s before the node's heartbeat goes stale), and the hold that waits for both then waits for
         # the longer of them, not their sum
-        diagnosing = threading.Thread(target=self._diagnose, args=(rec, held), name=f"chaoskit-diagnose-{step.name}",
-                                      daemon=True)  # fmt: skip
+        diagnosing = threading.Thread(
+            target=self._diagnose, args=(rec, held), name=f"chaoskit-diagnose-{step.name}", daemon=True
+        )
 
         def during() -> None:
             if self.probes is not None:
@@ -86,9 +87,15 @@ class StepRunner:
         self.peers.hold(key, step.fault, step.node.name)  # from before the first apply line: others may see it
         try:
             result: FaultResult = run_fault(
-                self.env, step, journal=self.journal, emit=self.emit, stop=self.stop,
-                on_injected=diagnosing.start, on_effect=during, on_revert=held.reverting.set,
-            )  # fmt: skip
+                self.env,
+                step,
+                journal=self.journal,
+                emit=self.emit,
+                stop=self.stop,
+                on_injected=diagnosing.start,
+                on_effect=during,
+                on_revert=held.reverting.set,
+            )
         finally:
             # run_fault has set `reverting` (on_revert): a look in flight ends within its budget, unrecorded
             if diagnosing.is_alive():

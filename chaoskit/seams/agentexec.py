@@ -91,8 +91,9 @@ class AgentNodeExec:
         host, _, port = node.address.rpartition(":")
         return _Connection(host, int(port), context=self.tls, timeout=timeout)
 
-    def _post(self, node: AgentNode, path: str, body: Mapping[str, Any], timeout: float | None,
-              argv: Sequence[str]) -> tuple[_Connection, http.client.HTTPResponse]:  # fmt: skip
+    def _post(
+        self, node: AgentNode, path: str, body: Mapping[str, Any], timeout: float | None, argv: Sequence[str]
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
         conn = self._connect(node, timeout)
         cmd = shown(node.name, argv)
         try:
@@ -107,8 +108,15 @@ class AgentNodeExec:
             raise CommandError(cmd, 255, text, note=f"chaoskit's agent on {node.name} answered {response.status}")
         return conn, response
 
-    def run(self, node: str, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = None,
-            check: bool = True) -> Completed:  # fmt: skip
+    def run(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> Completed:
         target = self._node(node)
         body = {"argv": list(argv), "input": base64.b64encode(input).decode() if input else None, "timeout": timeout}
         wait = None if timeout is None else timeout + 10  # the agent ends the command at `timeout` and answers

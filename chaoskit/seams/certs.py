@@ -77,8 +77,17 @@ def _openssl_date(offset: str) -> str:
 
 # A throwaway `openssl ca` setup: `x509 -req` cannot date a certificate in the past (OpenSSL 3.0), `openssl ca` can,
 # given a database; `$d` is the temporary folder the line makes and removes.
-CA_CONFIG = ("[ca]", "default_ca=x", "[x]", "database=$d/index", "new_certs_dir=$d", "serial=$d/serial",
-             "default_md=sha256", "policy=p", "unique_subject=no")  # fmt: skip
+CA_CONFIG = (
+    "[ca]",
+    "default_ca=x",
+    "[x]",
+    "database=$d/index",
+    "new_certs_dir=$d",
+    "serial=$d/serial",
+    "default_md=sha256",
+    "policy=p",
+    "unique_subject=no",
+)
 
 
 def _signed_yesterday(config: tuple[str, ...], request: list[str], out: str, ca_crt: str, ca_key: str) -> list[str]:
@@ -119,10 +128,19 @@ def expired_client_pem(node: str, *, ca_crt: str = CA_CRT, ca_key: str = CA_KEY)
     It writes nothing outside a temporary directory it removes, so it can run where the CA key is and its output be
     carried to the node: the CA key never leaves.
     """
-    config = ("x509_extensions=e", "[p]", "commonName=supplied", "[e]", "basicConstraints=critical,CA:FALSE",
-              "keyUsage=critical,digitalSignature,keyEncipherment", "extendedKeyUsage=clientAuth")  # fmt: skip
+    config = (
+        "x509_extensions=e",
+        "[p]",
+        "commonName=supplied",
+        "[e]",
+        "basicConstraints=critical,CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyEncipherment",
+        "extendedKeyUsage=clientAuth",
+    )
     subject = shlex.quote(f"/O=system:nodes/CN=system:node:{node}")
-    request = ['openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/key"',
-               f'openssl req -new -key "$d/key" -subj {subject} -out "$d/req.csr"']  # fmt: skip
+    request = [
+        'openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/key"',
+        f'openssl req -new -key "$d/key" -subj {subject} -out "$d/req.csr"',
+    ]
     steps = _signed_yesterday(config, request, '"$d/crt" >&2', ca_crt, ca_key)
     return " && ".join([*steps, 'cat "$d/crt" "$d/key"'])

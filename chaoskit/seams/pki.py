@@ -43,12 +43,21 @@ def _name(common: str) -> x509.Name:
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())  # fmt: skip
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
-def _sign(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, issuer_key: ec.EllipticCurvePrivateKey,
-          now: dt.datetime, *, ca: bool = False, usage: x509.ObjectIdentifier | None = None) -> bytes:  # fmt: skip
+def _sign(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: str,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    now: dt.datetime,
+    *,
+    ca: bool = False,
+    usage: x509.ObjectIdentifier | None = None,
+) -> bytes:
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(subject))
@@ -61,9 +70,19 @@ def _sign(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, issuer_key
     )
     if ca:
         builder = builder.add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                          key_encipherment=False, data_encipherment=False, key_agreement=False, encipher_only=False,
-                          decipher_only=False), critical=True)  # fmt: skip
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     if usage is not None:
         builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     if usage == ExtendedKeyUsageOID.SERVER_AUTH:

@@ -104,8 +104,14 @@ Process = subprocess.Popen[bytes]  # a long-running host process `spawn` started
 def spawn(argv: Sequence[str], log: Path, *, cwd: Path | None = None, detach: bool = False) -> Process:
     """Start a long-running host process, its stdout and stderr appended to `log`; `detach` lets it outlive us."""
     with log.open("ab") as sink:
-        return subprocess.Popen([str(a) for a in argv], stdout=sink, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=detach)  # fmt: skip
+        return subprocess.Popen(
+            [str(a) for a in argv],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=detach,
+        )
 
 
 def end(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:

@@ -37,25 +37,40 @@ def install_crd(kube: Kube) -> None:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file (default: $KUBECONFIG).")
 @click.option("--context", default="kind-chaoskit", show_default=True, help="Kubeconfig context.")
 @click.option("-n", "--namespace", "namespaces", multiple=True, help="Watch only these namespaces (default: all).")
-@click.option("--journal-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where run journals go (default ~/.local/state/chaoskit/operator).")  # fmt: skip
+@click.option(
+    "--journal-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where run journals go (default ~/.local/state/chaoskit/operator).",
+)
 @click.option("--metrics-port", type=int, default=9464, show_default=True, help="Prometheus metrics; 0: off.")
 @click.option("--allow-any-cluster", is_flag=True, help="Run experiments on clusters chaoskit did not build.")
 @click.option("--in-cluster", is_flag=True, help="Run in a pod: its service account, and the agents for the nodes.")
-@click.option("--agent-tls-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="The clients' pair (ca.crt, tls.crt, tls.key) for the node agents; needs --in-cluster.")  # fmt: skip
+@click.option(
+    "--agent-tls-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The clients' pair (ca.crt, tls.crt, tls.key) for the node agents; needs --in-cluster.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="kopf's own log lines too.")
-def main(kubeconfig: str | None, context: str, namespaces: tuple[str, ...], journal_dir: Path | None,
-         metrics_port: int, allow_any_cluster: bool, in_cluster: bool, agent_tls_dir: Path | None,
-         verbose: bool) -> None:  # fmt: skip
+def main(
+    kubeconfig: str | None,
+    context: str,
+    namespaces: tuple[str, ...],
+    journal_dir: Path | None,
+    metrics_port: int,
+    allow_any_cluster: bool,
+    in_cluster: bool,
+    agent_tls_dir: Path | None,
+    verbose: bool,
+) -> None:
     """Run ChaosExperiment resources with chaoskit's engine until interrupted."""
     kopf.configure(verbose=verbose)  # the log format of `kopf run`; INFO and up unless --verbose
     load_catalog()
     journals = journal_dir or state_home() / "operator"
     journals.mkdir(parents=True, exist_ok=True)
     if (agent_tls_dir is not None) != in_cluster:
-        raise click.UsageError("--in-cluster and --agent-tls-dir go together: in the cluster, nodes are reached "
-                               "through the agents")  # fmt: skip
+        raise click.UsageError(
+            "--in-cluster and --agent-tls-dir go together: in the cluster, nodes are reached through the agents"
+        )
     try:
         kube = Kube.in_cluster() if in_cluster else Kube.connect(kubeconfig, context)
         if not in_cluster:
@@ -70,9 +85,17 @@ def main(kubeconfig: str | None, context: str, namespaces: tuple[str, ...], jour
         threading.Thread(target=watcher.watch, args=(stop, 2.0), name="journals", daemon=True).start()
         click.echo(f"metrics on :{metrics_port}/metrics", err=True)
     try:
-        kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=namespaces,
-                 memo=kopf.Memo(config=Config(kube, SubprocessRunner(), journals, allow_any_cluster,
-                                              agent_tls_dir if in_cluster else None)))  # fmt: skip
+        kopf.run(
+            registry=registry,
+            standalone=True,
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+            memo=kopf.Memo(
+                config=Config(
+                    kube, SubprocessRunner(), journals, allow_any_cluster, agent_tls_dir if in_cluster else None
+                )
+            ),
+        )
     finally:
         stop.set()
         if metrics_port:

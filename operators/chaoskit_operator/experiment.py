@@ -114,7 +114,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
                 "failures": s.failures,
             }
             for s in record.steps
-        ],  # fmt: skip
+        ],
         "steadyState": {
             "before": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.before],
             "after": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.after],

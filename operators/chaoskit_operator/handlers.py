@@ -81,15 +81,29 @@ def login(memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
         return kopf.login_with_service_account(**kwargs)
     c = memo.config.kube.api.configuration
     token = (c.api_key or {}).get("authorization", "").split(" ", 1)[-1].strip() or None
-    return kopf.ConnectionInfo(server=c.host, ca_path=c.ssl_ca_cert, insecure=not c.verify_ssl, token=token,
-                               certificate_path=c.cert_file, private_key_path=c.key_file)  # fmt: skip
+    return kopf.ConnectionInfo(
+        server=c.host,
+        ca_path=c.ssl_ca_cert,
+        insecure=not c.verify_ssl,
+        token=token,
+        certificate_path=c.cert_file,
+        private_key_path=c.key_file,
+    )
 
 
 # cancellation_polling: how often kopf looks whether a daemon it stopped (the experiment was deleted) has ended, to let
 # go of the finalizer; kopf's 60 s default held a deleted experiment that long after its revert was done
 @kopf.daemon(GROUP, VERSION, PLURAL, registry=registry, cancellation_polling=1)
-def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespace: str | None, uid: str,
-               memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:  # fmt: skip
+def experiment(
+    stopped: kopf.DaemonStopped,
+    body: kopf.Body,
+    name: str,
+    namespace: str | None,
+    uid: str,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
     """Run the playbook once; a resource whose status is final was run already and is left as it is."""
     cfg: Config = memo.config
     status = dict(body.get("status") or {})
@@ -127,8 +141,9 @@ def experiment(stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespac
     logger.info(f"{name}: {record.verdict}")
 
 
-def _run(cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStopped, body: kopf.Body,
-         path: str) -> RunRecord:  # fmt: skip
+def _run(
+    cfg: Config, pb: Playbook, journal: Journal, stopped: kopf.DaemonStopped, body: kopf.Body, path: str
+) -> RunRecord:
     """The Runner in a thread of its own, so this one can relay its progress and pass on a stop at any time."""
     if not cfg.allow_any_cluster and cfg.agent_tls is None:  # installed in the cluster: the install was the opt-in
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
@@ -174,8 +189,12 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
 def _patch(cfg: Config, path: str, status: dict[str, Any], retry_for: float = 120) -> None:
     """Merge `status` into the resource's, retrying while the API server is away (an experiment may stop it)."""
     try:
-        cfg.kube.wait(f"the status of {path}", lambda: cfg.kube.patch(f"{path}/status", {"status": status}) or True,
-                      retry_for, interval=2)  # fmt: skip
+        cfg.kube.wait(
+            f"the status of {path}",
+            lambda: cfg.kube.patch(f"{path}/status", {"status": status}) or True,
+            retry_for,
+            interval=2,
+        )
     except KubeError as exc:
         if retry_for:
             raise

@@ -27,10 +27,17 @@ def configmap_name(name: str, uid: str) -> str:
 
 def configmap(namespace: str, name: str, uid: str, text: str) -> dict[str, Any]:
     owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ChaosExperiment", "name": name, "uid": uid}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": configmap_name(name, uid), "namespace": namespace, "ownerReferences": [owner],
-                         "labels": {"app.kubernetes.io/part-of": "chaoskit", "chaoskit.dev/experiment": name}},
-            "data": {KEY: text}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": configmap_name(name, uid),
+            "namespace": namespace,
+            "ownerReferences": [owner],
+            "labels": {"app.kubernetes.io/part-of": "chaoskit", "chaoskit.dev/experiment": name},
+        },
+        "data": {KEY: text},
+    }
 
 
 class Mirror:

@@ -72,8 +72,21 @@ def _fault_of(step: str) -> str:
 def run_catalog(env: Env, out: Path, timeout: float = 2400) -> Catalog:
     junit, html = out / "junit.xml", out / "report.html"
     events_r, events_w = os.pipe()  # chaoskit writes its typed events here, a JSON line each, as they happen
-    argv = [sys.executable, "-m", "chaoskit", "run", "playbooks/", "-o", "json", "--junit", str(junit),
-            "--html", str(html), "--events", f"/dev/fd/{events_w}"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "chaoskit",
+        "run",
+        "playbooks/",
+        "-o",
+        "json",
+        "--junit",
+        str(junit),
+        "--html",
+        str(html),
+        "--events",
+        f"/dev/fd/{events_w}",
+    ]
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     moments: dict[tuple[str, str], dict[str, float]] = {}
     holding: dict[tuple[str, str], threading.Event] = {}

@@ -38,8 +38,10 @@ def finished(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         _, stderr = proc.communicate(timeout=60)  # a child it left (a docker exec) may hold the pipes a while
-        pytest.fail(f"chaoskit {' '.join(map(str, proc.args[3:]))} still ran after {timeout:.0f}s; "  # type: ignore[index]
-                    f"where its threads were:\n{stderr[-8000:]}")  # fmt: skip
+        pytest.fail(
+            f"chaoskit {' '.join(map(str, proc.args[3:]))} still ran after {timeout:.0f}s; "  # type: ignore[index]
+            f"where its threads were:\n{stderr[-8000:]}"
+        )
 
 
 def chaoskit(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
@@ -108,8 +110,9 @@ def catalog(kube: Kube, cluster: str, tmp_path_factory: pytest.TempPathFactory) 
     took = done.record["finished_at"] - done.record["started_at"]
     print(f"\nthe catalog ({len(done.record['runs'])} playbooks) took {took:.0f}s; per playbook:")
     for r in done.record["runs"]:
-        print(f"  {r['playbook']:40s} {r['verdict']:9s} {r['started_s']:7.1f}s → {r['finished_s']:7.1f}s "
-              f"({r['radius']})")  # fmt: skip
+        print(
+            f"  {r['playbook']:40s} {r['verdict']:9s} {r['started_s']:7.1f}s → {r['finished_s']:7.1f}s ({r['radius']})"
+        )
     return done
 
 

@@ -27,8 +27,11 @@ PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))
 
 
 def test_the_catalog_passes_as_one_suite_with_one_junit_file_and_one_report(catalog: Catalog) -> None:
-    failed = {r["playbook"]: [*r["errors"], *(e for s in r["steps"] for e in s["failures"] + s["errors"])]
-              for r in catalog.record["runs"] if r["verdict"] != "passed"}  # fmt: skip
+    failed = {
+        r["playbook"]: [*r["errors"], *(e for s in r["steps"] for e in s["failures"] + s["errors"])]
+        for r in catalog.record["runs"]
+        if r["verdict"] != "passed"
+    }
     assert catalog.returncode == 0 and catalog.record["verdict"] == "passed", failed
     assert sorted(r["playbook"] for r in catalog.record["runs"]) == sorted(p.stem for p in PLAYBOOKS)
     suites = {s.name: s for s in JUnitXml.fromfile(str(catalog.junit))}
@@ -47,8 +50,12 @@ def test_what_cannot_meet_overlapped_and_what_runs_alone_did(catalog: Catalog) -
         ]
         assert not others, f"{r['playbook']} must run alone; it overlapped {[o['playbook'] for o in others]}"
     shared = [r for r in runs if r["radius"] != "cluster"]
-    assert any(a["started_s"] < b["finished_s"] and b["started_s"] < a["finished_s"]
-               for a in shared for b in shared if a is not b), "nothing overlapped"  # fmt: skip
+    assert any(
+        a["started_s"] < b["finished_s"] and b["started_s"] < a["finished_s"]
+        for a in shared
+        for b in shared
+        if a is not b
+    ), "nothing overlapped"
 
 
 @pytest.mark.parametrize("name", FAULTS.names())
@@ -67,11 +74,18 @@ def test_each_fault_takes_effect_is_named_by_the_diagnosis_and_heals(name: str, 
         during = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
         assert during, f"{where}: no diagnosis while the fault held"
         report = Diagnosis.from_dict(during[-1]["report"])
-        ours = [f for r in report.reports if r.component == fault.named.component for f in r.findings
-                if f.severity != "info" and re.search(fault.named.cause, f"{f.title} {f.probable_cause}")]  # fmt: skip
+        ours = [
+            f
+            for r in report.reports
+            if r.component == fault.named.component
+            for f in r.findings
+            if f.severity != "info" and re.search(fault.named.cause, f"{f.title} {f.probable_cause}")
+        ]
         top = [f"{f.severity} {f.component}: {f.title}" for f in report.top_findings()[:3]]
         assert ours and step["named_s"] is not None, f"{where}: not named while it held; top findings {top}"
-        print(f"\n{where}: effect {step['effect_s']:.1f}s, named {step['named_s']:.1f}s after the injection "
-              f"(also held: {during[-1]['held_besides'] or 'nothing'}), healthy {step['recovery_s']:.1f}s after the "
-              f"revert; fact check {facts['verdict']}, its controls {facts['seconds']:.1f}s: "
-              f"{observed_words(facts)}")  # fmt: skip
+        print(
+            f"\n{where}: effect {step['effect_s']:.1f}s, named {step['named_s']:.1f}s after the injection "
+            f"(also held: {during[-1]['held_besides'] or 'nothing'}), healthy {step['recovery_s']:.1f}s after the "
+            f"revert; fact check {facts['verdict']}, its controls {facts['seconds']:.1f}s: "
+            f"{observed_words(facts)}"
+        )

@@ -46,8 +46,10 @@ def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
 def test_a_node_answers_a_burst_of_dns_queries_through_its_relay(node: str) -> None:
     """Each node resolves through its own address (pods inherit it) relayed to Docker's resolver: 100 lookups at
     once must all be answered (a relay that lost concurrent queries left a node's kubelet unable to reach the API)."""
-    burst = ("for i in $(seq 1 100); do (getent hosts chaoskit-control-plane >/dev/null && echo ok || echo lost) & "
-             "done; wait")  # fmt: skip
+    burst = (
+        "for i in $(seq 1 100); do (getent hosts chaoskit-control-plane >/dev/null && echo ok || echo lost) & "
+        "done; wait"
+    )
     out = DockerNodeExec(SubprocessRunner()).run(node, ["bash", "-c", burst], timeout=60).stdout.split()
     assert out.count("ok") == 100, f"{out.count('lost')} of 100 lookups lost on {node}"
 
@@ -106,8 +108,7 @@ def _dataplane(kube: Kube, ns: str, nodes: list[str]) -> str:
     lines = [f"endpoints: {[e.get('addresses') for s in slices for e in s.get('endpoints') or []]}"]
     for node in nodes:
         routes = nodes_exec.run(node, ["ip", "route"], check=False, timeout=10).stdout.strip().replace("\n", "; ")
-        lines.append(f"{node}: {kp.service_rules(nodes_exec, node)} Service rules; "
-                     f"routes: {routes}")  # fmt: skip
+        lines.append(f"{node}: {kp.service_rules(nodes_exec, node)} Service rules; routes: {routes}")
     return "\n".join(lines)
 
 
@@ -141,13 +142,34 @@ def test_down_leaves_no_containers_and_a_second_down_is_fine(cluster: str) -> No
     # `down` finds one, by kind's labels on its node containers, here two idle containers of the session's node image
     # (a kubeadm init of its own would only add half a minute)
     name = "chaoskit-e2e-down"
-    image = subprocess.run(["docker", "inspect", "-f", "{{.Config.Image}}", f"{cluster}-control-plane"],
-                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    image = subprocess.run(
+        ["docker", "inspect", "-f", "{{.Config.Image}}", f"{cluster}-control-plane"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     try:
         for role in ("control-plane", "worker"):
-            subprocess.run(["docker", "run", "-d", "--name", f"{name}-{role}", "--label", f"{KIND_CLUSTER}={name}",
-                            "--label", f"{KIND_ROLE}={role}", "--entrypoint", "sleep",
-                            image, "infinity"], capture_output=True, text=True, check=True)  # fmt: skip
+            subprocess.run(
+                [
+                    "docker",
+                    "run",
+                    "-d",
+                    "--name",
+                    f"{name}-{role}",
+                    "--label",
+                    f"{KIND_CLUSTER}={name}",
+                    "--label",
+                    f"{KIND_ROLE}={role}",
+                    "--entrypoint",
+                    "sleep",
+                    image,
+                    "infinity",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
         assert json.loads(chaoskit("cluster", "status", "--name", name, "-o", "json").stdout)["exists"] is True
     finally:
         down = chaoskit("cluster", "down", "--name", name)

@@ -91,8 +91,9 @@ def _scale(kube: Kube, ns: str, replicas: int) -> None:
 
 
 def _ready_in_service(kube: Kube, ns: str) -> int:
-    slices = kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
-                      labelSelector="kubernetes.io/service-name=web")["items"]  # fmt: skip
+    slices = kube.get(
+        f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", labelSelector="kubernetes.io/service-name=web"
+    )["items"]
     return sum(1 for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready"))
 
 
@@ -159,8 +160,11 @@ def _while_stuck(h: Holding) -> dict[str, Any]:
     depth0, done0 = _queue(h.env, "replicaset")
     t0, seen = time.monotonic(), {}
     while not h.reverted.wait(2) and time.monotonic() - t0 < 20:
-        sample = {"lease": (holder, renewed, *_lease(h.env)), "healthz": _healthz(h.env),
-                  "queue": (depth0, done0, *_queue(h.env, "replicaset"))}  # fmt: skip
+        sample = {
+            "lease": (holder, renewed, *_lease(h.env)),
+            "healthz": _healthz(h.env),
+            "queue": (depth0, done0, *_queue(h.env, "replicaset")),
+        }
         if h.reverted.is_set():
             break  # taken while the revert restarted the process
         seen = {**sample, "observed_for_s": round(time.monotonic() - t0, 1)}
@@ -180,8 +184,13 @@ def test_in_the_catalog_each_stuck_controller_left_its_process_leading_healthy_a
         if controller == "replicaset":  # its queue fills and nothing is worked off
             _queue_stalled(seen["queue"])
         during = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
-        blamed = [f.title for d in during for r in Diagnosis.from_dict(d["report"]).reports for f in r.findings
-                  if PROCESS_BLAMED.search(f.title)]  # fmt: skip
+        blamed = [
+            f.title
+            for d in during
+            for r in Diagnosis.from_dict(d["report"]).reports
+            for f in r.findings
+            if PROCESS_BLAMED.search(f.title)
+        ]
         assert during and not blamed, blamed
 
 
@@ -229,12 +238,14 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
         deadline=180,
     )
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=while_stuck)
-    print(f"\ncontroller-stuck {controller}: effect {result.effect_s}s after the apply lines, "
-          f"{seen.get('inject_to_effect')}s after the first; held {result.held_s:.0f}s, "
-          f"recovered {result.recovery_s}s after revert; named by the diagnosis after {seen.get('named_after')}s "
-          f"(one diagnosis {seen.get('diagnosis_s', 0):.1f}s); top {seen.get('top')}; lease {seen.get('lease')}; "
-          f"queue replicaset (depth, done) before/after {seen.get('queue')}; web {seen.get('deployment')}, "
-          f"{seen.get('in_service')} in the Service")  # fmt: skip
+    print(
+        f"\ncontroller-stuck {controller}: effect {result.effect_s}s after the apply lines, "
+        f"{seen.get('inject_to_effect')}s after the first; held {result.held_s:.0f}s, "
+        f"recovered {result.recovery_s}s after revert; named by the diagnosis after {seen.get('named_after')}s "
+        f"(one diagnosis {seen.get('diagnosis_s', 0):.1f}s); top {seen.get('top')}; lease {seen.get('lease')}; "
+        f"queue replicaset (depth, done) before/after {seen.get('queue')}; web {seen.get('deployment')}, "
+        f"{seen.get('in_service')} in the Service"
+    )
     assert result.effect_s is not None and result.recovery_s is not None, (result.errors, result.failures)
     _looks_healthy(controller, seen["lease"], seen["healthz"])
     # the diagnosis named the controller, and nothing blamed the process
@@ -249,8 +260,12 @@ def test_one_controller_stuck_while_the_process_leads_and_is_healthy(
     else:
         assert seen["deployment"] == (2, 2) and seen["in_service"] == 1, (seen["deployment"], seen["in_service"])
     # after the revert it does
-    kube.wait("the workload to converge", lambda: workloads.ready_replicas(kube, ns) == 2 and
-              _ready_in_service(kube, ns) == 2, 180, interval=2)  # fmt: skip
+    kube.wait(
+        "the workload to converge",
+        lambda: workloads.ready_replicas(kube, ns) == 2 and _ready_in_service(kube, ns) == 2,
+        180,
+        interval=2,
+    )
 
 
 @observe("controller-manager.quota-exhausted")
@@ -285,10 +300,17 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
     (during,) = [d for d in run["diagnoses"] if d["when"] == "during" and d.get("step") == step["step"]]
     found = Diagnosis.from_dict(during["report"])
     ns = run["namespace"]
-    cm = [f"{f.severity}: {f.title}" for r in found.reports if r.component == "controller-manager"
-          for f in r.findings if f.severity != "info"]  # fmt: skip
-    assert any(re.search(rf"ResourceQuota chaoskit-quota in namespace {ns} refuses pods \(pods used \d+/hard 2\)", f)
-               for f in cm), cm  # fmt: skip
+    cm = [
+        f"{f.severity}: {f.title}"
+        for r in found.reports
+        if r.component == "controller-manager"
+        for f in r.findings
+        if f.severity != "info"
+    ]
+    assert any(
+        re.search(rf"ResourceQuota chaoskit-quota in namespace {ns} refuses pods \(pods used \d+/hard 2\)", f)
+        for f in cm
+    ), cm
     assert all(f.startswith("warning: ResourceQuota") for f in cm), cm
     # every other component is ok, but where the run's own record explains what it is not: a fault another playbook
     # held meanwhile; this host, where the same diagnosis found etcd's fsyncs slow (its evidence: the WAL fsync
@@ -308,14 +330,19 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
             return any(c.available for c in r.checks)  # partly seen: the rest found nothing
         return x.severity == "warning" and host is not None and bool(host.search(x.title))
 
-    unexplained = {f"{r.component}@{r.subject}": [f"{x.severity}: {x.title}" for x in r.findings]
-                   for r in found.reports if r.component in COMPONENTS and r.status != "ok"
-                   and not any(r.subject == n if f.scope == "node" else r.component == f.named.component
-                               for f, n in besides)
-                   and not all(explained(r, x) for x in r.findings)}  # fmt: skip
+    unexplained = {
+        f"{r.component}@{r.subject}": [f"{x.severity}: {x.title}" for x in r.findings]
+        for r in found.reports
+        if r.component in COMPONENTS
+        and r.status != "ok"
+        and not any(r.subject == n if f.scope == "node" else r.component == f.named.component for f, n in besides)
+        and not all(explained(r, x) for x in r.findings)
+    }
     unseen = [f"{r.component}@{r.subject}" for r in found.reports for x in r.findings if x.title == UNCOLLECTED]
-    print(f"\nquota-exhausted, explained by the record: the host {[x.title for x in causes] or 'not slow'}; "
-          f"uncollected {unseen}")  # fmt: skip
+    print(
+        f"\nquota-exhausted, explained by the record: the host {[x.title for x in causes] or 'not slow'}; "
+        f"uncollected {unseen}"
+    )
     assert not unexplained, (unexplained, during["held_besides"])
     # the measurement saw the scale-up wait at pod creation for as long as the quota held
     (res,) = [MeasurementResult.from_dict(m) for m in run["measurements"]]

@@ -16,11 +16,15 @@ from tests.e2e.conftest import CLUSTER, chaoskit
 
 
 def _diagnose(html: Path, junit: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, list[str]]]:
-    done = chaoskit("diagnose", "--cluster", CLUSTER, "-o", "json", "--html", str(html), "--junit", str(junit),
-                    timeout=180)  # fmt: skip
+    done = chaoskit(
+        "diagnose", "--cluster", CLUSTER, "-o", "json", "--html", str(html), "--junit", str(junit), timeout=180
+    )
     doc = json.loads(done.stdout)["diagnosis"]
-    not_ok = {f"{r['component']}@{r['subject']}": [f"{f['severity']}: {f['title']}" for f in r["findings"]]
-              for r in doc["reports"] if r["status"] != "ok"}  # fmt: skip
+    not_ok = {
+        f"{r['component']}@{r['subject']}": [f"{f['severity']}: {f['title']}" for f in r["findings"]]
+        for r in doc["reports"]
+        if r["status"] != "ok"
+    }
     return done, doc, not_ok
 
 

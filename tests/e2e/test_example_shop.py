@@ -31,8 +31,9 @@ def gate(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         kube.delete("/api/v1/namespaces/shop", propagation="Background")
         kube.wait("an earlier shop to be gone", lambda: kube.find("/api/v1/namespaces/shop") is None, 180)
     env = {**os.environ, "CHAOSKIT": str(Path(sys.executable).parent / "chaoskit")}
-    done = subprocess.run([str(REPO / "examples/ci/gate.sh"), str(out)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=1500)  # fmt: skip
+    done = subprocess.run(
+        [str(REPO / "examples/ci/gate.sh"), str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500
+    )
     print(f"\n--- examples/ci/gate.sh (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-5000:]}")
     record = json.loads((out / "record.json").read_text()) if (out / "record.json").stat().st_size else {}
     yield {"rc": done.returncode, "out": out, "record": record}
@@ -106,8 +107,12 @@ def test_the_rule_sync_of_the_shops_own_service_is_measured_on_every_node_by_its
 def test_the_gate_leaves_junit_with_probe_cases_and_the_score_and_an_html_report(gate: dict[str, Any]) -> None:
     suites = {s.name: s for s in JUnitXml.fromfile(str(gate["out"] / "junit.xml"))}
     frozen = {c.name: c for c in suites["shop-kube-proxy-frozen"]}
-    assert {"probe storefront before", "probe storefront during", "probe storefront after",
-            "probe storefront effect"} <= set(frozen)  # fmt: skip
+    assert {
+        "probe storefront before",
+        "probe storefront during",
+        "probe storefront after",
+        "probe storefront effect",
+    } <= set(frozen)
     assert not any(isinstance(r, Failure) for c in frozen.values() for r in c.result)
     assert {p.name: p.value for p in suites["shop-scheduler-down"].properties()}["resilience_score"] == "100"
     page = (gate["out"] / "report.html").read_text()
@@ -166,9 +171,22 @@ def test_the_shop_with_kube_proxy_frozen(inject):
 
 def test_a_users_failing_test_shows_the_diagnosis_of_the_broken_component(gate: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "test_user.py").write_text(USER_TEST)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py",
-                           f"--junitxml={tmp_path / 'junit.xml'}"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_user.py",
+            f"--junitxml={tmp_path / 'junit.xml'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     print(done.stdout[-3000:])
     assert done.returncode == 1
     cluster = gate["record"]["cluster"]

@@ -98,8 +98,10 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
     assert result.ok, result.errors
     assert named or params.get("reason") != "taint"
     wait_healthy(env)
-    print(f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert"
-          f"{measured(fault)}")  # fmt: skip
+    print(
+        f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert"
+        f"{measured(fault)}"
+    )
 
 
 # Not in iptables mode (every playbook but one) nor for freeze and flush-rules in nftables (kube-proxy-nftables.yaml).
@@ -132,8 +134,10 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     assert result.ok, result.errors
     assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
     wait_healthy(env)
-    print(f"\n{name} ({proxy_mode}, {MODE_PARAMS.get(name, {})}): effect {result.effect_s:.1f}s, recovered "
-          f"{result.recovery_s:.1f}s after revert{measured(fault)}")  # fmt: skip
+    print(
+        f"\n{name} ({proxy_mode}, {MODE_PARAMS.get(name, {})}): effect {result.effect_s:.1f}s, recovered "
+        f"{result.recovery_s:.1f}s after revert{measured(fault)}"
+    )
 
 
 def no_op_of(fault: Fault) -> Fault:
@@ -158,8 +162,10 @@ def _run_no_op(name: str, env: Env, journal: Path) -> str:
     params = fault.Params.model_validate(dict(real.no_op.params))
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, real), duration=1)
     result = run_fault(env, step, journal=Journal(journal))
-    print(f"\n{name} as a no-op: {observed_words(result.fact_check.to_dict())}; errors {result.errors}, failures "
-          f"{result.failures}{measured(fault)}")  # fmt: skip
+    print(
+        f"\n{name} as a no-op: {observed_words(result.fact_check.to_dict())}; errors {result.errors}, failures "
+        f"{result.failures}{measured(fault)}"
+    )
     if result.failures:
         return f"{name}: {result.failures}"
     if result.effect_s is not None:

@@ -61,8 +61,14 @@ def test_in_the_catalog_a_scale_up_shows_every_stage_with_its_owner_and_precisio
     assert summaries["scheduled"].max is not None and summaries["scheduled"].max < 5
     assert summaries["total"].p99 is None and "p99 needs at least 100 samples" in " ".join(summaries["total"].notes)
     assert result.gaps == []
-    print("\n" + "\n".join(f"{k}: p50 {v.p50} max {v.max:.3f} precision median {v.precision_median:.3f} max "
-                            f"{v.precision:.3f}" for k, v in summaries.items() if v.max is not None))  # fmt: skip
+    print(
+        "\n"
+        + "\n".join(
+            f"{k}: p50 {v.p50} max {v.max:.3f} precision median {v.precision_median:.3f} max {v.precision:.3f}"
+            for k, v in summaries.items()
+            if v.max is not None
+        )
+    )
     print("\n".join(result.notes))
 
 
@@ -79,8 +85,10 @@ def test_in_the_catalog_scheduler_down_lands_in_the_scheduling_stage(catalog: Ca
     for other in ("pod_created", "containers_started", "endpoint_ready"):
         slow = [(s.subject, round(s.seconds, 1)) for s in _stage(result, other) if s.subject in pods and s.seconds >= 8]
         assert not slow, f"{other} was slow too: {slow}"
-    print(f"\nscheduled stage of the pods created while the scheduler was down: "
-          f"{[round(s.seconds, 1) for s in down]} (held {step['held_s']:.0f}s)")  # fmt: skip
+    print(
+        f"\nscheduled stage of the pods created while the scheduler was down: "
+        f"{[round(s.seconds, 1) for s in down]} (held {step['held_s']:.0f}s)"
+    )
 
 
 def test_in_the_catalog_a_hung_controller_manager_stops_the_path_at_the_hpa_until_it_resumes(

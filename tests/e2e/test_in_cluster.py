@@ -26,8 +26,9 @@ NS = "chaoskit-in-cluster-e2e"
 
 
 def kubectl(cluster: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--context", f"kind-{cluster}", *args], input=input, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        ["kubectl", "--context", f"kind-{cluster}", *args], input=input, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,26 +74,59 @@ def test_an_agent_runs_in_its_nodes_namespaces_and_refuses_a_peer_without_the_in
     installed: dict[str, Any], cluster: str, kube: Kube
 ) -> None:
     node = f"{cluster}-worker"
-    done = chaoskit("--via", "agent", "agent", "exec", "--cluster", cluster, node, "--", "sh", "-c",
-                    "cat /etc/hostname; systemctl is-active kubelet")  # fmt: skip
+    done = chaoskit(
+        "--via",
+        "agent",
+        "agent",
+        "exec",
+        "--cluster",
+        cluster,
+        node,
+        "--",
+        "sh",
+        "-c",
+        "cat /etc/hostname; systemctl is-active kubelet",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [node, "active"]  # the node's own hostname and systemd, not the pod's
     address = next(n.address for n in ops.agent_nodes(kube) if n.name == node)
     # from the control-plane node, with curl and no client certificate: the TLS handshake is refused
-    refused = subprocess.run(["docker", "exec", f"{cluster}-control-plane", "curl", "-sSk", "--max-time", "5",
-                              "-X", "POST", "-d", '{"argv": ["touch", "/tmp/chaoskit-e2e-refused"]}',
-                              f"https://{address}/v1/run"], capture_output=True, text=True)  # fmt: skip
+    refused = subprocess.run(
+        [
+            "docker",
+            "exec",
+            f"{cluster}-control-plane",
+            "curl",
+            "-sSk",
+            "--max-time",
+            "5",
+            "-X",
+            "POST",
+            "-d",
+            '{"argv": ["touch", "/tmp/chaoskit-e2e-refused"]}',
+            f"https://{address}/v1/run",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert refused.returncode != 0, refused.stdout
     marker = subprocess.run(["docker", "exec", node, "test", "-e", "/tmp/chaoskit-e2e-refused"])
     assert marker.returncode != 0, "a request without the client certificate ran"
 
 
 def _experiment(name: str) -> str:
-    return json.dumps({
-        "apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment", "metadata": {"name": name, "namespace": NS},
-        "spec": {"diagnose": False, "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
-                 "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "10s"}]},
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "apiVersion": "chaoskit.dev/v1alpha1",
+            "kind": "ChaosExperiment",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "diagnose": False,
+                "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
+                "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "10s"}],
+            },
+        }
+    )
 
 
 def _events(kube: Kube, name: str) -> list[str]:
@@ -119,44 +153,82 @@ def test_an_experiment_applied_with_kubectl_runs_in_the_cluster_through_the_agen
 
     status = kube.wait("the experiment to finish", final, 300, interval=1)
     events = _events(kube, "freeze")
-    print(f"\nkubectl apply → effect through the agent {seen.get('effect', -1):.1f}s; finished after "
-          f"{time.monotonic() - t0:.1f}s; events: {events}")  # fmt: skip
+    print(
+        f"\nkubectl apply → effect through the agent {seen.get('effect', -1):.1f}s; finished after "
+        f"{time.monotonic() - t0:.1f}s; events: {events}"
+    )
     assert status["phase"] == "Passed", (status, events)
     assert any(e.startswith("Armed: ") and "through chaoskit agent" in e for e in events), events
     assert seen.get("stopped"), "kube-proxy was not seen stopped on the worker while the fault held"
     assert process_state(f"{cluster}-worker", "kube-proxy") not in ("T", "")
-    no_docker = kubectl(cluster, "exec", "-n", ops.NAMESPACE, "deploy/chaoskit-operator", "--", "sh", "-c",
-                        "command -v docker || echo none")  # fmt: skip
+    no_docker = kubectl(
+        cluster,
+        "exec",
+        "-n",
+        ops.NAMESPACE,
+        "deploy/chaoskit-operator",
+        "--",
+        "sh",
+        "-c",
+        "command -v docker || echo none",
+    )
     assert no_docker.stdout.strip() == "none", no_docker.stdout
 
 
 def _held_experiment(name: str, deadline: str = "420s") -> str:
-    return json.dumps({
-        "apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment", "metadata": {"name": name, "namespace": NS},
-        "spec": {"diagnose": False, "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
-                 "steps": [{"fault": "kube-proxy.freeze", "target": {"node": "worker"}, "duration": "300s",
-                            "deadline": deadline}]},
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "apiVersion": "chaoskit.dev/v1alpha1",
+            "kind": "ChaosExperiment",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "diagnose": False,
+                "steadyState": [{"check": "cluster-healthy", "timeout": "120s"}],
+                "steps": [
+                    {
+                        "fault": "kube-proxy.freeze",
+                        "target": {"node": "worker"},
+                        "duration": "300s",
+                        "deadline": deadline,
+                    }
+                ],
+            },
+        }
+    )
 
 
 def test_an_operator_pod_killed_mid_fault_is_replaced_and_the_new_one_reverts_from_the_clusters_journal(
     installed: dict[str, Any], cluster: str, kube: Kube
 ) -> None:
     assert kubectl(cluster, "apply", "-f", "-", input=_held_experiment("orphan")).returncode == 0
-    kube.wait("the freeze to take effect", lambda: any(e.startswith("EffectObserved") for e in _events(kube, "orphan")),
-              180)  # fmt: skip
+    kube.wait(
+        "the freeze to take effect", lambda: any(e.startswith("EffectObserved") for e in _events(kube, "orphan")), 180
+    )
     assert process_state(f"{cluster}-worker", "kube-proxy") == "T"
     t0 = time.monotonic()
     # SIGKILL first (a graceful stop would revert on its way out), then the pod goes with its disk: only the
     # cluster's copy of the journal is left to the new pod
     operator = "python3 -m chaoskit_operator"
     subprocess.run(["docker", "exec", f"{cluster}-control-plane", "pkill", "-KILL", "-f", operator], check=True)
-    killed = kubectl(cluster, "delete", "pod", "-n", ops.NAMESPACE, "-l", "app.kubernetes.io/name=chaoskit-operator",
-                     "--grace-period=0", "--force")  # fmt: skip
+    killed = kubectl(
+        cluster,
+        "delete",
+        "pod",
+        "-n",
+        ops.NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=chaoskit-operator",
+        "--grace-period=0",
+        "--force",
+    )
     assert killed.returncode == 0, killed.stderr
     path = resource_path(NS, "orphan")
-    status = kube.wait("the experiment to end", lambda: (s := (kube.find(path) or {}).get("status") or {}).get(
-        "phase") in FINAL and s, 240, interval=1)  # fmt: skip
+    status = kube.wait(
+        "the experiment to end",
+        lambda: (s := (kube.find(path) or {}).get("status") or {}).get("phase") in FINAL and s,
+        240,
+        interval=1,
+    )
     healed = time.monotonic() - t0
     print(f"\noperator pod force-deleted mid-fault: {status['phase']} after {healed:.1f}s: {status['message']}")
     assert status["phase"] == "Interrupted" and "reverted 1 fault" in status["message"], status
@@ -170,10 +242,30 @@ def test_an_agent_pod_deleted_mid_fault_leaves_the_heal_to_the_switch_in_the_nod
     installed: dict[str, Any], cluster: str, kube: Kube, tmp_path: Any
 ) -> None:
     node = f"{cluster}-worker"
-    proc = subprocess.Popen([sys.executable, "-m", "chaoskit", "--via", "agent", "inject", "kube-proxy.freeze",
-                             "--cluster", cluster, "--node", node, "--duration", "300", "--deadline", str(DEADLINE),
-                             "--journal", str(tmp_path / "j.jsonl")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chaoskit",
+            "--via",
+            "agent",
+            "inject",
+            "kube-proxy.freeze",
+            "--cluster",
+            cluster,
+            "--node",
+            node,
+            "--duration",
+            "300",
+            "--deadline",
+            str(DEADLINE),
+            "--journal",
+            str(tmp_path / "j.jsonl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     t0 = time.monotonic()
     kube.wait("kube-proxy frozen on the worker", lambda: process_state(node, "kube-proxy") == "T", 60)
     proc.kill()  # chaoskit gone too: nobody but the node is left to heal it
@@ -183,8 +275,10 @@ def test_an_agent_pod_deleted_mid_fault_leaves_the_heal_to_the_switch_in_the_nod
     assert kubectl(cluster, "delete", "pod", "-n", ops.NAMESPACE, pod, "--grace-period=0", "--force").returncode == 0
     kube.wait("the switch to thaw kube-proxy", lambda: process_state(node, "kube-proxy") not in ("T", ""), 90)
     healed = time.monotonic() - t0
-    print(f"\nagent pod and chaoskit killed mid-fault: the node's switch healed it {healed:.1f}s after the inject "
-          f"(deadline {DEADLINE}s)")  # fmt: skip
+    print(
+        f"\nagent pod and chaoskit killed mid-fault: the node's switch healed it {healed:.1f}s after the inject "
+        f"(deadline {DEADLINE}s)"
+    )
     assert healed <= DEADLINE + 25
     kube.wait("the agent back on the worker", lambda: ops.ready(kube) is None, 120)
     done = chaoskit("--via", "agent", "revert", str(tmp_path / "j.jsonl"), "--cluster", cluster)
@@ -199,7 +293,7 @@ def test_chaoskit_run_via_the_operator_follows_the_experiment_to_its_verdict(
         "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: via-operator}\n"
         "spec:\n  diagnose: false\n  workload: {load: {concurrency: 0}}\n  steps:\n    - fault: kube-proxy.freeze\n"
         "      target: {node: worker}\n      duration: 5s\n"
-    )  # fmt: skip  (a workload: the operator's own RBAC must let it deploy one)
+    )  # (a workload: the operator's own RBAC must let it deploy one)
     done = chaoskit("-n", NS, "run", str(playbook), "--via-operator")
     print(done.stderr[-1500:])
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
@@ -253,20 +347,28 @@ def _faults(steps: list[dict[str, Any]]) -> list[str]:
 def test_one_fault_per_component_through_the_agents_with_status_and_events_right(
     installed: dict[str, Any], cluster: str, kube: Kube
 ) -> None:
-    body = {"apiVersion": "chaoskit.dev/v1alpha1", "kind": "ChaosExperiment",
-            "metadata": {"name": "control-path", "namespace": NS},
-            "spec": {"steadyState": [{"check": "cluster-healthy", "timeout": "300s"}],
-                     "steps": control_path(cluster)}}  # fmt: skip
+    body = {
+        "apiVersion": "chaoskit.dev/v1alpha1",
+        "kind": "ChaosExperiment",
+        "metadata": {"name": "control-path", "namespace": NS},
+        "spec": {"steadyState": [{"check": "cluster-healthy", "timeout": "300s"}], "steps": control_path(cluster)},
+    }
     t0 = time.monotonic()
     assert kubectl(cluster, "apply", "-f", "-", input=json.dumps(body)).returncode == 0
     path = resource_path(NS, "control-path")
-    status = kube.wait("the experiment to finish", lambda: (s := (kube.find(path) or {}).get("status") or {}).get(
-        "phase") in FINAL and s, 900, interval=2)  # fmt: skip
+    status = kube.wait(
+        "the experiment to finish",
+        lambda: (s := (kube.find(path) or {}).get("status") or {}).get("phase") in FINAL and s,
+        900,
+        interval=2,
+    )
     events = _events(kube, "control-path")
     print(f"\ncontrol path through the agents: {status['phase']} after {time.monotonic() - t0:.0f}s")
     for step in status.get("steps", []):
-        print(f"  {step['fault']}: effect {step.get('effectSeconds')}s, named {step.get('namedSeconds')}s, "
-              f"recovered {step.get('recoverySeconds')}s after the revert")  # fmt: skip
+        print(
+            f"  {step['fault']}: effect {step.get('effectSeconds')}s, named {step.get('namedSeconds')}s, "
+            f"recovered {step.get('recoverySeconds')}s after the revert"
+        )
     assert status["phase"] == "Passed", (status, events[-20:])
     assert sorted(s["fault"] for s in status["steps"]) == sorted(_faults(control_path(cluster)))
     for step in status["steps"]:

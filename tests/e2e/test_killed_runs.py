@@ -54,8 +54,9 @@ def _start_and_kill(cluster: str, tmp_path: Path, journal: Path, deadline: float
     playbook.write_text(PLAYBOOK.format(cluster=cluster, node=node, duration=deadline - 5, deadline=deadline))
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoskit", "run", str(playbook), "--journal", str(journal)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait("the fault to hold", lambda: _state(node) == "T", 60)
     finally:
@@ -113,8 +114,11 @@ def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str
     playbook.write_text(CONCURRENT.format(cluster=cluster))
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoskit", "run", str(playbook), "--journal", str(journal)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_sigint_default,
+    )
     nodes = DockerNodeExec(SubprocessRunner())
 
     def scheduler_gone() -> bool:

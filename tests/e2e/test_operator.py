@@ -43,11 +43,23 @@ class Operator:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "chaoskit_operator", "--context", f"kind-{self.cluster}", "--journal-dir",
-                 str(self.journals), "--metrics-port", str(self.port), "-n", NS],
-                stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "chaoskit_operator",
+                    "--context",
+                    f"kind-{self.cluster}",
+                    "--journal-dir",
+                    str(self.journals),
+                    "--metrics-port",
+                    str(self.port),
+                    "-n",
+                    NS,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )  # fmt: skip
+            )
         proc = self.proc
         try:
             self.kube.wait("the operator to serve metrics", lambda: proc.poll() is None and self.metrics(), 60)

@@ -36,11 +36,17 @@ def _write_run(path: Path, run_id: str) -> None:
     j.append("run-started", playbook=PLAYBOOK, run_id=run_id, cluster="chaoskit")
     # only ever written to this file: nothing is injected, and its deadline keeps it "active" for the test
     j.injection(Injection(f"inj-{run_id}", "kube-proxy.freeze", "chaoskit-worker", ("true",), now + 3600))
-    hpa = MeasurementResult("scale-up", "hpa_scale_up", now - 60, now, samples=[
-        Sample("hpa_scale_up", "scheduled", "scheduler", "web-1", now - 50, now - 49.7, 0.001),
-        Sample("hpa_scale_up", "scheduled", "scheduler", "web-2", now - 50, now - 48.0, 0.001),
-        Sample("hpa_scale_up", "ready", "kubelet", "web-1", now - 45, now - 40, 1.0),
-    ])  # fmt: skip
+    hpa = MeasurementResult(
+        "scale-up",
+        "hpa_scale_up",
+        now - 60,
+        now,
+        samples=[
+            Sample("hpa_scale_up", "scheduled", "scheduler", "web-1", now - 50, now - 49.7, 0.001),
+            Sample("hpa_scale_up", "scheduled", "scheduler", "web-2", now - 50, now - 48.0, 0.001),
+            Sample("hpa_scale_up", "ready", "kubelet", "web-1", now - 45, now - 40, 1.0),
+        ],
+    )
     rec = RunRecord(PLAYBOOK, "chaoskit", "ns", str(path), run_id, now - 120, now)
     rec.measurements = [hpa.to_dict()]
     j.append("run-finished", verdict="passed", record=rec.to_dict())
@@ -59,10 +65,24 @@ def exporter(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     _write_run(journals / "run-1.jsonl", "e2e-1")
     port = prom.free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chaoskit", "metrics", "serve", "--port", str(port), "--address", "127.0.0.1",
-         "--journals", str(journals), "--interval", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "chaoskit",
+            "metrics",
+            "serve",
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            "--journals",
+            str(journals),
+            "--interval",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     address = f"127.0.0.1:{port}"
     try:
         _until("the exporter to answer", lambda: _answers(f"http://{address}/metrics"), 30)
@@ -117,8 +137,9 @@ def test_prometheus_sees_the_exporter_every_kube_proxy_and_the_recording_rules(
     assert len(nodes) == 3
 
     def targets() -> str:
-        return "; ".join(f"{t['labels']['job']} {t['labels']['instance']} {t['health']} {t['lastError']}"
-                         for t in server.targets())  # fmt: skip
+        return "; ".join(
+            f"{t['labels']['job']} {t['labels']['instance']} {t['health']} {t['lastError']}" for t in server.targets()
+        )
 
     def value(expr: str) -> float | None:
         result = server.query(expr)
@@ -132,16 +153,23 @@ def test_prometheus_sees_the_exporter_every_kube_proxy_and_the_recording_rules(
     assert value('chaoskit_fault_injections_total{fault="kube-proxy.freeze",component="kube-proxy"}') == 1
 
     # kube-proxy's sync timestamp from every node
-    _until("kube-proxy's last sync from every node",
-           lambda: _labels(server, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", "node") == nodes,
-           90, targets)  # fmt: skip
+    _until(
+        "kube-proxy's last sync from every node",
+        lambda: _labels(server, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", "node") == nodes,
+        90,
+        targets,
+    )
 
     # the recording rules, over the exporter's and kube-proxy's series
-    p50 = _until("the per-stage p50 rule",
-                 lambda: server.query('chaoskit:hpa_stage_duration_seconds:p50{stage="scheduled"}'), 60)  # fmt: skip
+    p50 = _until(
+        "the per-stage p50 rule", lambda: server.query('chaoskit:hpa_stage_duration_seconds:p50{stage="scheduled"}'), 60
+    )
     assert 0.25 <= float(p50[0]["value"][1]) <= 2.5  # samples of 0.3 s and 2 s
-    _until("the kube-proxy sync-lag rule on every node",
-           lambda: _labels(server, "kubeproxy:sync_proxy_rules_lag_seconds", "node") == nodes, 60)  # fmt: skip
+    _until(
+        "the kube-proxy sync-lag rule on every node",
+        lambda: _labels(server, "kubeproxy:sync_proxy_rules_lag_seconds", "node") == nodes,
+        60,
+    )
     assert _labels(server, "kubeproxy:sync_proxy_rules_age_seconds", "node") == nodes
 
     # a journal that appears later is read by the running exporter, and the 5-minute rates see its samples

@@ -38,8 +38,11 @@ def _killed_at(point: str, fault: str, journal: Path, *args: str) -> Injection:
     """`chaoskit inject` that SIGKILLs itself at `point`; returns the injection its journal left pending."""
     done = subprocess.run(
         [sys.executable, "-m", "chaoskit", "inject", fault, "--journal", str(journal), *args],
-        env={**os.environ, "CHAOSKIT_TEST_KILL_AT": point}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        env={**os.environ, "CHAOSKIT_TEST_KILL_AT": point},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == -9, f"chaoskit was not killed at {point}: exit {done.returncode}\n{done.stderr[-2000:]}"
     (inj,) = Journal(journal).pending()
     return inj
@@ -72,10 +75,26 @@ def _scheduler_running(cp: str) -> bool:
 def _injecting(fault: str, cluster: str, journal: Path, *args: str) -> subprocess.Popen[str]:
     """`chaoskit inject` running, its switch's deadline far off (600 s): the test, not the deadline, decides."""
     return subprocess.Popen(
-        [sys.executable, "-m", "chaoskit", "inject", fault, "--cluster", cluster, *args, "--deadline", "600",
-         "--journal", str(journal), "-o", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "chaoskit",
+            "inject",
+            fault,
+            "--cluster",
+            cluster,
+            *args,
+            "--deadline",
+            "600",
+            "--journal",
+            str(journal),
+            "-o",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 MANIFESTS = "/etc/kubernetes/manifests"
@@ -120,8 +139,10 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
     log = attempts(NODES, switch)
     assert log[-1].endswith("exit 0") and all(a.endswith("exit 1") for a in log[:-1])
     assert inj.id not in armed(NODES, cp)
-    print(f"\nthe switch tried {len(log)} times ({', '.join(a.split()[0][11:19] for a in log)}); "
-          f"healed {time.time() - lifted:.1f}s after the obstacle was lifted")  # fmt: skip
+    print(
+        f"\nthe switch tried {len(log)} times ({', '.join(a.split()[0][11:19] for a in log)}); "
+        f"healed {time.time() - lifted:.1f}s after the obstacle was lifted"
+    )
     _revert_leaves_nothing(journal, cluster)
     assert attempts(NODES, switch) == [], "chaoskit revert disarms: the switch's files are gone"
 
@@ -157,11 +178,16 @@ def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_i
         if proc.poll() is None:
             proc.kill()
     _wait("the switch to thaw kube-proxy", lambda: process_state(worker, "kube-proxy") not in ("T", ""), 60)
-    _wait("the switch to record its success", lambda: attempts(NODES, switch)[-1:] != [] and
-          attempts(NODES, switch)[-1].endswith("exit 0"), 30)  # fmt: skip
+    _wait(
+        "the switch to record its success",
+        lambda: attempts(NODES, switch)[-1:] != [] and attempts(NODES, switch)[-1].endswith("exit 0"),
+        30,
+    )
     assert inj.id not in armed(NODES, worker)
-    print(f"\nthe switch thawed kube-proxy {time.time() - lifted:.1f}s after the obstacle was lifted, "
-          f"after {len(attempts(NODES, switch))} attempts")  # fmt: skip
+    print(
+        f"\nthe switch thawed kube-proxy {time.time() - lifted:.1f}s after the obstacle was lifted, "
+        f"after {len(attempts(NODES, switch))} attempts"
+    )
     _revert_leaves_nothing(journal, cluster)
     wait_healthy(Env(kube, NODES, cluster))
 
@@ -183,21 +209,32 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     assert down.deadline_at > slow.deadline_at
     assert time.time() < slow.deadline_at, "the API server must be down before slow-sync's deadline comes"
     switch = Switch(slow.id, cp, slow.revert, 0)
-    _wait("slow-sync's switch to fail while the API server is down", lambda: len(attempts(NODES, switch)) >= 1,
-          slow.deadline_at - time.time() + 30)  # fmt: skip
+    _wait(
+        "slow-sync's switch to fail while the API server is down",
+        lambda: len(attempts(NODES, switch)) >= 1,
+        slow.deadline_at - time.time() + 30,
+    )
     assert attempts(NODES, switch)[0].endswith("exit 1")
-    _wait("both switches to heal", lambda: _api_ready(env, cp) and slow.id not in armed(NODES, cp),
-          down.deadline_at - time.time() + 180)  # fmt: skip
+    _wait(
+        "both switches to heal",
+        lambda: _api_ready(env, cp) and slow.id not in armed(NODES, cp),
+        down.deadline_at - time.time() + 180,
+    )
     log = attempts(NODES, switch)
     assert log[-1].endswith("exit 0")
     wait_healthy(env)
-    _wait("every kube-proxy back on its own minSyncPeriod",
-          lambda: {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)} == before, 120)  # fmt: skip
+    _wait(
+        "every kube-proxy back on its own minSyncPeriod",
+        lambda: {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)} == before,
+        120,
+    )
     for journal in (slow_journal, down_journal):
         _revert_leaves_nothing(journal, cluster)
-    print(f"\nslow-sync's switch tried {len(log)} times while the API server was down "
-          f"({', '.join(a.split()[0][11:19] for a in log)}); healed {time.time() - slow.deadline_at:.0f}s after "
-          f"its deadline, {time.time() - down.deadline_at:.0f}s after the API server's")  # fmt: skip
+    print(
+        f"\nslow-sync's switch tried {len(log)} times while the API server was down "
+        f"({', '.join(a.split()[0][11:19] for a in log)}); healed {time.time() - slow.deadline_at:.0f}s after "
+        f"its deadline, {time.time() - down.deadline_at:.0f}s after the API server's"
+    )
 
 
 # etcd-timeout: three apply lines (a check, then two DROP rules) and three revert lines, so there is a "between"
@@ -211,8 +248,9 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
     point: str, cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
     env, cp, journal = Env(kube, NODES, cluster), f"{cluster}-control-plane", tmp_path / "killed.jsonl"
-    inj = _killed_at(point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "2",
-                     "--deadline", str(DEADLINE))  # fmt: skip
+    inj = _killed_at(
+        point, "apiserver.etcd-timeout", journal, "--cluster", cluster, "--duration", "2", "--deadline", str(DEADLINE)
+    )
     killed = time.time()
     left = _etcd_rules(cp)
     _wait(
@@ -226,8 +264,10 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
     _wait("the API server ready", lambda: _api_ready(env, cp), 60)
     ready = time.time()
     _revert_leaves_nothing(journal, cluster)
-    print(f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healed {healed - killed:.1f}s after the kill, "
-          f"{healed - inj.deadline_at:+.1f}s from the deadline; API ready {ready - healed:.1f}s later")  # fmt: skip
+    print(
+        f"\nkilled at {point}: {left} DROP rule(s) left at the kill; healed {healed - killed:.1f}s after the kill, "
+        f"{healed - inj.deadline_at:+.1f}s from the deadline; API ready {ready - healed:.1f}s later"
+    )
 
 
 def _nodes(cluster: str) -> list[str]:
@@ -236,8 +276,15 @@ def _nodes(cluster: str) -> list[str]:
 
 def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
     node = f"{cluster}-worker"
-    switch = Switch(uuid.uuid4().hex[:12], node, ("echo obstacle >&2; false",), 2, fault="kube-proxy.freeze",
-                    run="/tmp/e2e-gave-up.jsonl", retry_for_s=0)  # fmt: skip
+    switch = Switch(
+        uuid.uuid4().hex[:12],
+        node,
+        ("echo obstacle >&2; false",),
+        2,
+        fault="kube-proxy.freeze",
+        run="/tmp/e2e-gave-up.jsonl",
+        retry_for_s=0,
+    )
     arm(NODES, switch)
     try:
         _wait("the switch to give up", lambda: _exists(node, switch.failed_path), 30)
@@ -245,8 +292,9 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
         assert done.returncode == 1, done.stderr
         report = json.loads(done.stdout)["diagnosis"]
         titles = [f["title"] for r in report["reports"] if r["subject"] == node for f in r["findings"]]
-        assert any("a chaoskit revert failed here: kube-proxy.freeze" in t and "/tmp/e2e-gave-up.jsonl" in t
-                   for t in titles), titles  # fmt: skip
+        assert any(
+            "a chaoskit revert failed here: kube-proxy.freeze" in t and "/tmp/e2e-gave-up.jsonl" in t for t in titles
+        ), titles
     finally:
         NODES.run(node, switch.disarm_argv(), check=False)
 
@@ -257,8 +305,9 @@ def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, k
     # check would then rightly find scheduler.down "in effect" before the injection and inject nothing
     wait_healthy(Env(kube, NODES, cluster))
     parked = "/etc/kubernetes/chaoskit-parked"
-    NODES.run(cp, ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && "
-                               f"mount -o remount,bind,ro {parked}"])  # fmt: skip
+    NODES.run(
+        cp, ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && mount -o remount,bind,ro {parked}"]
+    )
     try:  # scheduler.down cannot park the manifest: its apply fails, the manifest stays where it was
         done = chaoskit("inject", "scheduler.down", "--cluster", cluster, "--duration", "5", "--journal", str(journal))
     finally:

@@ -57,8 +57,9 @@ def report(mode: str, result: MeasurementResult) -> str:
     for stage in ("rules_programmed", "traffic_follows"):
         for node, xs in sorted(by_node(result, stage).items()):
             values = sorted(s.seconds for s in xs)
-            lines.append(f"  {stage} {node}: p50 {values[(len(values) - 1) // 2]:.2f}s max {values[-1]:.2f}s "
-                         f"(n={len(values)})")  # fmt: skip
+            lines.append(
+                f"  {stage} {node}: p50 {values[(len(values) - 1) // 2]:.2f}s max {values[-1]:.2f}s (n={len(values)})"
+            )
     for node, row in result.extra["kube_proxy"].items():
         lines.append(
             f"  SLI {node}: count {row['sli']['count']} mean {row['sli']['mean']}; ours from trigger "
@@ -80,8 +81,11 @@ def assert_measured_precision(result: MeasurementResult) -> None:
 
 
 def precision_report(result: MeasurementResult) -> str:
-    return "\n".join(f"  precision {stage} {node}: {sorted(round(s.precision, 3) for s in xs)}"
-                     for stage in BOUNDS for node, xs in sorted(by_node(result, stage).items()))  # fmt: skip
+    return "\n".join(
+        f"  precision {stage} {node}: {sorted(round(s.precision, 3) for s in xs)}"
+        for stage in BOUNDS
+        for node, xs in sorted(by_node(result, stage).items())
+    )
 
 
 def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
@@ -119,8 +123,9 @@ def test_in_nftables_mode_too(env: Env, ns: str) -> None:
     try:  # one round of each change: the same checks as the iptables baseline's two rounds, on other rules
         result = run_changes(env, ns, CHANGES, repeat=1)
     finally:  # kind's iptables back, even through an API server another run restarts meanwhile
-        env.kube.wait("kube-proxy back in iptables mode", lambda: set_mode(env.kube, env.nodes, "iptables") or True,
-                      600, 5)  # fmt: skip
+        env.kube.wait(
+            "kube-proxy back in iptables mode", lambda: set_mode(env.kube, env.nodes, "iptables") or True, 600, 5
+        )
     print("\n" + report("nftables", result) + "\n" + precision_report(result) + "\n" + "\n".join(result.notes))
     assert_baseline(result, sorted(result.extra["nodes"]))
 
@@ -166,8 +171,10 @@ def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_
         frozen = FROZEN_FOR + (firsts["pod-deleted"].at - first.at)  # how long the freeze held after this change
         late = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "rules_programmed", first.number).items()}
         follows = {n: round(xs[0].seconds, 2) for n, xs in by_node(result, "traffic_follows", first.number).items()}
-        print(f"frozen {node} for {frozen:.1f}s after {change} (change {first.number}): rules_programmed {late}, "
-              f"traffic_follows {follows}")  # fmt: skip
+        print(
+            f"frozen {node} for {frozen:.1f}s after {change} (change {first.number}): rules_programmed {late}, "
+            f"traffic_follows {follows}"
+        )
         assert frozen - 1.0 <= late.pop(node) <= frozen + 4.0, change
         assert all(v < 3.0 for v in late.values()), (change, late)
         # the new pod not reached / the deleted one still DNATed to, and refusing

@@ -18,8 +18,12 @@ ALL_PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))  # each runs end to end
 def _scheduler_running(cluster: str) -> bool:
     import subprocess
 
-    return subprocess.run(["docker", "exec", f"{cluster}-control-plane", "pgrep", "-x", "kube-scheduler"],
-                          capture_output=True).returncode == 0  # fmt: skip
+    return (
+        subprocess.run(
+            ["docker", "exec", f"{cluster}-control-plane", "pgrep", "-x", "kube-scheduler"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def test_an_invalid_playbook_exits_3_and_injects_nothing(tmp_path: Path) -> None:

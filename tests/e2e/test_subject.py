@@ -127,8 +127,10 @@ def test_a_users_statefulset_under_chaoskits_load_is_measured_and_judged_by_comm
     (m,) = rec["measurements"]
     samples = m["samples"]
     stages = {s["stage"] for s in samples}
-    print("ledger scale-up: " + "; ".join(
-        f"{stage} max {s['max']:.2f}s" for stage, s in m["summaries"].items() if s.get("max") is not None))  # fmt: skip
+    print(
+        "ledger scale-up: "
+        + "; ".join(f"{stage} max {s['max']:.2f}s" for stage, s in m["summaries"].items() if s.get("max") is not None)
+    )
     # (its hpa_decision stage needs our 2 s metrics poll to see the CPU above target before the HPA acts on it,
     # which a 5 s HPA sync sometimes beats: then the stage is missing, never made up)
     assert any(n.startswith("scale-up 1: 1 → ") for n in m["notes"]), m["notes"]

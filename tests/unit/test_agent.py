@@ -38,8 +38,9 @@ def issued() -> Issued:
 
 @pytest.fixture
 def agent(issued: Issued, tmp_path: Path) -> Iterator[AgentNodeExec]:
-    server = AgentServer(("127.0.0.1", 0), server_context(_write(tmp_path / "server", issued.ca, issued.server)),
-                         "node-a", prefix=())  # fmt: skip
+    server = AgentServer(
+        ("127.0.0.1", 0), server_context(_write(tmp_path / "server", issued.ca, issued.server)), "node-a", prefix=()
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     client = _write(tmp_path / "client", issued.ca, issued.client)
     port = server.server_address[1]
@@ -72,8 +73,9 @@ def test_a_command_past_its_timeout_is_killed(agent: AgentNodeExec) -> None:
 
 def test_a_stream_yields_lines_and_its_command_ends_with_the_client(agent: AgentNodeExec, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    stream = agent.lines("node-a", ["sh", "-c", f"echo $$ > {pid_file}; i=0; while :; do i=$((i+1)); echo $i; "
-                                                "sleep 0.05; done"])  # fmt: skip
+    stream = agent.lines(
+        "node-a", ["sh", "-c", f"echo $$ > {pid_file}; i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]
+    )
     got = []
     for line in stream:
         got.append(line.strip())
@@ -127,13 +129,16 @@ def test_a_peer_without_the_installs_client_certificate_is_refused_and_nothing_r
 
 def test_a_client_refuses_an_agent_whose_certificate_another_ca_signed(issued: Issued, tmp_path: Path) -> None:
     other = issue("impostor")
-    server = AgentServer(("127.0.0.1", 0), server_context(_write(tmp_path / "s", other.ca, other.server)), "n",
-                         prefix=())  # fmt: skip
+    server = AgentServer(
+        ("127.0.0.1", 0), server_context(_write(tmp_path / "s", other.ca, other.server)), "n", prefix=()
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         files = _write(tmp_path / "c", issued.ca, issued.client)
-        agent = AgentNodeExec([AgentNode("n", "worker", f"127.0.0.1:{server.server_address[1]}")],
-                              client_context(files.ca, files.cert, files.key))  # fmt: skip
+        agent = AgentNodeExec(
+            [AgentNode("n", "worker", f"127.0.0.1:{server.server_address[1]}")],
+            client_context(files.ca, files.cert, files.key),
+        )
         with pytest.raises(CommandError, match="certificate verify failed"):
             agent.run("n", ["true"])
     finally:

@@ -58,10 +58,12 @@ def _kubectl(tmp_path: Path, body: str) -> None:
 
 # The lease's holder: "old" on the first read, the new process's identity after that (kubelet restarted it). The
 # lease itself (get -o json, then replace) is logged: swap_static_pod cuts the dead holder's duration.
-NEW_LEADER = 'case "$*" in *jsonpath*) ;; *"-o json"*) echo \'{"leaseDurationSeconds": 15}\'; exit;; ' \
-    '*replace*) cat >> "$STATE.replaced"; exit;; esac; ' \
-    'n=$(cat "$STATE.reads" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE.reads"; ' \
-    '[ "$n" -eq 0 ] && echo old || echo cp_new'  # fmt: skip
+NEW_LEADER = (
+    'case "$*" in *jsonpath*) ;; *"-o json"*) echo \'{"leaseDurationSeconds": 15}\'; exit;; '
+    '*replace*) cat >> "$STATE.replaced"; exit;; esac; '
+    'n=$(cat "$STATE.reads" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE.reads"; '
+    '[ "$n" -eq 0 ] && echo old || echo cp_new'
+)
 
 
 @pytest.fixture
@@ -81,10 +83,12 @@ def command_of(manifest: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     ("controller", "flag"),
-    [("replicaset", "--concurrent-replicaset-syncs=0"),
-     ("horizontalpodautoscaling", "--controllers=*,bootstrapsigner,tokencleaner,-horizontalpodautoscaling"),
-     ("endpointslice", "--controllers=*,bootstrapsigner,tokencleaner,-endpointslice")],
-)  # fmt: skip
+    [
+        ("replicaset", "--concurrent-replicaset-syncs=0"),
+        ("horizontalpodautoscaling", "--controllers=*,bootstrapsigner,tokencleaner,-horizontalpodautoscaling"),
+        ("endpointslice", "--controllers=*,bootstrapsigner,tokencleaner,-endpointslice"),
+    ],
+)
 def test_the_restart_edits_one_flag_into_the_manifest_and_the_revert_puts_the_original_back(
     node: Path, controller: StuckName, flag: str
 ) -> None:
@@ -160,8 +164,9 @@ def _env(objects: dict[str, Any], healthz: str = "ok", metrics: str = "", hpa_sy
 
 
 def _lease(renewed_ago: float) -> dict[str, Any]:
-    return {"spec": {"holderIdentity": "cp_new", "renewTime": iso(time.time() - renewed_ago),
-                     "leaseDurationSeconds": 15}}  # fmt: skip
+    return {
+        "spec": {"holderIdentity": "cp_new", "renewTime": iso(time.time() - renewed_ago), "leaseDurationSeconds": 15}
+    }
 
 
 def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
@@ -176,13 +181,16 @@ PATHS = {
     "horizontalpodautoscaling": f"/apis/autoscaling/v2/namespaces/{PROBE_NAMESPACE}/horizontalpodautoscalers/{PROBE}",
     "endpointslice": f"{NS}/services/{PROBE}",
 }
-EMPTY_LISTS = {f"{NS}/pods": {"items": []},
-               f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices": {"items": []}}  # fmt: skip
+EMPTY_LISTS = {
+    f"{NS}/pods": {"items": []},
+    f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices": {"items": []},
+}
 
 
 def stuck_env(controller: StuckName, age: float = 60, hpa_sync: str = "", **status: Any) -> Env:
-    return _env({PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS},
-                hpa_sync=hpa_sync)  # fmt: skip
+    return _env(
+        {PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS}, hpa_sync=hpa_sync
+    )
 
 
 def _effect(controller: StuckName, env: Env) -> bool:
@@ -224,8 +232,11 @@ def test_no_effect_when_the_controller_does_its_work() -> None:
     assert not _effect("replicaset", env)
     condition = {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale"}
     assert not _effect("horizontalpodautoscaling", stuck_env("horizontalpodautoscaling", conditions=[condition]))
-    slices = {f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/s":
-              {"metadata": {"name": "s", "labels": {"kubernetes.io/service-name": PROBE}}}}  # fmt: skip
+    slices = {
+        f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/s": {
+            "metadata": {"name": "s", "labels": {"kubernetes.io/service-name": PROBE}}
+        }
+    }
     env = _env({PATHS["endpointslice"]: _probe("endpointslice", 60), LEASE: _lease(2), **slices})
     assert not _effect("endpointslice", env)
 
@@ -266,12 +277,18 @@ def _quota(made: float) -> dict[str, Any]:
 
 
 def _failed_create(message: str, at: float) -> dict[str, Any]:
-    return {"reason": "FailedCreate", "message": message, "lastTimestamp": iso(at),
-            "involvedObject": {"kind": "ReplicaSet", "name": "chaoskit-quota-probe"}}  # fmt: skip
+    return {
+        "reason": "FailedCreate",
+        "message": message,
+        "lastTimestamp": iso(at),
+        "involvedObject": {"kind": "ReplicaSet", "name": "chaoskit-quota-probe"},
+    }
 
 
-REFUSED = ('Error creating: pods "chaoskit-quota-probe-x" is forbidden: exceeded quota: chaoskit-quota, '
-           "requested: pods=1, used: pods=1, limited: pods=1")  # fmt: skip
+REFUSED = (
+    'Error creating: pods "chaoskit-quota-probe-x" is forbidden: exceeded quota: chaoskit-quota, '
+    "requested: pods=1, used: pods=1, limited: pods=1"
+)
 
 
 def test_quota_plan_caps_the_namespace_waits_for_its_status_and_deletes_only_its_own_quota() -> None:
@@ -310,8 +327,11 @@ def test_quota_recovered_once_the_pods_it_refused_are_created_and_it_is_gone() -
     def recovered(created: int | None, quota: bool = False) -> bool:
         objects: dict[str, Any] = {f"{QNS}/events/1": _failed_create(REFUSED, time.time() - 5)}
         if created is not None:  # the refused ReplicaSet, wanting 3 pods
-            objects[rs_path] = {"metadata": {"name": "chaoskit-quota-probe"}, "spec": {"replicas": 3},
-                                "status": {"replicas": created}}  # fmt: skip
+            objects[rs_path] = {
+                "metadata": {"name": "chaoskit-quota-probe"},
+                "spec": {"replicas": 3},
+                "status": {"replicas": created},
+            }
         if quota:
             objects[f"{QNS}/resourcequotas/{QUOTA}"] = _quota(time.time())
         return QuotaExhausted().recovered(_env(objects), plan)
@@ -320,8 +340,9 @@ def test_quota_recovered_once_the_pods_it_refused_are_created_and_it_is_gone() -
     assert recovered(3), "every refused pod created"
     assert recovered(None), "the refused ReplicaSet is gone: nothing of it waits"
     assert not recovered(3, quota=True), "the quota still there"
-    assert not QuotaExhausted().recovered(_env({f"{QNS}/events": {"items": []}, f"{QNS}/resourcequotas/{QUOTA}":
-                                                _quota(time.time())}), plan)  # fmt: skip
+    assert not QuotaExhausted().recovered(
+        _env({f"{QNS}/events": {"items": []}, f"{QNS}/resourcequotas/{QUOTA}": _quota(time.time())}), plan
+    )
 
 
 def test_api_times_are_what_the_checks_compare() -> None:

@@ -47,8 +47,15 @@ def test_a_failing_line_is_retried_with_backoff_until_it_succeeds(tmp_path: Path
 
 
 def test_a_switch_that_gives_up_leaves_a_marker_naming_the_fault_and_run(tmp_path: Path) -> None:
-    sw = Switch("t", "n", (f"touch {tmp_path}/a", "echo no way >&2; false", f"touch {tmp_path}/b"), 5,
-                fault="kube-proxy.slow-sync", run="/j/run.jsonl", retry_for_s=0)  # fmt: skip
+    sw = Switch(
+        "t",
+        "n",
+        (f"touch {tmp_path}/a", "echo no way >&2; false", f"touch {tmp_path}/b"),
+        5,
+        fault="kube-proxy.slow-sync",
+        run="/j/run.jsonl",
+        retry_for_s=0,
+    )
     assert _run_script(tmp_path, sw).returncode == 1
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists(), "every line runs even after one failed"
     assert (tmp_path / "heal.sh").exists(), "a failed heal stays armed for chaoskit revert"
@@ -114,8 +121,12 @@ def test_fire_starts_now_only_the_switches_of_the_lost_run(tmp_path: Path) -> No
     class Local:
         def run(self, node: str, argv: list[str], **_: object) -> Completed:
             script = argv[2].replace(HEAL_DIR, str(heal))
-            done = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                                  env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})  # fmt: skip
+            done = subprocess.run(
+                ["sh", "-c", script],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+            )
             return Completed(tuple(argv), done.returncode, done.stdout, done.stderr)
 
     assert fire(Local(), "n", "/j/run-1.jsonl") == ["aaa"]  # type: ignore[arg-type]

@@ -204,8 +204,9 @@ def test_a_node_script_gets_what_is_left_of_the_budget() -> None:
     timeouts: list[float | None] = []
 
     class Recording(FakeNodeExec):
-        def run(self, node: str, argv: Any, *, input: bytes | None = None, timeout: float | None = None,
-                check: bool = True) -> Any:  # fmt: skip
+        def run(
+            self, node: str, argv: Any, *, input: bytes | None = None, timeout: float | None = None, check: bool = True
+        ) -> Any:
             timeouts.append(timeout)
             return super().run(node, argv, input=input, timeout=timeout, check=check)
 
@@ -237,8 +238,9 @@ def test_commands_run_side_by_side_and_a_hung_one_is_cut_off_without_the_others(
 
 def test_a_chain_stops_at_its_first_failure() -> None:
     chain = ("before", "wait", "after")
-    script = section_script({"before": "echo no; exit 7", "wait": "sleep 30", "after": "echo x", "other": "true"},
-                            [chain])  # fmt: skip
+    script = section_script(
+        {"before": "echo no; exit 7", "wait": "sleep 30", "after": "echo x", "other": "true"}, [chain]
+    )
     got = parse_sections(subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=20).stdout)
     assert got["before"] == Section("no", 7) and got["other"] == Section("", 0)
     assert got["wait"] == got["after"] == Section("skipped: before failed", None)

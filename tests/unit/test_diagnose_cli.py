@@ -25,8 +25,10 @@ def test_a_record_comes_from_run_json_or_from_the_journal(tmp_path: Path) -> Non
     as_json = tmp_path / "run.json"
     as_json.write_text(json.dumps(record))
     journal = tmp_path / "run.jsonl"
-    entries = [{"kind": "run-started", "at": 1.0, "data": {"run_id": "x"}},
-               {"kind": "run-finished", "at": 2.0, "data": {"verdict": "passed", "record": record}}]  # fmt: skip
+    entries = [
+        {"kind": "run-started", "at": 1.0, "data": {"run_id": "x"}},
+        {"kind": "run-finished", "at": 2.0, "data": {"verdict": "passed", "record": record}},
+    ]
     journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
     assert _record(as_json) == record == _record(journal)
     empty = tmp_path / "empty.jsonl"

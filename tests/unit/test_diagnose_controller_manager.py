@@ -168,17 +168,26 @@ def queues(depth: float, done: float, adds: float, unfinished: float = 0, queue:
 
 def lagging_rs(ev: ControllerManagerEvidence, written_ago: float) -> dict[str, Any]:
     return {
-        "metadata": {"name": "chaoskit-stuck-probe", "namespace": "chaoskit-stuck-probe", "generation": 1,
-                     "creationTimestamp": iso_at(ev.collected_at - written_ago)},
+        "metadata": {
+            "name": "chaoskit-stuck-probe",
+            "namespace": "chaoskit-stuck-probe",
+            "generation": 1,
+            "creationTimestamp": iso_at(ev.collected_at - written_ago),
+        },
         "spec": {"replicas": 1},
         "status": {"replicas": 0},
-    }  # fmt: skip
+    }
 
 
 def stuck_replicaset(**changes: Any) -> ControllerManagerEvidence:
     ev = controller_manager()
-    base = dict(metrics=queues(1, 0, 1), metrics_after=queues(1, 0, 2), window_s=3.0, cmdline=STUCK_FLAGS,
-                replicasets=Fetched({"items": [lagging_rs(ev, 30)]}))  # fmt: skip
+    base = dict(
+        metrics=queues(1, 0, 1),
+        metrics_after=queues(1, 0, 2),
+        window_s=3.0,
+        cmdline=STUCK_FLAGS,
+        replicasets=Fetched({"items": [lagging_rs(ev, 30)]}),
+    )
     return controller_manager(**{**base, **changes})
 
 
@@ -220,8 +229,9 @@ def test_without_the_zero_flag_the_cause_stays_open() -> None:
 
 def test_a_frozen_or_unled_process_is_not_blamed_on_one_controller() -> None:
     ev = stuck_replicaset()
-    frozen = stuck_replicaset(process=process("kube-controller-manager", "Tsl"), healthz=TIMED_OUT,
-                              collected_at=ev.collected_at + 45)  # fmt: skip
+    frozen = stuck_replicaset(
+        process=process("kube-controller-manager", "Tsl"), healthz=TIMED_OUT, collected_at=ev.collected_at + 45
+    )
     assert not any("does no work" in t for t in analyze(frozen))
 
 
@@ -233,16 +243,25 @@ def without(check: str) -> HttpAnswer:
 
 
 def never_synced_hpa(ev: ControllerManagerEvidence, created_ago: float) -> dict[str, Any]:
-    return {"metadata": {"name": "chaoskit-stuck-probe", "namespace": "chaoskit-stuck-probe", "generation": 1,
-                         "creationTimestamp": iso_at(ev.collected_at - created_ago)},
-            "spec": {"minReplicas": 1, "maxReplicas": 1}, "status": {}}  # fmt: skip
+    return {
+        "metadata": {
+            "name": "chaoskit-stuck-probe",
+            "namespace": "chaoskit-stuck-probe",
+            "generation": 1,
+            "creationTimestamp": iso_at(ev.collected_at - created_ago),
+        },
+        "spec": {"minReplicas": 1, "maxReplicas": 1},
+        "status": {},
+    }
 
 
 def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behind() -> None:
     ev = controller_manager()
-    off = controller_manager(healthz=without("horizontal-pod-autoscaler-controller"),
-                             cmdline=f"kube-controller-manager {HPA_OFF}",
-                             hpas=Fetched({"items": [never_synced_hpa(ev, 60)]}))  # fmt: skip
+    off = controller_manager(
+        healthz=without("horizontal-pod-autoscaler-controller"),
+        cmdline=f"kube-controller-manager {HPA_OFF}",
+        hpas=Fetched({"items": [never_synced_hpa(ev, 60)]}),
+    )
     findings = ControllerManagerDiagnoser().analyze(off)
     assert titles(findings)[0] == (
         "critical: HPA controller (horizontal-pod-autoscaler-controller) was not started: absent from "
@@ -250,8 +269,9 @@ def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behin
         "never synced (no status))"
     )
     assert HPA_OFF in findings[0].probable_cause and "leading" in findings[0].probable_cause
-    young = controller_manager(healthz=without("horizontal-pod-autoscaler-controller"),
-                               hpas=Fetched({"items": [never_synced_hpa(ev, 20)]}))  # fmt: skip
+    young = controller_manager(
+        healthz=without("horizontal-pod-autoscaler-controller"), hpas=Fetched({"items": [never_synced_hpa(ev, 20)]})
+    )
     assert analyze(young) == [
         "warning: HPA controller (horizontal-pod-autoscaler-controller) was not started: absent from "
         "kube-controller-manager's /healthz"
@@ -260,11 +280,14 @@ def test_a_controller_left_out_of_controllers_is_named_with_what_it_leaves_behin
 
 def test_an_endpointslice_controller_left_out_leaves_services_without_slices() -> None:
     ev = controller_manager()
-    svc = {"metadata": {"name": "web", "namespace": "demo", "creationTimestamp": iso_at(ev.collected_at - 40)},
-           "spec": {"selector": {"app": "web"}}}  # fmt: skip
+    svc = {
+        "metadata": {"name": "web", "namespace": "demo", "creationTimestamp": iso_at(ev.collected_at - 40)},
+        "spec": {"selector": {"app": "web"}},
+    }
     headless_external = {"metadata": {"name": "x", "namespace": "demo"}, "spec": {"type": "ExternalName"}}
-    off = controller_manager(healthz=without("endpointslice-controller"),
-                             services=Fetched({"items": [svc, headless_external]}))  # fmt: skip
+    off = controller_manager(
+        healthz=without("endpointslice-controller"), services=Fetched({"items": [svc, headless_external]})
+    )
     (title,) = analyze(off)
     assert title.startswith("critical: EndpointSlice controller (endpointslice-controller) was not started")
     assert title.endswith("(demo/web: no EndpointSlice)")
@@ -281,22 +304,29 @@ def test_a_controller_manager_not_leading_yet_lists_no_controllers_and_none_is_m
 
 
 def quota(used: str, hard: str) -> dict[str, Any]:
-    return {"metadata": {"name": "chaoskit-quota", "namespace": "demo"},
-            "status": {"hard": {"pods": hard}, "used": {"pods": used}}}  # fmt: skip
+    return {
+        "metadata": {"name": "chaoskit-quota", "namespace": "demo"},
+        "status": {"hard": {"pods": hard}, "used": {"pods": used}},
+    }
 
 
 def refused(ev: ControllerManagerEvidence, ago: float, quota_name: str = "chaoskit-quota") -> dict[str, Any]:
-    return {"reason": "FailedCreate", "count": 4, "lastTimestamp": iso_at(ev.collected_at - ago),
-            "metadata": {"namespace": "demo"}, "involvedObject": {"kind": "ReplicaSet", "name": "web-6cfd75477",
-                                                                   "namespace": "demo"},
-            "message": f'Error creating: pods "web-6cfd75477-abcde" is forbidden: exceeded quota: {quota_name}, '
-                       "requested: pods=1, used: pods=3, limited: pods=3"}  # fmt: skip
+    return {
+        "reason": "FailedCreate",
+        "count": 4,
+        "lastTimestamp": iso_at(ev.collected_at - ago),
+        "metadata": {"namespace": "demo"},
+        "involvedObject": {"kind": "ReplicaSet", "name": "web-6cfd75477", "namespace": "demo"},
+        "message": f'Error creating: pods "web-6cfd75477-abcde" is forbidden: exceeded quota: {quota_name}, '
+        "requested: pods=1, used: pods=3, limited: pods=3",
+    }
 
 
 def test_a_quota_refusing_pods_is_named_with_its_figures_and_is_not_a_component_failure() -> None:
     ev = controller_manager()
-    full = controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
-                              failed_creates=Fetched({"items": [refused(ev, 20)]}))  # fmt: skip
+    full = controller_manager(
+        quotas=Fetched({"items": [quota("3", "3")]}), failed_creates=Fetched({"items": [refused(ev, 20)]})
+    )
     findings = ControllerManagerDiagnoser().analyze(full)
     assert titles(findings) == [
         "warning: ResourceQuota chaoskit-quota in namespace demo refuses pods (pods used 3/hard 3): 4 pod "
@@ -308,10 +338,23 @@ def test_a_quota_refusing_pods_is_named_with_its_figures_and_is_not_a_component_
 
 def test_old_refusals_or_another_quota_are_not_news() -> None:
     ev = controller_manager()
-    assert analyze(controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
-                                      failed_creates=Fetched({"items": [refused(ev, 900)]}))) == []  # fmt: skip
-    assert analyze(controller_manager(quotas=Fetched({"items": [quota("3", "3")]}),
-                                      failed_creates=Fetched({"items": [refused(ev, 5, "other")]}))) == []  # fmt: skip
+    assert (
+        analyze(
+            controller_manager(
+                quotas=Fetched({"items": [quota("3", "3")]}), failed_creates=Fetched({"items": [refused(ev, 900)]})
+            )
+        )
+        == []
+    )
+    assert (
+        analyze(
+            controller_manager(
+                quotas=Fetched({"items": [quota("3", "3")]}),
+                failed_creates=Fetched({"items": [refused(ev, 5, "other")]}),
+            )
+        )
+        == []
+    )
 
 
 def test_quantities_compare_as_numbers() -> None:
@@ -330,11 +373,19 @@ def recorded(scenario: str) -> ControllerManagerEvidence:
         metrics_after=Metrics.parse(text(f"{d}/metrics-2.prom")),
         window_s=3.0,
         cmdline=text(f"{d}/cmdline.txt"),
-        **{name: Fetched(obj(f"{d}/{file}.json")) for name, file in (
-            ("lease", "lease"), ("hpas", "hpas"), ("replicasets", "replicasets"),
-            ("services", "services"), ("slices", "endpointslices"), ("quotas", "resourcequotas"),
-            ("failed_creates", "events"))},
-    )  # fmt: skip
+        **{
+            name: Fetched(obj(f"{d}/{file}.json"))
+            for name, file in (
+                ("lease", "lease"),
+                ("hpas", "hpas"),
+                ("replicasets", "replicasets"),
+                ("services", "services"),
+                ("slices", "endpointslices"),
+                ("quotas", "resourcequotas"),
+                ("failed_creates", "events"),
+            )
+        },
+    )
 
 
 def test_recorded_replicaset_controller_with_no_worker() -> None:

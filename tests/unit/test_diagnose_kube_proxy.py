@@ -172,8 +172,12 @@ def test_no_service_rule_at_all_after_a_sync_is_critical_while_the_api_does_not_
     """Under a loaded wave the API server may not answer within the diagnosis's budget; a table with not even
     default/kubernetes in it needs no API to judge, and a slow API server must not hide it."""
     healthy = kube_proxy()
-    ev = kube_proxy(services=DOWN, slices=DOWN, rules=_flushed_iptables() if rules == "flushed" else healthy.rules,
-                    metrics=healthy.metrics if synced else Metrics.parse(""))  # fmt: skip
+    ev = kube_proxy(
+        services=DOWN,
+        slices=DOWN,
+        rules=_flushed_iptables() if rules == "flushed" else healthy.rules,
+        metrics=healthy.metrics if synced else Metrics.parse(""),
+    )
     assert [f"{f.severity}: {f.title}" for f in KubeProxyDiagnoser().report(ev, "chaoskit-worker").findings] == [
         expected
     ]

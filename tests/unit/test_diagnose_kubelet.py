@@ -153,8 +153,12 @@ def test_pleg_errors_from_minutes_ago_do_not_count() -> None:
 
 def test_the_pleg_complaint_every_kubelet_start_logs_does_not_count_once_pleg_relisted() -> None:
     ev = kubelet()
-    start = journal_line(ev, 'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
-                         'pleg has yet to be successful]"', 30)  # fmt: skip
+    start = journal_line(
+        ev,
+        'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
+        'pleg has yet to be successful]"',
+        30,
+    )
     active = edit_metric(text("kubelet/metrics.prom"), "kubelet_pleg_last_seen_seconds", "", ev.collected_at - 1)
     assert analyze(kubelet(journal=start + "\n", metrics=Metrics.parse(active))) == []
 

@@ -164,8 +164,12 @@ def test_the_first_change_replaces_what_an_earlier_measurement_left() -> None:
 def test_slow_sync_effect_waits_for_every_kube_proxy_to_be_ready_before_measuring() -> None:
     plan = KubeProxySlowSync().plan("cp", SlowSyncParams())
     ds = {"status": {"desiredNumberScheduled": 3}}
-    kube = FakeKube({"/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy": ds,
-                     "/api/v1/namespaces/kube-system/pods/a": {"metadata": {"name": "a", "labels": {}}}})  # fmt: skip
+    kube = FakeKube(
+        {
+            "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy": ds,
+            "/api/v1/namespaces/kube-system/pods/a": {"metadata": {"name": "a", "labels": {}}},
+        }
+    )
     assert not KubeProxySlowSync().took_effect(Env(kube, FakeNodeExec(), "chaoskit"), plan)
     assert SERVICE_PATH not in [path for _, path in kube.calls]  # nothing measured
 
@@ -307,17 +311,25 @@ def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(mon
     from chaoskit.measurements.rule_sync_delay import SyncDelays
 
     ds = {"status": {"desiredNumberScheduled": 1}}
-    pod = {"metadata": {"name": "a", "labels": {"k8s-app": "kube-proxy"}}, "spec": {"nodeName": "w"},
-           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}  # fmt: skip
+    pod = {
+        "metadata": {"name": "a", "labels": {"k8s-app": "kube-proxy"}},
+        "spec": {"nodeName": "w"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     verdicts: list[bool | None] = []
-    monkeypatch.setattr(kube_proxy, "measure", lambda *a, **k: SyncDelays(15.0, {"w": verdicts[-1]}, {"w": 1.0}, 2,
-                                                                            1.0))  # fmt: skip
+    monkeypatch.setattr(
+        kube_proxy, "measure", lambda *a, **k: SyncDelays(15.0, {"w": verdicts[-1]}, {"w": 1.0}, 2, 1.0)
+    )
     fault = KubeProxySlowSync()
     plan = fault.plan("cp", SlowSyncParams())
     for verdict, healed in ((None, False), (True, False), (False, True)):  # undecided, slow, fast
         verdicts.append(verdict)
-        kube = FakeKube({"/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy": ds,
-                         "/api/v1/namespaces/kube-system/pods/a": pod})  # fmt: skip
+        kube = FakeKube(
+            {
+                "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy": ds,
+                "/api/v1/namespaces/kube-system/pods/a": pod,
+            }
+        )
         # /configz would say the period is restored all along: the old check passed on it alone
         env = Env(kube, FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, '{"x": 1}'))), "chaoskit")
         assert fault.recovered(env, plan) is healed
@@ -332,8 +344,13 @@ def test_a_frozen_nodes_old_rules_never_pass_for_a_followed_change(monkeypatch: 
 
     monkeypatch.setattr(kube_proxy, "FOLLOW_S", 0.3)
     frozen_rules = "198.51.100.1\n"  # programmed before the freeze, and held since
-    env = Env(FakeKube(), FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, frozen_rules)
-                                                  if "iptables-save" in argv[-1] else None)), "chaoskit")  # fmt: skip
+    env = Env(
+        FakeKube(),
+        FakeNodeExec(
+            FakeRunner(responder=lambda argv: Completed(argv, 0, frozen_rules) if "iptables-save" in argv[-1] else None)
+        ),
+        "chaoskit",
+    )
     name = kube_proxy.rules_probe_name("w")
     for obj in probe_objects("198.51.100.2", name, "kube-proxy.freeze"):  # the effect check's change, never followed
         env.kube.apply(obj)

@@ -31,15 +31,27 @@ NOW = 1_800_000_000.0
 
 
 def _record(run_id: str = "r1", playbook: str = "scheduler-down", verdict: str = "passed") -> dict[str, Any]:
-    hpa = MeasurementResult("scale-up", "hpa_scale_up", NOW - 60, NOW, samples=[
-        Sample("hpa_scale_up", "scheduled", "scheduler", "web-a", NOW - 50, NOW - 49.8, 0.001),
-        Sample("hpa_scale_up", "scheduled", "scheduler", "web-b", NOW - 50, NOW - 47.0, 0.001),
-        Sample("hpa_scale_up", "containers_started", "kubelet", "web-a", NOW - 49.8, NOW - 45.0, 1.0),
-    ])  # fmt: skip
-    sync = MeasurementResult("sync", "rule_sync", NOW - 60, NOW, samples=[
-        Sample("rule_sync", "rules_programmed", "kube-proxy", "node/chaoskit-worker", NOW - 30, NOW - 29.5, 0.1),
-        Sample("rule_sync", "traffic_follows", "kube-proxy", "probe-1@chaoskit-worker2", NOW - 30, NOW - 29.0, 0.1),
-    ])  # fmt: skip
+    hpa = MeasurementResult(
+        "scale-up",
+        "hpa_scale_up",
+        NOW - 60,
+        NOW,
+        samples=[
+            Sample("hpa_scale_up", "scheduled", "scheduler", "web-a", NOW - 50, NOW - 49.8, 0.001),
+            Sample("hpa_scale_up", "scheduled", "scheduler", "web-b", NOW - 50, NOW - 47.0, 0.001),
+            Sample("hpa_scale_up", "containers_started", "kubelet", "web-a", NOW - 49.8, NOW - 45.0, 1.0),
+        ],
+    )
+    sync = MeasurementResult(
+        "sync",
+        "rule_sync",
+        NOW - 60,
+        NOW,
+        samples=[
+            Sample("rule_sync", "rules_programmed", "kube-proxy", "node/chaoskit-worker", NOW - 30, NOW - 29.5, 0.1),
+            Sample("rule_sync", "traffic_follows", "kube-proxy", "probe-1@chaoskit-worker2", NOW - 30, NOW - 29.0, 0.1),
+        ],
+    )
     rec = RunRecord(playbook, "chaoskit", "ns", "j.jsonl", run_id, NOW - 120, NOW)
     rec.verdict = verdict  # type: ignore[assignment]
     rec.measurements = [hpa.to_dict(), sync.to_dict()]
@@ -242,8 +254,9 @@ def test_metrics_textfile_command_writes_one_file_from_several_journals(tmp_path
     _journal(tmp_path / "one.jsonl")
     _journal(tmp_path / "two.jsonl", _record("r2", verdict="deviated"))
     out = tmp_path / "chaoskit.prom"
-    result = CliRunner().invoke(cli, ["metrics", "textfile", str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"),
-                                      "-o", str(out)])  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["metrics", "textfile", str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"), "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     m = Metrics.of(parse(out.read_text()))
     assert m.value("chaoskit_runs_total", playbook="scheduler-down", verdict="passed") == 1
@@ -281,11 +294,16 @@ def test_metrics_textfile_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -
 
 def test_the_resilience_score_is_the_latest_scored_runs_and_failed_probe_phases_are_counted() -> None:
     ex = Exporter()
-    probe = {"name": "storefront", "weight": 1.0, "phases": [{"phase": "before", "ok": True},
-                                                             {"phase": "during", "ok": False}]}  # fmt: skip
+    probe = {
+        "name": "storefront",
+        "weight": 1.0,
+        "phases": [{"phase": "before", "ok": True}, {"phase": "during", "ok": False}],
+    }
     ex.observe_record({**_record("new"), "probes": [probe]})
     ex.observe_record({**_record("old"), "finished_at": NOW - 3600})  # read later, older: the score stays
     m = _scrape(ex)
     assert m.value("chaoskit_resilience_score", playbook="scheduler-down") == 50.0
-    assert m.value("chaoskit_probe_phase_failures_total", playbook="scheduler-down", probe="storefront",
-                   phase="during") == 1  # fmt: skip
+    assert (
+        m.value("chaoskit_probe_phase_failures_total", playbook="scheduler-down", probe="storefront", phase="during")
+        == 1
+    )

@@ -30,8 +30,12 @@ def _o(moment: str, question: str, answer: bool | None) -> Observation:
     return Observation(moment, question, answer, 0.1)  # type: ignore[arg-type]
 
 
-CLEAN = [_o("before", "took_effect", False), _o("after", "took_effect", True), _o("during", "recovered", False),
-         _o("after", "recovered", True)]  # fmt: skip
+CLEAN = [
+    _o("before", "took_effect", False),
+    _o("after", "took_effect", True),
+    _o("during", "recovered", False),
+    _o("after", "recovered", True),
+]
 
 
 @pytest.mark.parametrize(
@@ -113,9 +117,11 @@ def test_a_clean_step_is_confirmed_with_every_answer_recorded(tmp_path: Path) ->
     fc = result.fact_check  # type: ignore[attr-defined]
     assert fc.verdict == "confirmed" and result.ok  # type: ignore[attr-defined]
     assert [(o.moment, o.question, o.answer) for o in fc.observations] == [
-        ("before", "took_effect", False), ("after", "took_effect", True), ("during", "recovered", False),
+        ("before", "took_effect", False),
+        ("after", "took_effect", True),
+        ("during", "recovered", False),
         ("after", "recovered", True),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize(
@@ -138,8 +144,12 @@ def test_a_run_gives_each_fact_check_its_exit_code_and_records_it_everywhere(
     assert f"fact check: {fact}" in render_run_junit(data)
     exporter = Exporter()
     exporter.observe_record(data)
-    assert exporter.registry.get_sample_value("chaoskit_fact_checks_total", {"playbook": "p", "fault": "test.fact",
-                                                                             "verdict": fact}) == 1.0  # fmt: skip
+    assert (
+        exporter.registry.get_sample_value(
+            "chaoskit_fact_checks_total", {"playbook": "p", "fault": "test.fact", "verdict": fact}
+        )
+        == 1.0
+    )
 
 
 def test_the_catalog_refuses_a_fault_without_its_own_checks_or_a_no_op_control() -> None:
@@ -168,8 +178,10 @@ def test_the_observations_read_in_the_order_they_were_asked() -> None:
     from chaoskit.model.factcheck import FactCheck, observed_words
 
     words = observed_words(FactCheck.of(CLEAN).to_dict())
-    assert words == ("before: in effect? no (0.1s) · injected: in effect? yes (0.1s) · held: recovered? no (0.1s) · "
-                     "reverted: recovered? yes (0.1s)")  # fmt: skip
+    assert words == (
+        "before: in effect? no (0.1s) · injected: in effect? yes (0.1s) · held: recovered? no (0.1s) · "
+        "reverted: recovered? yes (0.1s)"
+    )
 
 
 def test_an_effect_check_that_cannot_answer_before_the_injection_injects_nothing(tmp_path: Path) -> None:

@@ -51,8 +51,14 @@ from chaoskit.seams.shell import Completed, FakeRunner
 
 load_catalog()
 
-ALL = [SchedulerDown(), ControllerManagerDown(), ControllerManagerHung(), KubeletStopped(),
-       ContainerRuntimeUnresponsive(), KubeProxyFrozen()]  # fmt: skip
+ALL = [
+    SchedulerDown(),
+    ControllerManagerDown(),
+    ControllerManagerHung(),
+    KubeletStopped(),
+    ContainerRuntimeUnresponsive(),
+    KubeProxyFrozen(),
+]
 
 
 @pytest.mark.parametrize("fault", ALL, ids=lambda f: f.name)
@@ -121,8 +127,17 @@ def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> N
 # --- the faults added with the catalog: apiserver, scheduler.unschedulable, kubelet, kube-proxy -------------------
 
 CATALOG = [cls() for _, cls in FAULTS.items()]  # every registered fault, whatever its module
-NEW = [ApiServerDown(), EtcdTimeout(), ApiServerCertExpired(), WatchLeak(), Unschedulable(), DiskPressure(),
-       KubeletCertExpired(), KubeProxyFlushRules(), KubeProxySlowSync()]  # fmt: skip
+NEW = [
+    ApiServerDown(),
+    EtcdTimeout(),
+    ApiServerCertExpired(),
+    WatchLeak(),
+    Unschedulable(),
+    DiskPressure(),
+    KubeletCertExpired(),
+    KubeProxyFlushRules(),
+    KubeProxySlowSync(),
+]
 VARIANTS = [
     *((Unschedulable(), UnschedulableParams(reason=r)) for r in ("resources", "taint", "affinity")),
     (WatchLeak(), WatchLeakParams(watches=1)),
@@ -141,8 +156,9 @@ def test_a_fault_summary_is_one_whole_line_because_faults_list_shows_only_that(f
 
 
 def test_faults_list_in_a_pipe_cuts_no_fault_name_and_no_summary() -> None:
-    out = subprocess.run([sys.executable, "-m", "chaoskit", "faults", "list"], capture_output=True, text=True,
-                         check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "chaoskit", "faults", "list"], capture_output=True, text=True, check=True
+    ).stdout
     assert "…" not in out
     for fault in CATALOG:
         assert f"│ {fault.name} " in out and (inspect.getdoc(fault) or "").split("\n")[0] in out
@@ -348,11 +364,42 @@ def test_expired_copy_keeps_subject_and_sans_and_is_signed_by_the_ca_but_expired
     def ssl(*args: str) -> str:
         return subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
 
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-        "-subj", "/CN=kubernetes", "-days", "10")  # fmt: skip
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.crt", "-subj",
-        "/CN=kube-apiserver", "-addext", "subjectAltName=DNS:kubernetes,IP:10.96.0.1", "-CA", "ca.crt",
-        "-CAkey", "ca.key", "-days", "10")  # fmt: skip
+    ssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=kubernetes",
+        "-days",
+        "10",
+    )
+    ssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.crt",
+        "-subj",
+        "/CN=kube-apiserver",
+        "-addext",
+        "subjectAltName=DNS:kubernetes,IP:10.96.0.1",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-days",
+        "10",
+    )
     line = expired_copy("srv.crt", "srv.key", "out.crt", ca_crt="ca.crt", ca_key="ca.key")
     done = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -445,8 +492,11 @@ def test_etcd_timeout_effect_is_a_failing_etcd_check_or_a_timed_out_request() ->
 
 
 def _pod(name: str, node: str = "") -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": {"app": "chaoskit-unschedulable"}},
-            "spec": {"nodeName": node} if node else {}, "status": {"phase": "Pending"}}  # fmt: skip
+    return {
+        "metadata": {"name": name, "labels": {"app": "chaoskit-unschedulable"}},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": "Pending"},
+    }
 
 
 def _event(pod: str, message: str) -> dict[str, Any]:
@@ -523,8 +573,11 @@ def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_a
 
 
 # Two workers, not in order: the step's resolution pins `worker` to the first by name.
-KIND_NODES = [Node("chaoskit-worker2", "worker"), Node("chaoskit-worker", "worker"),
-              Node("chaoskit-control-plane", "control-plane")]  # fmt: skip
+KIND_NODES = [
+    Node("chaoskit-worker2", "worker"),
+    Node("chaoskit-worker", "worker"),
+    Node("chaoskit-control-plane", "control-plane"),
+]
 
 
 @pytest.mark.parametrize(("node", "tainted"), [("worker", "chaoskit-worker"), ("chaoskit-worker2", "chaoskit-worker2")])
@@ -554,9 +607,11 @@ def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason()
     plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint", replicas=1))
     pods = {f"{ns}/pods/a": _pod("a")}
     # v1.34's words, read on the real cluster: the taint itself is not named
-    ours = ("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node "
-            "affinity/selector. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is "
-            "not helpful for scheduling.")  # fmt: skip
+    ours = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node "
+        "affinity/selector. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is "
+        "not helpful for scheduling."
+    )
     assert Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", ours)}), plan)
     # The apply lines without the taint line: the pods, tolerating every other taint, select a label no node has.
     unpinned = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
@@ -576,8 +631,12 @@ def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_not
     label = {"chaoskit.dev/unschedulable": "scheduler.unschedulable"}
     ns = "/api/v1/namespaces/chaoskit-faults"  # not the fault's: it stays
     no_pods = {f"{ns}/pods": {"items": []}, ns: {"metadata": {"name": "chaoskit-faults"}}}
-    for taints, labels, bound, healed in (([ours], label, True, False), ([], label, True, False),
-                                          ([], {}, True, True), ([], {}, False, False)):  # fmt: skip
+    for taints, labels, bound, healed in (
+        ([ours], label, True, False),
+        ([], label, True, False),
+        ([], {}, True, True),
+        ([], {}, False, False),
+    ):
         pod = {"metadata": {"name": "chaoskit-schedulable-probe"}, "spec": {"nodeName": "w"} if bound else {}}
         env = _node_env({}, {"/api/v1/nodes/w": node(taints, labels), **no_pods, probe: pod})
         assert Unschedulable().recovered(env, plan) is healed

@@ -16,11 +16,15 @@ CPU = [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtil
 
 
 def env_at(replicas: int) -> Env:
-    kube = FakeKube({
-        HPA: {"spec": {"minReplicas": 1, "maxReplicas": 26},
-              "status": {"currentReplicas": replicas, "desiredReplicas": replicas, "currentMetrics": CPU}},
-        DEPLOYMENT: {"status": {"readyReplicas": replicas}},
-    })  # fmt: skip
+    kube = FakeKube(
+        {
+            HPA: {
+                "spec": {"minReplicas": 1, "maxReplicas": 26},
+                "status": {"currentReplicas": replicas, "desiredReplicas": replicas, "currentMetrics": CPU},
+            },
+            DEPLOYMENT: {"status": {"readyReplicas": replicas}},
+        }
+    )
     return Env(kube, FakeNodeExec(), "chaoskit")
 
 

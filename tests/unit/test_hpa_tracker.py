@@ -162,8 +162,10 @@ def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so(
     samples = by_stage(t)
     assert samples[("rules_programmed", "p3@w1")].seconds == pytest.approx(0.55)
     assert samples[("first_request", "p3@w1")].seconds == 0.0
-    assert t.clamped(NODES) == ["first_request of p3@w1 (run 2) reported as 0: it answered 0.030s before the rules "
-                                "read that first showed its IP"]  # fmt: skip
+    assert t.clamped(NODES) == [
+        "first_request of p3@w1 (run 2) reported as 0: it answered 0.030s before the rules "
+        "read that first showed its IP"
+    ]
 
 
 def test_a_raised_min_replicas_triggers_the_decision_even_when_the_metric_is_below_target() -> None:
@@ -257,8 +259,9 @@ def test_after_a_watch_gap_the_objects_own_timestamps_are_used_at_1s_precision()
     t.deployment("MODIFIED", deployment(2), T0)
     listed = pod("p1", node="w1")
     listed["metadata"]["creationTimestamp"] = "2001-09-09T01:46:41Z"  # T0 + 1
-    listed["status"]["conditions"].append({"type": "PodScheduled", "status": "True",
-                                           "lastTransitionTime": "2001-09-09T01:46:42Z"})  # fmt: skip
+    listed["status"]["conditions"].append(
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2001-09-09T01:46:42Z"}
+    )
     t.pod("LISTED", listed, T0 + 30)  # re-listed once the API server came back
     p = t.pods["p1"]
     assert p.created.at == T0 + 1 and p.created.precision == 1.0
@@ -323,8 +326,9 @@ def test_a_stage_whose_start_and_end_one_watch_event_showed_reads_0_and_says_so(
     t.pod("MODIFIED", pod("p1", node="w1"), T0 + 2)
     t.pod("MODIFIED", pod("p1", node="w1", running=True, ready=True, ip="10.0.0.9"), T0 + 3)  # one status update
     assert by_stage(t)[("ready", "p1")].seconds == 0.0
-    assert t.clamped(NODES) == ["ready of p1 (run 1) reported as 0: its start and end carry one timestamp (one watch "
-                                "event showed both)"]  # fmt: skip
+    assert t.clamped(NODES) == [
+        "ready of p1 (run 1) reported as 0: its start and end carry one timestamp (one watch event showed both)"
+    ]
 
 
 def test_without_answers_that_name_the_pod_a_pods_path_ends_when_every_nodes_rules_hold_it() -> None:

@@ -56,20 +56,29 @@ def test_secrets_are_issued_once_and_again_only_when_rotated() -> None:
 
 def test_agent_nodes_come_from_the_api_with_roles_and_internal_addresses() -> None:
     kube = FakeKube()
-    kube.objects["/api/v1/nodes"] = {"items": [
-        {"metadata": {"name": "cp", "labels": {ops.CONTROL_PLANE_LABEL: ""}},
-         "status": {"addresses": [{"type": "Hostname", "address": "cp"},
-                                  {"type": "InternalIP", "address": "10.0.0.1"}]}},
-        {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "fd00::2"}]}},
-    ]}  # fmt: skip
+    kube.objects["/api/v1/nodes"] = {
+        "items": [
+            {
+                "metadata": {"name": "cp", "labels": {ops.CONTROL_PLANE_LABEL: ""}},
+                "status": {
+                    "addresses": [{"type": "Hostname", "address": "cp"}, {"type": "InternalIP", "address": "10.0.0.1"}]
+                },
+            },
+            {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "fd00::2"}]}},
+        ]
+    }
     nodes = ops.agent_nodes(kube)
     assert [(n.name, n.role, n.address) for n in nodes] == [
-        ("cp", "control-plane", "10.0.0.1:10370"), ("w1", "worker", "[fd00::2]:10370")]  # fmt: skip
+        ("cp", "control-plane", "10.0.0.1:10370"),
+        ("w1", "worker", "[fd00::2]:10370"),
+    ]
 
 
 def _experiment(name: str, phase: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "team", "finalizers": ["chaoskit.dev/revert", "theirs/keep"]},
-            "status": {"phase": phase}}  # fmt: skip
+    return {
+        "metadata": {"name": name, "namespace": "team", "finalizers": ["chaoskit.dev/revert", "theirs/keep"]},
+        "status": {"phase": phase},
+    }
 
 
 def test_uninstall_lets_go_of_finished_experiments_and_refuses_while_one_runs() -> None:

@@ -160,8 +160,11 @@ def test_an_archive_is_loaded_only_into_the_nodes_that_lack_its_image(
         if argv[:2] == ("docker", "exec") and argv[3:5] == ("crictl", "inspecti"):
             assert argv[-1] == "docker.io/chaoskit/chaoskit:v1"
             node = argv[2]
-            return Completed(argv, 0, json.dumps({"status": {"id": f"sha256:{held[node]}"}})) if node in held else (
-                Completed(argv, 1, "", "no such image"))  # fmt: skip
+            return (
+                Completed(argv, 0, json.dumps({"status": {"id": f"sha256:{held[node]}"}}))
+                if node in held
+                else (Completed(argv, 1, "", "no such image"))
+            )
         return None
 
     runner = FakeRunner(responder=answer)
@@ -174,5 +177,11 @@ def test_an_unreadable_archive_is_loaded_everywhere_for_kind_to_judge(tmp_path: 
     (tmp_path / "image.tar").write_text("not a tar")
     runner = FakeRunner(responses={PS: _ps_line("cp", "control-plane")})
     Kind(runner, Path("/cache/bin/kind")).load_archive("chaoskit", tmp_path / "image.tar")
-    assert runner.calls[-1] == ("/cache/bin/kind", "load", "image-archive", "--name", "chaoskit",
-                                str(tmp_path / "image.tar"))  # fmt: skip
+    assert runner.calls[-1] == (
+        "/cache/bin/kind",
+        "load",
+        "image-archive",
+        "--name",
+        "chaoskit",
+        str(tmp_path / "image.tar"),
+    )

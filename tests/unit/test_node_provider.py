@@ -20,8 +20,9 @@ from chaoskit.seams.nodeexec import DockerNodeExec
 from chaoskit.seams.pki import issue
 from chaoskit.seams.shell import FakeRunner
 
-KIND_NODE = json.dumps({"Names": "c-control-plane", "Labels": "io.x-k8s.kind.role=control-plane", "Image": "i",
-                        "State": "running"})  # fmt: skip
+KIND_NODE = json.dumps(
+    {"Names": "c-control-plane", "Labels": "io.x-k8s.kind.role=control-plane", "Image": "i", "State": "running"}
+)
 
 
 def _installed() -> FakeKube:
@@ -69,8 +70,10 @@ def test_agent_without_an_install_is_a_usage_error_in_words() -> None:
 
 def test_a_playbook_becomes_an_experiment_with_its_spec_as_written(tmp_path: Path) -> None:
     f = tmp_path / "p.yaml"
-    f.write_text("apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: freeze}\n"
-                 "spec:\n  steps: [{fault: kube-proxy.freeze, duration: 5s}]\n")  # fmt: skip
+    f.write_text(
+        "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: freeze}\n"
+        "spec:\n  steps: [{fault: kube-proxy.freeze, duration: 5s}]\n"
+    )
     exp = experiment(f, "team-a")
     assert exp["kind"] == "ChaosExperiment" and exp["metadata"]["namespace"] == "team-a"
     assert exp["metadata"]["name"].startswith("freeze-") and exp["spec"]["steps"][0]["duration"] == "5s"

@@ -63,16 +63,34 @@ def test_a_missing_spec_is_invalid_not_a_crash() -> None:
 
 def test_final_status_carries_the_verdict_steps_and_steady_state() -> None:
     rec = RunRecord("freeze", "chaoskit", "ns", "/j.jsonl", "id", 0.0)
-    rec.steps = [StepRecord("1-kube-proxy.freeze", "kube-proxy.freeze", "chaoskit-worker", "freeze", 0.21, 10.0, 0.4,
-                            fact_check={"verdict": "confirmed", "observations": []})]  # fmt: skip
+    rec.steps = [
+        StepRecord(
+            "1-kube-proxy.freeze",
+            "kube-proxy.freeze",
+            "chaoskit-worker",
+            "freeze",
+            0.21,
+            10.0,
+            0.4,
+            fact_check={"verdict": "confirmed", "observations": []},
+        )
+    ]
     rec.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.5)]
     status = final_status(rec, "2026-11-30T00:00:00Z")
     assert status["phase"] == "Passed" and status["exitCode"] == 0
     assert status["steps"][0] == {
-        "step": "1-kube-proxy.freeze", "fault": "kube-proxy.freeze", "node": "chaoskit-worker",
-        "effectSeconds": 0.21, "namedSeconds": None, "heldSeconds": 10.0, "recoverySeconds": 0.4, "ok": True,
-        "factCheck": "confirmed", "errors": [], "failures": [],
-    }  # fmt: skip
+        "step": "1-kube-proxy.freeze",
+        "fault": "kube-proxy.freeze",
+        "node": "chaoskit-worker",
+        "effectSeconds": 0.21,
+        "namedSeconds": None,
+        "heldSeconds": 10.0,
+        "recoverySeconds": 0.4,
+        "ok": True,
+        "factCheck": "confirmed",
+        "errors": [],
+        "failures": [],
+    }
     assert status["steadyState"]["before"][0]["ok"] is True
 
 

@@ -363,32 +363,60 @@ def test_probes_of_every_kind_parse() -> None:
     assert pb.spec.probes[0].slo is not None and pb.spec.probes[0].slo.p99 == 0.3
 
 
-@pytest.mark.parametrize(("change", "problem"), [
-    (('url: "http://storefront.shop/?item=tea"', "url: storefront"),
-     "pb.yaml:8:19: spec.probes[0].http.url: 'storefront' is not an http:// or https:// URL with a host"),
-    ((", p99: 300ms}", ", p99: soon}"), "pb.yaml:10:35: spec.probes[0].slo.p99: invalid duration 'soon': write "
-                                      "it like 500ms, 20s, 1m30s, 2h or a number of seconds"),
-    (("slo: {successRate: 99, p99: 300ms}", "slo: {}"), "pb.yaml:10:12: spec.probes[0].slo: give successRate, p50, "
-                                                        "p99 or max"),
-    (("      slo: {successRate: 99, p99: 300ms}\n", ""), "pb.yaml:7:7: spec.probes[0]: an http probe needs an slo: "
-                                                        "successRate, p50, p99 or max"),
-    (("condition: Available", "field: status.readyReplicas"), "pb.yaml:12:90: spec.probes[1].k8s.field: a field "
-                                                               "needs equals, min or max"),
-    (("when: [during]", "when: [sometimes]"), "pb.yaml:13:14: spec.probes[1].when[0]: expected 'before', 'during', "
-                                              "'after' or 'effect', got 'sometimes'"),
-    (("- name: rate", "- name: shop"), "pb.yaml:14:13: spec.probes[2].name: probe name 'shop' is already used by "
-                                       "spec.probes[0]"),
-    (("query: \"sum(up)\"", "query: \"sum(rate(up[1m])\""), "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
-                                                         "expected an operator, ',' or ')' after 'rate(up[1m])', "
-                                                         "found the end at character 17"),
-    (("query: \"sum(up)\"", "query: \"sum(up) by job\""), "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
-                                                        "expected '(' after 'by', found 'job' at character 12"),
-    (("kind: Deployment, namespace: shop", "kind: deployment, namespace: shop"), "pb.yaml:12:40: spec.probes[1].k8s."
-                                                                             "kind: 'deployment' is not a kind: "
-                                                                             "CamelCase, like Deployment"),
-    (("promql: {query: \"sum(up)\", min: 3}", "promql: {query: \"sum(up)\"}\n      command: {argv: [echo]}"),
-     "pb.yaml:14:7: spec.probes[2]: give exactly one of http, promql, k8s and command (given: promql and command)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            ('url: "http://storefront.shop/?item=tea"', "url: storefront"),
+            "pb.yaml:8:19: spec.probes[0].http.url: 'storefront' is not an http:// or https:// URL with a host",
+        ),
+        (
+            (", p99: 300ms}", ", p99: soon}"),
+            "pb.yaml:10:35: spec.probes[0].slo.p99: invalid duration 'soon': write "
+            "it like 500ms, 20s, 1m30s, 2h or a number of seconds",
+        ),
+        (
+            ("slo: {successRate: 99, p99: 300ms}", "slo: {}"),
+            "pb.yaml:10:12: spec.probes[0].slo: give successRate, p50, p99 or max",
+        ),
+        (
+            ("      slo: {successRate: 99, p99: 300ms}\n", ""),
+            "pb.yaml:7:7: spec.probes[0]: an http probe needs an slo: successRate, p50, p99 or max",
+        ),
+        (
+            ("condition: Available", "field: status.readyReplicas"),
+            "pb.yaml:12:90: spec.probes[1].k8s.field: a field needs equals, min or max",
+        ),
+        (
+            ("when: [during]", "when: [sometimes]"),
+            "pb.yaml:13:14: spec.probes[1].when[0]: expected 'before', 'during', 'after' or 'effect', got 'sometimes'",
+        ),
+        (
+            ("- name: rate", "- name: shop"),
+            "pb.yaml:14:13: spec.probes[2].name: probe name 'shop' is already used by spec.probes[0]",
+        ),
+        (
+            ('query: "sum(up)"', 'query: "sum(rate(up[1m])"'),
+            "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
+            "expected an operator, ',' or ')' after 'rate(up[1m])', "
+            "found the end at character 17",
+        ),
+        (
+            ('query: "sum(up)"', 'query: "sum(up) by job"'),
+            "pb.yaml:15:23: spec.probes[2].promql.query: not PromQL: "
+            "expected '(' after 'by', found 'job' at character 12",
+        ),
+        (
+            ("kind: Deployment, namespace: shop", "kind: deployment, namespace: shop"),
+            "pb.yaml:12:40: spec.probes[1].k8s.kind: 'deployment' is not a kind: CamelCase, like Deployment",
+        ),
+        (
+            ('promql: {query: "sum(up)", min: 3}', 'promql: {query: "sum(up)"}\n      command: {argv: [echo]}'),
+            "pb.yaml:14:7: spec.probes[2]: give exactly one of http, promql, k8s and command (given: promql and "
+            "command)",
+        ),
+    ],
+)
 def test_every_probe_field_is_checked_at_its_line(change: tuple[str, str], problem: str) -> None:
     text = MINIMAL.replace("spec:\n", "spec:\n" + PROBES.replace(*change))
     assert problems(text) == [problem]

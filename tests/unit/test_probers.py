@@ -25,9 +25,17 @@ DEPLOY = "/apis/apps/v1/namespaces/shop/deployments/prices"
 
 
 def _k8s(**spec: object) -> K8sProber:
-    kube = FakeKube({DEPLOY: {"status": {"readyReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]}},
-                     "/apis/apps/v1": {"resources": [{"kind": "Deployment", "name": "deployments", "namespaced": True},
-                                                     {"kind": "Scale", "name": "deployments/scale"}]}})  # fmt: skip
+    kube = FakeKube(
+        {
+            DEPLOY: {"status": {"readyReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]}},
+            "/apis/apps/v1": {
+                "resources": [
+                    {"kind": "Deployment", "name": "deployments", "namespaced": True},
+                    {"kind": "Scale", "name": "deployments/scale"},
+                ]
+            },
+        }
+    )
     base = {"api_version": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "prices"}
     return K8sProber(kube, K8sProbe.model_validate({**base, **spec}))
 
@@ -51,8 +59,10 @@ def test_a_k8s_probe_of_an_object_not_there_yet_starts_and_fails_its_samples_but
     del missing.kube.objects[DEPLOY]  # type: ignore[attr-defined]
     missing.start()
     assert not missing.poll().ok
-    unserved = K8sProber(FakeKube(), K8sProbe.model_validate({"api_version": "example.com/v1", "kind": "Widget",
-                                                              "name": "w", "condition": "Ready"}))  # fmt: skip
+    unserved = K8sProber(
+        FakeKube(),
+        K8sProbe.model_validate({"api_version": "example.com/v1", "kind": "Widget", "name": "w", "condition": "Ready"}),
+    )
     with pytest.raises(ProbeError, match="k8s probe Widget w: the cluster serves no example.com/v1"):
         unserved.start()
 
@@ -69,8 +79,10 @@ def prometheus() -> Iterator[str]:
                 body = {"status": "error", "errorType": "bad_data", "error": "parse error"}
             else:
                 self.send_response(200)
-                body = {"status": "success", "data": {"resultType": "vector",
-                                                      "result": [{"metric": {}, "value": [0, "3"]}]}}  # fmt: skip
+                body = {
+                    "status": "success",
+                    "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, "3"]}]},
+                }
             self.end_headers()
             self.wfile.write(json.dumps(body).encode())
 

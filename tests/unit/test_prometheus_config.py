@@ -119,8 +119,12 @@ def test_every_node_gets_a_kube_proxy_and_a_kubelet_target_labelled_with_its_nam
 
 def test_control_plane_components_are_scraped_on_control_plane_nodes_only() -> None:
     jobs = {j["job_name"]: j for j in _yaml(prom.render(_config()))["scrape_configs"]}
-    for job, port in (("apiserver", 6443), ("kube-controller-manager", 10257), ("kube-scheduler", 10259),
-                      ("etcd", 2381)):  # fmt: skip
+    for job, port in (
+        ("apiserver", 6443),
+        ("kube-controller-manager", 10257),
+        ("kube-scheduler", 10259),
+        ("etcd", 2381),
+    ):
         assert [t for g in jobs[job]["static_configs"] for t in g["targets"]] == [f"172.18.0.2:{port}"]
 
 
@@ -167,12 +171,14 @@ class _TokenKube(FakeKube):
 def _cluster() -> _TokenKube:
     nodes = {
         f"/api/v1/nodes/{n.name}": {
-            "metadata": {"name": n.name, "labels": {"node-role.kubernetes.io/control-plane": ""} if n.control_plane
-                         else {}},
+            "metadata": {
+                "name": n.name,
+                "labels": {"node-role.kubernetes.io/control-plane": ""} if n.control_plane else {},
+            },
             "status": {"addresses": [{"type": "InternalIP", "address": n.ip}, {"type": "Hostname", "address": n.name}]},
         }
         for n in NODES
-    }  # fmt: skip
+    }
     ca = {"/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt": {"data": {"ca.crt": "-----BEGIN CERT"}}}
     return _TokenKube({**nodes, **ca})
 
@@ -248,9 +254,24 @@ def test_promtool_accepts_the_rendered_config(tools: prom.Install, tmp_path: Pat
 def exporter_port() -> Iterator[int]:
     ex = Exporter()
     rec = RunRecord("unit", "chaoskit", "ns", "j", "u1", time.time() - 10, time.time())
-    rec.measurements = [{"name": "m", "type": "hpa_scale_up", "started_at": 0.0, "samples": [
-        {"measurement": "hpa_scale_up", "stage": "scheduled", "component": "scheduler", "subject": "p",
-         "start": 1.0, "end": 1.3, "precision": 0.001}]}]  # fmt: skip
+    rec.measurements = [
+        {
+            "name": "m",
+            "type": "hpa_scale_up",
+            "started_at": 0.0,
+            "samples": [
+                {
+                    "measurement": "hpa_scale_up",
+                    "stage": "scheduled",
+                    "component": "scheduler",
+                    "subject": "p",
+                    "start": 1.0,
+                    "end": 1.3,
+                    "precision": 0.001,
+                }
+            ],
+        }
+    ]
     ex.observe_record(rec.to_dict())
     port = prom.free_port()
     server, _ = serve(ex, port, "127.0.0.1")
@@ -262,8 +283,12 @@ def exporter_port() -> Iterator[int]:
 def test_the_real_server_scrapes_the_exporter_and_records_rules(
     tools: prom.Install, exporter_port: int, tmp_path: Path
 ) -> None:
-    config = prom.Config((prom.Job("chaoskit", (prom.Target(f"127.0.0.1:{exporter_port}"),)),), (RULES,),
-                         scrape_interval=1, evaluation_interval=1)  # fmt: skip
+    config = prom.Config(
+        (prom.Job("chaoskit", (prom.Target(f"127.0.0.1:{exporter_port}"),)),),
+        (RULES,),
+        scrape_interval=1,
+        evaluation_interval=1,
+    )
     (tmp_path / "prometheus.yml").write_text(prom.render(config))
     server = prom.start(tools, tmp_path)
     try:

@@ -111,8 +111,9 @@ def test_what_slo_probes_write_parses(query: str) -> None:
 
 
 @pytest.mark.parametrize(("query", "fragment", "character"), INVALID)
-def test_a_broken_query_says_what_is_wrong_and_at_which_character(query: str, fragment: str,
-                                                                  character: int | None) -> None:  # fmt: skip
+def test_a_broken_query_says_what_is_wrong_and_at_which_character(
+    query: str, fragment: str, character: int | None
+) -> None:
     problem = promql_problem(query)
     assert problem.startswith("not PromQL: ") and fragment in problem
     where = re.search(r"at character (\d+)", problem)

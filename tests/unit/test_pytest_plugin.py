@@ -63,12 +63,26 @@ def test_inject_reverts_when_the_block_raises(cluster: ChaoskitCluster) -> None:
 
 
 def test_a_failure_report_names_each_component_that_is_not_ok() -> None:
-    finding = Finding("failed", "scheduler", "kube-scheduler is not running", "its manifest is gone",
-                      remediation=("put the manifest back",))  # fmt: skip
-    found = Diagnosis("c", (ComponentReport("scheduler", "c-control-plane", "failed", (finding,), ()),
-                            ComponentReport("etcd", "c-control-plane", "ok", (), ())), 0.0, 1.0)  # fmt: skip
-    assert diagnosis_text(found) == ("scheduler@c-control-plane: failed\n  [failed] kube-scheduler is not running\n"
-                                     "    cause: its manifest is gone\n    do: put the manifest back")  # fmt: skip
+    finding = Finding(
+        "failed",
+        "scheduler",
+        "kube-scheduler is not running",
+        "its manifest is gone",
+        remediation=("put the manifest back",),
+    )
+    found = Diagnosis(
+        "c",
+        (
+            ComponentReport("scheduler", "c-control-plane", "failed", (finding,), ()),
+            ComponentReport("etcd", "c-control-plane", "ok", (), ()),
+        ),
+        0.0,
+        1.0,
+    )
+    assert diagnosis_text(found) == (
+        "scheduler@c-control-plane: failed\n  [failed] kube-scheduler is not running\n"
+        "    cause: its manifest is gone\n    do: put the manifest back"
+    )
 
 
 def test_a_failure_inside_the_block_carries_the_diagnosis_made_before_the_revert(

@@ -54,8 +54,11 @@ NODES = ["cp", "w1", "w2"]
 
 
 def ep(ip: str, pod: str, ready: bool = True, terminating: bool = False) -> dict[str, Any]:
-    return {"addresses": [ip], "targetRef": {"name": pod},
-            "conditions": {"ready": ready, "serving": ready or terminating, "terminating": terminating}}  # fmt: skip
+    return {
+        "addresses": [ip],
+        "targetRef": {"name": pod},
+        "conditions": {"ready": ready, "serving": ready or terminating, "terminating": terminating},
+    }
 
 
 def eps(*endpoints: dict[str, Any], trigger: str | None = None, name: str = "web-abc") -> dict[str, Any]:
@@ -303,8 +306,10 @@ def test_rules_already_holding_the_change_before_our_watch_saw_it_read_0_and_say
     assert stage(t, "rules_programmed", "1@w1") == 0.0
     assert sample(t, "rules_programmed", "1@w1").precision == pytest.approx(SINCE + READ)
     (note,) = t.clamped(NODES)
-    assert note == ("rules_programmed of 1@w1 (run 1) reported as 0: the node's rules already held it for 0.020s when "
-                    "our watch saw the change")  # fmt: skip
+    assert note == (
+        "rules_programmed of 1@w1 (run 1) reported as 0: the node's rules already held it for 0.020s when "
+        "our watch saw the change"
+    )
 
 
 def test_an_added_pod_answering_before_our_watch_saw_the_change_reads_0_and_says_so() -> None:
@@ -314,20 +319,27 @@ def test_an_added_pod_answering_before_our_watch_saw_the_change_reads_0_and_says
     t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)
     rules(t, "w1", 9.97, ABC)
     assert t.traffic_follows(t.changes[0], "w1") == 10.0
-    assert any("traffic_follows of 1@w1 (run 1) reported as 0: an added pod answered 0.040s before" in n
-               for n in t.clamped(["w1"]))  # fmt: skip
+    assert any(
+        "traffic_follows of 1@w1 (run 1) reported as 0: an added pod answered 0.040s before" in n
+        for n in t.clamped(["w1"])
+    )
 
 
 def test_probe_rounds_are_the_spacing_of_every_request_round_and_of_the_rules_reads_around_each_change() -> None:
     t = tracker_with_rules(["w1"])
     rounds(t, "w1", 1.0, 1.15, 1.3, 2.4)  # the third round hung on a gone endpoint
     rules(t, "w1", 2.0, ABC, since=1.85)
-    assert t.probe_rounds() == {"w1": {
-        "requests": {"count": 3, "median": pytest.approx(0.15), "max": pytest.approx(1.1)},
-        "rules": {"count": 1, "median": pytest.approx(0.17), "max": pytest.approx(0.17)}}}  # fmt: skip
+    assert t.probe_rounds() == {
+        "w1": {
+            "requests": {"count": 3, "median": pytest.approx(0.15), "max": pytest.approx(1.1)},
+            "rules": {"count": 1, "median": pytest.approx(0.17), "max": pytest.approx(0.17)},
+        }
+    }
     note = rounds_note("w1", t.probe_rounds()["w1"])
-    assert note == ("probe on w1: request rounds median 0.15s, max 1.10s apart; rules reads bracketing a change "
-                    "median 0.17s, max 0.17s wide (nominal 0.1s)")  # fmt: skip
+    assert note == (
+        "probe on w1: request rounds median 0.15s, max 1.10s apart; rules reads bracketing a change "
+        "median 0.17s, max 0.17s wide (nominal 0.1s)"
+    )
 
 
 # --- recorded on the real cluster ------------------------------------------------------------------------------------
@@ -442,8 +454,11 @@ def test_ours_from_the_trigger_time_sits_next_to_kube_proxys_sli_per_stretch_and
     assert row["unmatched"] == 1
     first, second = row["stretches"]
     assert first["difference"] == pytest.approx(0.2) and second["difference"] == pytest.approx(0.1)
-    assert row["agreement"] == {"stretches": 2, "mean_difference": pytest.approx(0.15),
-                                "max_abs_difference": pytest.approx(0.2)}  # fmt: skip
+    assert row["agreement"] == {
+        "stretches": 2,
+        "mean_difference": pytest.approx(0.15),
+        "max_abs_difference": pytest.approx(0.2),
+    }
 
 
 # --- the measurement, the result, the CLI's pieces -------------------------------------------------------------------
@@ -566,8 +581,10 @@ def test_the_table_states_the_precision_measured_typical_and_worst_per_stage_and
 
 
 def test_clamped_stages_are_named_one_by_one_up_to_a_cap() -> None:
-    clamps = [Clamp(Sample("rule_sync", "rules_programmed", "kube-proxy", f"{i}@w1", 1.0, 1.0, 0.1, i), "why")
-              for i in range(1, MAX_CLAMP_NOTES + 3)]  # fmt: skip
+    clamps = [
+        Clamp(Sample("rule_sync", "rules_programmed", "kube-proxy", f"{i}@w1", 1.0, 1.0, 0.1, i), "why")
+        for i in range(1, MAX_CLAMP_NOTES + 3)
+    ]
     notes = clamp_notes(clamps)
     assert notes[0] == "rules_programmed of 1@w1 (run 1) reported as 0: why"
     assert len(notes) == MAX_CLAMP_NOTES + 1 and notes[-1].startswith("... and 2 more")
@@ -585,12 +602,21 @@ def test_request_rounds_bracket_an_answer_from_the_round_before_or_from_the_stag
 
 def test_a_deleted_pod_is_the_oldest_ready_one_never_the_one_a_scale_up_just_added() -> None:
     def pod(name: str, created: str, ready: str = "True") -> dict[str, Any]:
-        return {"metadata": {"name": name, "creationTimestamp": created, "labels": {"app": "web"}},
-                "status": {"conditions": [{"type": "Ready", "status": ready}]}}  # fmt: skip
+        return {
+            "metadata": {"name": name, "creationTimestamp": created, "labels": {"app": "web"}},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }
 
     base = "/api/v1/namespaces/ns/pods"
-    kube = FakeKube({f"{base}/{p['metadata']['name']}": p for p in (
-        pod("web-a", "2026-12-04T10:00:09Z"), pod("web-b", "2026-12-04T10:00:01Z"),
-        pod("web-c", "2026-12-04T09:59:00Z", ready="False"))})  # fmt: skip
+    kube = FakeKube(
+        {
+            f"{base}/{p['metadata']['name']}": p
+            for p in (
+                pod("web-a", "2026-12-04T10:00:09Z"),
+                pod("web-b", "2026-12-04T10:00:01Z"),
+                pod("web-c", "2026-12-04T09:59:00Z", ready="False"),
+            )
+        }
+    )
     assert Workload(kube, "ns").change("pod-deleted") == "deleted pod web-b"  # by name first: web-a, the newest
     assert ("DELETE", f"{base}/web-b") in kube.calls

@@ -204,8 +204,9 @@ def test_measurements_settle_while_the_steady_state_after_is_checked(registered:
     SettlingSeen.runs = 0  # class state: a rerun in the same process starts over
     SlowToSettle.settling.clear()
     SlowToSettle.checked.clear()
-    catalog = registered.extended(checks=[(SettlingSeen.name, SettlingSeen)],
-                                  measurements=[(SlowToSettle.name, SlowToSettle)])  # fmt: skip
+    catalog = registered.extended(
+        checks=[(SettlingSeen.name, SettlingSeen)], measurements=[(SlowToSettle.name, SlowToSettle)]
+    )
     text = MEASURED.replace("test_fixed_delays", SlowToSettle.name) % "5s"
     text = text.replace("  steps:", "  steadyState:\n    - check: test_settling_seen\n  steps:")
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
@@ -298,8 +299,13 @@ def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(
 ) -> None:
     pb = _parse(registered, SCALED % "effect")
     lock = Lock(NoopFault().lock_name("chaoskit-worker", NoopFault.Params()), "another-host/run")
-    lease = {"spec": {"holderIdentity": "another-host/run", "leaseDurationSeconds": 600,
-                      "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}  # fmt: skip
+    lease = {
+        "spec": {
+            "holderIdentity": "another-host/run",
+            "leaseDurationSeconds": 600,
+            "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+    }
     kube = FakeKube({lock.path: lease, HPA_PATH: {"spec": {"minReplicas": 1}}})
     env = Env(kube, FakeNodeExec(), "chaoskit")
     rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered).run(pb)
@@ -309,8 +315,9 @@ def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(
 
 def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: Catalog) -> None:
     (step,) = plan_steps(_parse(registered, SCALED % "recovered"), NODES, registered.faults)
-    assert step["scale_up"] == ("at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the "
-                                "namespace after the run)")  # fmt: skip
+    assert step["scale_up"] == (
+        "at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the namespace after the run)"
+    )
     assert "scale_up" not in plan_steps(_parse(registered, PLAYBOOK), NODES, registered.faults)[0]
 
 
@@ -332,14 +339,26 @@ SHOP_HPA = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/prices
 
 
 def _shop_kube() -> FakeKube:
-    return FakeKube({
-        "/apis/apps/v1/namespaces/shop/deployments/prices": {
-            "metadata": {"name": "prices"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "prices"}}}},
-        SHOP_HPA: {"metadata": {"name": "prices"}, "spec": {
-            "scaleTargetRef": {"kind": "Deployment", "name": "prices"}, "minReplicas": 2, "maxReplicas": 6}},
-        "/api/v1/namespaces/shop/services/prices": {
-            "metadata": {"name": "prices"}, "spec": {"selector": {"app": "prices"}, "ports": [{"port": 8080}]}},
-    })  # fmt: skip
+    return FakeKube(
+        {
+            "/apis/apps/v1/namespaces/shop/deployments/prices": {
+                "metadata": {"name": "prices"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "prices"}}},
+            },
+            SHOP_HPA: {
+                "metadata": {"name": "prices"},
+                "spec": {
+                    "scaleTargetRef": {"kind": "Deployment", "name": "prices"},
+                    "minReplicas": 2,
+                    "maxReplicas": 6,
+                },
+            },
+            "/api/v1/namespaces/shop/services/prices": {
+                "metadata": {"name": "prices"},
+                "spec": {"selector": {"app": "prices"}, "ports": [{"port": 8080}]},
+            },
+        }
+    )
 
 
 def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_nothing_else(
@@ -360,15 +379,21 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
     assert writes == [("PATCH", SHOP_HPA), ("PATCH", SHOP_HPA)]  # nothing of the user's created or deleted
     params = started[0].params
     assert (started[0].namespace, params.kind, params.deployment, params.hpa, params.service) == (
-        "shop", "Deployment", "prices", "prices", "prices")  # fmt: skip
+        "shop",
+        "Deployment",
+        "prices",
+        "prices",
+        "prices",
+    )
 
 
 def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected(
     registered: Catalog, tmp_path: Path
 ) -> None:
     kube = _shop_kube()
-    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None,
-                    catalog=registered)  # fmt: skip
+    runner = Runner(
+        Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered
+    )
     rec = runner.run(_parse(registered, SHOP % ("", 7)))
     assert rec.verdict == "error" and "at most its maxReplicas (6)" in rec.errors[0] and rec.steps == []
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2
@@ -379,8 +404,9 @@ def test_a_scale_up_the_subject_has_already_reached_is_refused_before_anything_i
 ) -> None:
     kube = _shop_kube()
     kube.objects["/apis/apps/v1/namespaces/shop/deployments/prices"]["spec"]["replicas"] = 4
-    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None,
-                    catalog=registered)  # fmt: skip
+    runner = Runner(
+        Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered
+    )
     rec = runner.run(_parse(registered, SHOP % ("", 4)))
     assert rec.verdict == "error" and "runs 4 replicas already, so nothing would scale up" in rec.errors[0]
 
@@ -419,8 +445,14 @@ def _probed_run(
 
     monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
     shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))
-    runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"),
-                    lambda _: None, shell=shell, catalog=catalog)  # fmt: skip
+    runner = Runner(
+        Env(FakeKube(), FakeNodeExec(), "chaoskit"),
+        NODES,
+        Journal(tmp_path / "j.jsonl"),
+        lambda _: None,
+        shell=shell,
+        catalog=catalog,
+    )
     return runner.run(_parse(catalog, PROBED))
 
 
@@ -430,8 +462,12 @@ def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
     rec = _probed_run(tmp_path, monkeypatch, lambda: False, registered)
     assert rec.verdict == "passed", rec.errors
     (probe,) = rec.probes
-    assert [(p["phase"], p["ok"]) for p in probe["phases"]] == [("before", True), ("during", True), ("after", True),
-                                                                ("effect", True)]  # fmt: skip
+    assert [(p["phase"], p["ok"]) for p in probe["phases"]] == [
+        ("before", True),
+        ("during", True),
+        ("after", True),
+        ("effect", True),
+    ]
     assert all(p["samples"] >= 1 for p in probe["phases"]) and len(probe["samples"]) >= 10
 
 
@@ -455,8 +491,9 @@ class CauseFirst(Fault):
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         self.injected = time.monotonic()
-        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",),
-                         summary="a cause before its symptom")  # fmt: skip
+        return FaultPlan(
+            self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="a cause before its symptom"
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         return holds(env, plan) and time.monotonic() - self.injected >= self.effect_after

@@ -9,8 +9,10 @@ from chaoskit.safety import Locked, NotOurCluster, acquire, recognise, release, 
 from chaoskit.seams.kube import FakeKube, KubeError
 from chaoskit.seams.shell import FakeRunner
 
-PS = ('{"Names":"chaoskit-control-plane","Image":"chaoskit/node:x","State":"running",'
-      '"Labels":"io.x-k8s.kind.cluster=chaoskit,io.x-k8s.kind.role=control-plane"}\n')  # fmt: skip
+PS = (
+    '{"Names":"chaoskit-control-plane","Image":"chaoskit/node:x","State":"running",'
+    '"Labels":"io.x-k8s.kind.cluster=chaoskit,io.x-k8s.kind.role=control-plane"}\n'
+)
 
 
 def test_a_free_component_is_locked_and_released() -> None:

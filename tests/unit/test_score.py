@@ -16,8 +16,11 @@ def _probe(phases: list[bool], weight: float = 1.0) -> dict[str, Any]:
 
 
 def test_a_run_scores_its_steps_and_the_share_of_each_probes_phases_that_held_by_weight() -> None:
-    run = {"verdict": "deviated", "steps": [_step(True, 2), _step(False)],
-           "probes": [_probe([True, False, True, True], weight=4)]}  # fmt: skip
+    run = {
+        "verdict": "deviated",
+        "steps": [_step(True, 2), _step(False)],
+        "probes": [_probe([True, False, True, True], weight=4)],
+    }
     assert run_score(run) == round(100 * (2 * 1 + 1 * 0 + 4 * 0.75) / 7, 1)  # 71.4
 
 
@@ -28,6 +31,9 @@ def test_aborted_scores_zero_and_chaoskits_own_failure_has_no_score() -> None:
 
 
 def test_a_suite_pools_every_scored_runs_items() -> None:
-    runs = [{"verdict": "passed", "steps": [_step(True)] * 3}, {"verdict": "deviated", "steps": [_step(False)]},
-            {"verdict": "error", "steps": [_step(False)] * 5}]  # fmt: skip
+    runs = [
+        {"verdict": "passed", "steps": [_step(True)] * 3},
+        {"verdict": "deviated", "steps": [_step(False)]},
+        {"verdict": "error", "steps": [_step(False)] * 5},
+    ]
     assert suite_score(runs) == 75.0

@@ -153,8 +153,15 @@ class _RecordingExec(FakeNodeExec):
     stdout: str = ""
     runs: list[tuple[str, tuple[str, ...], bytes | None]] = field(default_factory=list)
 
-    def run(self, node: str, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = None,
-            check: bool = True) -> Completed:  # fmt: skip
+    def run(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> Completed:
         self.runs.append((node, tuple(argv), input))
         return Completed((node, *argv), 0, self.stdout)
 
@@ -173,8 +180,9 @@ def test_node_scraper_runs_curl_on_the_node_with_the_token_on_stdin() -> None:
 
 def test_node_scraper_can_present_the_nodes_client_certificate() -> None:
     pki = "/etc/kubernetes/pki"
-    scraper = NodeScraper(FakeNodeExec(), "cp", ca_file=f"{pki}/ca.crt", client_cert=f"{pki}/c.crt",
-                          client_key=f"{pki}/c.key")  # fmt: skip
+    scraper = NodeScraper(
+        FakeNodeExec(), "cp", ca_file=f"{pki}/ca.crt", client_cert=f"{pki}/c.crt", client_key=f"{pki}/c.key"
+    )
     argv = scraper.argv("https://x")
     assert argv[argv.index("--cacert") + 1] == "/etc/kubernetes/pki/ca.crt"
     assert argv[argv.index("--cert") + 1] == "/etc/kubernetes/pki/c.crt"

@@ -18,8 +18,10 @@ HPA = f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/prices-hpa
 
 
 def _shop() -> FakeKube:
-    deploy: dict[str, Any] = {"metadata": {"name": "prices", "namespace": NS},
-                              "spec": {"selector": {"matchLabels": {"app": "prices"}}}}  # fmt: skip
+    deploy: dict[str, Any] = {
+        "metadata": {"name": "prices", "namespace": NS},
+        "spec": {"selector": {"matchLabels": {"app": "prices"}}},
+    }
     hpa = {
         "metadata": {"name": "prices-hpa"},
         "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "prices"}, "minReplicas": 2, "maxReplicas": 6},
@@ -29,27 +31,40 @@ def _shop() -> FakeKube:
         "spec": {"selector": {"app": "storefront"}, "ports": [{"port": 80}]},
     }
     svc = {"metadata": {"name": "prices"}, "spec": {"selector": {"app": "prices"}, "ports": [{"port": 8080}]}}
-    return FakeKube({
-        f"/apis/apps/v1/namespaces/{NS}/deployments/prices": deploy,
-        HPA: hpa,
-        f"/api/v1/namespaces/{NS}/services/storefront": other_svc,
-        f"/api/v1/namespaces/{NS}/services/prices": svc,
-    })  # fmt: skip
+    return FakeKube(
+        {
+            f"/apis/apps/v1/namespaces/{NS}/deployments/prices": deploy,
+            HPA: hpa,
+            f"/api/v1/namespaces/{NS}/services/storefront": other_svc,
+            f"/api/v1/namespaces/{NS}/services/prices": svc,
+        }
+    )
 
 
 def test_a_deployment_by_name_brings_its_hpa_and_service_found_by_reference_and_selector() -> None:
     found = subjects.resolve(_shop(), Subject(namespace=NS, deployment="prices"))
-    assert (found.kind, found.name, found.hpa, found.service, found.ours) == ("Deployment", "prices", "prices-hpa",
-                                                                             "prices", False)  # fmt: skip
+    assert (found.kind, found.name, found.hpa, found.service, found.ours) == (
+        "Deployment",
+        "prices",
+        "prices-hpa",
+        "prices",
+        False,
+    )
     assert found.words() == "Deployment shop/prices, HPA prices-hpa, Service prices"
 
 
-@pytest.mark.parametrize(("spec", "error"), [
-    (Subject(namespace=NS, deployment="nope"), "no Deployment shop/nope"),
-    (Subject(namespace=NS, deployment="prices", hpa="nope"), "no HorizontalPodAutoscaler shop/nope"),
-    (Subject(namespace=NS, deployment="prices", service="nope"), "no Service shop/nope"),
-    (Subject(namespace="elsewhere", selector={"app": "x"}), "must match one Deployment in elsewhere, it matches none"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        (Subject(namespace=NS, deployment="nope"), "no Deployment shop/nope"),
+        (Subject(namespace=NS, deployment="prices", hpa="nope"), "no HorizontalPodAutoscaler shop/nope"),
+        (Subject(namespace=NS, deployment="prices", service="nope"), "no Service shop/nope"),
+        (
+            Subject(namespace="elsewhere", selector={"app": "x"}),
+            "must match one Deployment in elsewhere, it matches none",
+        ),
+    ],
+)
 def test_what_is_not_there_is_named_before_anything_runs(spec: Subject, error: str) -> None:
     with pytest.raises(UsageError, match=error):
         subjects.resolve(_shop(), spec)
@@ -59,12 +74,17 @@ def test_a_raised_min_replicas_is_journaled_first_and_put_back_once(tmp_path: Pa
     kube, journal = _shop(), Journal(tmp_path / "run.jsonl")
     found = subjects.resolve(kube, Subject(namespace=NS, deployment="prices"))
     subjects.raise_min_replicas(kube, found, 4, journal)
-    assert kube.objects[HPA]["spec"] == {"scaleTargetRef": {"kind": "Deployment", "name": "prices"},
-                                         "minReplicas": 4, "maxReplicas": 6}  # fmt: skip
+    assert kube.objects[HPA]["spec"] == {
+        "scaleTargetRef": {"kind": "Deployment", "name": "prices"},
+        "minReplicas": 4,
+        "maxReplicas": 6,
+    }
     assert [c["what"] for c in journal.pending_changes()] == ["HPA shop/prices-hpa minReplicas back to 2 (raised to 4)"]
     subjects.raise_min_replicas(kube, found, 5, journal)
-    assert subjects.put_back(kube, journal) == ["HPA shop/prices-hpa minReplicas back to 4 (raised to 5)",
-                                                "HPA shop/prices-hpa minReplicas back to 2 (raised to 4)"]  # fmt: skip
+    assert subjects.put_back(kube, journal) == [
+        "HPA shop/prices-hpa minReplicas back to 4 (raised to 5)",
+        "HPA shop/prices-hpa minReplicas back to 2 (raised to 4)",
+    ]
     assert kube.objects[HPA]["spec"]["minReplicas"] == 2 and journal.pending_changes() == []
     assert subjects.put_back(kube, journal) == []
 

@@ -38,8 +38,10 @@ NODES = [
 
 def playbook(name: str, fault: str, node: str = "", params: str = "") -> Planned:
     target = f"\n      target: {{node: {node}}}" if node else ""
-    text = (f"apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {{name: {name}}}\nspec:\n  steps:\n"
-            f"    - fault: {fault}{target}\n      duration: 10s{params}\n")  # fmt: skip
+    text = (
+        f"apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {{name: {name}}}\nspec:\n  steps:\n"
+        f"    - fault: {fault}{target}\n      duration: 10s{params}\n"
+    )
     return plan(Path(f"{name}.yaml"), parse_playbook(text, file=f"{name}.yaml"), NODES)
 
 
@@ -70,8 +72,10 @@ def test_slow_sync_and_a_proxy_mode_switch_run_alone_and_flushed_rules_stay_on_t
     flush = playbook("flush", "kube-proxy.flush-rules", "worker")  # kept flushed: endpoint churn elsewhere is fine
     assert not flush.alone and flush.nodes == {"chaoskit-worker"}
     assert not flush.meets(playbook("kp-w2", "kube-proxy.freeze", "chaoskit-worker2"))
-    text = ("apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: nft}\nspec:\n"
-            "  kubeProxyMode: nftables\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n")  # fmt: skip
+    text = (
+        "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: nft}\nspec:\n"
+        "  kubeProxyMode: nftables\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n"
+    )
     assert plan(Path("nft.yaml"), parse_playbook(text), NODES).alone
 
 
@@ -101,8 +105,9 @@ class _StubRunner(Runner):
     """A run that takes `seconds` and ends with a given verdict; it notes what ran at the same time."""
 
     def __init__(self, verdict: str, seconds: float, log: list[tuple[str, float, float]], peers: Peers) -> None:
-        super().__init__(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(Path("/dev/null")),
-                         lambda _: None, peers)  # fmt: skip
+        super().__init__(
+            Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(Path("/dev/null")), lambda _: None, peers
+        )
         self.verdict, self.seconds, self.log = verdict, seconds, log
         self.thread: int | None = None  # the run's thread, once it runs
 
@@ -116,13 +121,21 @@ class _StubRunner(Runner):
 
 
 def test_a_suite_overlaps_what_may_and_its_verdict_is_the_worst_one() -> None:
-    planned = [playbook("stop-w1", "kubelet.stop", "worker"), playbook("freeze-w2", "kubelet.runtime-unresponsive",
-               "chaoskit-worker2"), playbook("sched", "scheduler.down")]  # fmt: skip
+    planned = [
+        playbook("stop-w1", "kubelet.stop", "worker"),
+        playbook("freeze-w2", "kubelet.runtime-unresponsive", "chaoskit-worker2"),
+        playbook("sched", "scheduler.down"),
+    ]
     verdicts = {"stop-w1": "passed", "freeze-w2": "deviated", "sched": "passed"}
     log: list[tuple[str, float, float]] = []
-    suite = run_suite("s", "chaoskit", planned,
-                      lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0.2, log, peers), parallel=3,
-                      say=lambda _: None)  # fmt: skip
+    suite = run_suite(
+        "s",
+        "chaoskit",
+        planned,
+        lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0.2, log, peers),
+        parallel=3,
+        say=lambda _: None,
+    )
     spans = {name: (a, b) for name, a, b in log}
     assert spans["freeze-w2"][0] < spans["stop-w1"][1]  # the two node faults overlapped
     assert spans["sched"][0] >= max(spans["stop-w1"][1], spans["freeze-w2"][1])  # the scheduler's ran alone, after
@@ -136,8 +149,14 @@ def test_a_run_that_chaoskit_could_not_do_outranks_a_deviation() -> None:
     planned = [playbook("a", "kubelet.stop", "worker"), playbook("b", "kube-proxy.freeze", "chaoskit-worker2")]
     planned[1] = playbook("b", "kubelet.runtime-unresponsive", "chaoskit-worker2")
     verdicts = {"a": "error", "b": "deviated"}
-    suite = run_suite("s", "chaoskit", planned, lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0, [], peers),
-                      parallel=2, say=lambda _: None)  # fmt: skip
+    suite = run_suite(
+        "s",
+        "chaoskit",
+        planned,
+        lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0, [], peers),
+        parallel=2,
+        say=lambda _: None,
+    )
     assert suite.verdict == "error" and suite.exit_code == 4
 
 
@@ -195,10 +214,15 @@ def _report(component: str, subject: str, title: str, severity: str = "critical"
 def test_a_fault_is_named_past_the_findings_another_held_fault_explains() -> None:
     runtime: Fault = FAULTS.get("kubelet.runtime-unresponsive")()  # type: ignore[assignment]
     freeze: Fault = FAULTS.get("kube-proxy.freeze")()  # type: ignore[assignment]
-    found = Diagnosis("c", (
-        _report("containerd", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
-        _report("kube-proxy", "chaoskit-worker", "kube-proxy on chaoskit-worker is not synced", "warning"),
-    ), 0.0, 1.0)  # fmt: skip
+    found = Diagnosis(
+        "c",
+        (
+            _report("containerd", "chaoskit-worker2", "containerd does not answer the kubelet's runtime calls"),
+            _report("kube-proxy", "chaoskit-worker", "kube-proxy on chaoskit-worker is not synced", "warning"),
+        ),
+        0.0,
+        1.0,
+    )
     # the runtime's critical finding outranks kube-proxy's warning, until the runtime's node is set aside
     assert not names_fault(found, freeze, "chaoskit-worker", [])
     assert names_fault(found, freeze, "chaoskit-worker", [(runtime, "chaoskit-worker2")])
@@ -206,12 +230,21 @@ def test_a_fault_is_named_past_the_findings_another_held_fault_explains() -> Non
 
 
 def test_steady_state_leaves_out_the_nodes_another_run_breaks() -> None:
-    nodes = {f"/api/v1/nodes/{n}": {"metadata": {"name": n}, "status": {"conditions": [
-        {"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]}}
-        for n in ("a", "chaoskit-worker2")}  # fmt: skip
-    pods = {f"/api/v1/namespaces/kube-system/pods/{n}": {"metadata": {"name": n}, "spec": {"nodeName": n}, "status": {
-        "conditions": [{"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]}}
-        for n in ("a", "chaoskit-worker2")}  # fmt: skip
+    nodes = {
+        f"/api/v1/nodes/{n}": {
+            "metadata": {"name": n},
+            "status": {"conditions": [{"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]},
+        }
+        for n in ("a", "chaoskit-worker2")
+    }
+    pods = {
+        f"/api/v1/namespaces/kube-system/pods/{n}": {
+            "metadata": {"name": n},
+            "spec": {"nodeName": n},
+            "status": {"conditions": [{"type": "Ready", "status": "False" if n == "chaoskit-worker2" else "True"}]},
+        }
+        for n in ("a", "chaoskit-worker2")
+    }
     env = Env(FakeKube({**nodes, **pods}, raw_paths={"/readyz": "ok"}), FakeNodeExec(), "c")
     assert not ClusterHealthy().run(env, NodeChecks()).ok
     excused = ClusterHealthy().run(env, NodeChecks.model_validate({"exceptNodes": ["chaoskit-worker2"]}))
@@ -237,11 +270,24 @@ def test_leases_are_per_node_for_node_faults_and_per_namespace_for_a_quota() -> 
 def _suite_record() -> dict[str, object]:
     ok = RunRecord("kubelet-stop", "chaoskit", "ns", "j.jsonl", "r1", 0.0, finished_at=80.0)
     ok.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.1)]
-    ok.steps = [StepRecord("1-kubelet.stop", "kubelet.stop", "chaoskit-worker2", "kubelet stopped", 50.2, 60.0, 3.1,
-                           named_s=1.5)]  # fmt: skip
+    ok.steps = [
+        StepRecord(
+            "1-kubelet.stop", "kubelet.stop", "chaoskit-worker2", "kubelet stopped", 50.2, 60.0, 3.1, named_s=1.5
+        )
+    ]
     bad = RunRecord("scheduler-down", "chaoskit", "ns", "j2.jsonl", "r2", 80.0, finished_at=200.0, verdict="deviated")
-    bad.steps = [StepRecord("1-scheduler.down", "scheduler.down", "cp", "stopped", None, 60.0, 2.0,
-                            errors=["no effect of scheduler.down observed within 60s"])]  # fmt: skip
+    bad.steps = [
+        StepRecord(
+            "1-scheduler.down",
+            "scheduler.down",
+            "cp",
+            "stopped",
+            None,
+            60.0,
+            2.0,
+            errors=["no effect of scheduler.down observed within 60s"],
+        )
+    ]
     bad.thresholds = [
         {
             "measurement": "scale-up",
@@ -255,12 +301,19 @@ def _suite_record() -> dict[str, object]:
         }
     ]
     bad.errors = []
-    return {"suite": "playbooks", "cluster": "chaoskit", "started_at": 0.0, "finished_at": 200.0, "parallel": 3,
-            "verdict": "deviated", "exit_code": 1,
-            "runs": [{"file": "a.yaml", "radius": "node chaoskit-worker2", "started_s": 0.0, "finished_s": 80.0,
-                      **ok.to_dict()},
-                     {"file": "b.yaml", "radius": "cluster", "started_s": 80.0, "finished_s": 200.0,
-                      **bad.to_dict()}]}  # fmt: skip
+    return {
+        "suite": "playbooks",
+        "cluster": "chaoskit",
+        "started_at": 0.0,
+        "finished_at": 200.0,
+        "parallel": 3,
+        "verdict": "deviated",
+        "exit_code": 1,
+        "runs": [
+            {"file": "a.yaml", "radius": "node chaoskit-worker2", "started_s": 0.0, "finished_s": 80.0, **ok.to_dict()},
+            {"file": "b.yaml", "radius": "cluster", "started_s": 80.0, "finished_s": 200.0, **bad.to_dict()},
+        ],
+    }
 
 
 def test_junit_has_a_suite_per_playbook_and_a_case_per_check_step_and_threshold(tmp_path: Path) -> None:
@@ -287,8 +340,14 @@ def test_chaoskits_own_failure_is_a_junit_error_not_a_failure(tmp_path: Path) ->
 
 def test_the_html_page_shows_every_playbook_when_it_ran_and_thresholds_in_words() -> None:
     page = render_run_html(_suite_record())
-    for text in ("kubelet-stop", "scheduler-down", "deviated", "scale-up: max of total ≤ 120s", "<svg",
-                 "no effect of scheduler.down"):  # fmt: skip
+    for text in (
+        "kubelet-stop",
+        "scheduler-down",
+        "deviated",
+        "scale-up: max of total ≤ 120s",
+        "<svg",
+        "no effect of scheduler.down",
+    ):
         assert text in page, text
     assert "{'measurement'" not in page  # never a raw dict
 
@@ -300,8 +359,9 @@ def test_one_run_renders_on_its_own(record: dict[str, object]) -> None:
 
 def test_an_equally_severe_finding_nothing_explains_does_not_hide_the_fault_but_a_more_severe_one_does() -> None:
     quota: Fault = FAULTS.get("controller-manager.quota-exhausted")()  # type: ignore[assignment]
-    refused = _report("controller-manager", "cp", "ResourceQuota chaoskit-quota in ns refuses pods: exceeded quota",
-                      "warning")  # fmt: skip
+    refused = _report(
+        "controller-manager", "cp", "ResourceQuota chaoskit-quota in ns refuses pods: exceeded quota", "warning"
+    )
     slow_etcd = _report("etcd", "cp", "etcd's disk is slow", "warning")
     etcd_down = _report("etcd", "cp", "etcd is not running", "critical")
     assert names_fault(Diagnosis("c", (slow_etcd, refused), 0.0, 1.0), quota, "cp", [])

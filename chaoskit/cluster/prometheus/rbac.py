@@ -54,7 +54,10 @@ def ensure_monitoring(kube: Kube) -> str:
                 kube.patch(f"{collection}/{obj['metadata']['name']}", obj)  # merge patch: the rules list is replaced
         else:
             kube.apply(obj)
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": TOKEN_SECONDS},
+    }
     answer = kube.create(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token", request)
     return str(answer["status"]["token"])

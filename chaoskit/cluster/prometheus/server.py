@@ -109,8 +109,15 @@ class Server:
             return "(no log)"
 
 
-def start(tools: Install, workdir: Path, port: int | None = None, address: str = "127.0.0.1",
-          *, detach: bool = False, retention: str = "1d") -> Server:  # fmt: skip
+def start(
+    tools: Install,
+    workdir: Path,
+    port: int | None = None,
+    address: str = "127.0.0.1",
+    *,
+    detach: bool = False,
+    retention: str = "1d",
+) -> Server:
     """Start prometheus on workdir/prometheus.yml with its TSDB in workdir/data; detach outlives this process."""
     port = port or free_port(address)
     data = workdir / "data"

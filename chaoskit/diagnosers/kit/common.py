@@ -73,9 +73,13 @@ def unread(section: Section) -> str:
 def uncollected(component: str, node: str, what: str, why: str, ev: Evidence) -> Finding:
     """A look that did not finish is no verdict: a warning that says so, never "down" or "does not answer"."""
     return Finding(
-        "warning", component, UNCOLLECTED, f"chaoskit could not look at {what} on {node} ({why}); no verdict on it",
-        (ev,), (f"chaoskit diagnose {component}: a second look, alone",),
-    )  # fmt: skip
+        "warning",
+        component,
+        UNCOLLECTED,
+        f"chaoskit could not look at {what} on {node} ({why}); no verdict on it",
+        (ev,),
+        (f"chaoskit diagnose {component}: a second look, alone",),
+    )
 
 
 def failing_checks(verbose_body: str) -> list[str]:
@@ -92,23 +96,43 @@ def iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def expiry_findings(component: str, subject: str, not_after: float | None, now: float, warning_days: float,
-                    evidence: Evidence, effect: str, fix: tuple[str, ...]) -> tuple[Finding, ...]:  # fmt: skip
+def expiry_findings(
+    component: str,
+    subject: str,
+    not_after: float | None,
+    now: float,
+    warning_days: float,
+    evidence: Evidence,
+    effect: str,
+    fix: tuple[str, ...],
+) -> tuple[Finding, ...]:
     """Critical for an expired certificate, a warning for one expiring within `warning_days`, else nothing.
 
     `subject` names the certificate ("The API server's serving certificate"); `effect` is what its expiry breaks.
     """
     state = expiry(not_after, now, warning_days)
     if state == "expired":
-        return (Finding(
-            "critical", component, f"{subject} expired at {iso(not_after)}",
-            f"x509: certificate has expired; {effect}", (evidence,), fix,
-        ),)  # fmt: skip
+        return (
+            Finding(
+                "critical",
+                component,
+                f"{subject} expired at {iso(not_after)}",
+                f"x509: certificate has expired; {effect}",
+                (evidence,),
+                fix,
+            ),
+        )
     if state == "expiring" and not_after is not None:
-        return (Finding(
-            "warning", component, f"{subject} expires in {(not_after - now) / DAY:.1f} days ({iso(not_after)})",
-            f"when it expires: {effect}", (evidence,), fix,
-        ),)  # fmt: skip
+        return (
+            Finding(
+                "warning",
+                component,
+                f"{subject} expires in {(not_after - now) / DAY:.1f} days ({iso(not_after)})",
+                f"when it expires: {effect}",
+                (evidence,),
+                fix,
+            ),
+        )
     return ()
 
 

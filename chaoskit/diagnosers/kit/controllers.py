@@ -34,28 +34,57 @@ class Controller:
 
 # The controllers on an HPA scale-up's path and those around it that kube-controller-manager v1.34 starts by default.
 CONTROLLERS = (
-    Controller("replicaset-controller", "replicaset", "replicaset", "ReplicaSet controller",
-               "--concurrent-replicaset-syncs"),
-    Controller("deployment-controller", "deployment", "deployment", "Deployment controller",
-               "--concurrent-deployment-syncs"),
-    Controller("horizontal-pod-autoscaler-controller", "horizontalpodautoscaling", "horizontalpodautoscaler",
-               "HPA controller", "--concurrent-horizontal-pod-autoscaler-syncs"),
-    Controller("endpointslice-controller", "endpointslice", "endpoint_slice", "EndpointSlice controller",
-               "--concurrent-service-endpoint-syncs"),
+    Controller(
+        "replicaset-controller", "replicaset", "replicaset", "ReplicaSet controller", "--concurrent-replicaset-syncs"
+    ),
+    Controller(
+        "deployment-controller", "deployment", "deployment", "Deployment controller", "--concurrent-deployment-syncs"
+    ),
+    Controller(
+        "horizontal-pod-autoscaler-controller",
+        "horizontalpodautoscaling",
+        "horizontalpodautoscaler",
+        "HPA controller",
+        "--concurrent-horizontal-pod-autoscaler-syncs",
+    ),
+    Controller(
+        "endpointslice-controller",
+        "endpointslice",
+        "endpoint_slice",
+        "EndpointSlice controller",
+        "--concurrent-service-endpoint-syncs",
+    ),
     Controller("endpoints-controller", "endpoint", "endpoint", "Endpoints controller", "--concurrent-endpoint-syncs"),
-    Controller("resourcequota-controller", "resourcequota", "resourcequota_primary", "resource quota controller",
-               "--concurrent-resource-quota-syncs"),
-    Controller("namespace-controller", "namespace", "namespace", "namespace controller",
-               "--concurrent-namespace-syncs"),
-    Controller("garbage-collector-controller", "garbagecollector", "garbage_collector_attempt_to_delete",
-               "garbage collector", "--concurrent-gc-syncs"),
+    Controller(
+        "resourcequota-controller",
+        "resourcequota",
+        "resourcequota_primary",
+        "resource quota controller",
+        "--concurrent-resource-quota-syncs",
+    ),
+    Controller(
+        "namespace-controller", "namespace", "namespace", "namespace controller", "--concurrent-namespace-syncs"
+    ),
+    Controller(
+        "garbage-collector-controller",
+        "garbagecollector",
+        "garbage_collector_attempt_to_delete",
+        "garbage collector",
+        "--concurrent-gc-syncs",
+    ),
     Controller("node-lifecycle-controller", "nodelifecycle", "node_lifecycle_controller", "node lifecycle controller"),
-    Controller("daemonset-controller", "daemonset", "daemonset", "DaemonSet controller",
-               "--concurrent-daemonset-syncs"),
-    Controller("statefulset-controller", "statefulset", "statefulset", "StatefulSet controller",
-               "--concurrent-statefulset-syncs"),
+    Controller(
+        "daemonset-controller", "daemonset", "daemonset", "DaemonSet controller", "--concurrent-daemonset-syncs"
+    ),
+    Controller(
+        "statefulset-controller",
+        "statefulset",
+        "statefulset",
+        "StatefulSet controller",
+        "--concurrent-statefulset-syncs",
+    ),
     Controller("job-controller", "job", "job", "Job controller", "--concurrent-job-syncs"),
-)  # fmt: skip
+)
 BY_QUEUE = {c.queue: c for c in CONTROLLERS}
 _CHECK = re.compile(r"^\[[+-]\](\S+-controller)\b", re.M)
 
@@ -83,8 +112,7 @@ def stuck_queues(before: Metrics, after: Metrics) -> list[StuckQueue]:
             continue
         if done1.get(queue, 0) != done0.get(queue, 0):  # it worked, or the process restarted in between
             continue
-        found.append(StuckQueue(queue, depth, max(0.0, adds1.get(queue, 0) - adds0.get(queue, 0)),
-                                BY_QUEUE.get(queue)))  # fmt: skip
+        found.append(StuckQueue(queue, depth, max(0.0, adds1.get(queue, 0) - adds0.get(queue, 0)), BY_QUEUE.get(queue)))
     return found
 
 
@@ -115,8 +143,10 @@ def lagging_replicasets(replicasets: Iterable[Obj], now: float, after: float) ->
         if observed < generation and (age(_newest_write(rs), now) or 0) > after:
             wanted = rs.get("spec", {}).get("replicas", 1)
             have = (rs.get("status") or {}).get("replicas") or 0
-            out.append(f"{_key(rs)}: generation {generation} not observed (observed {observed or 'none'}), "
-                       f"{have}/{wanted} pods")  # fmt: skip
+            out.append(
+                f"{_key(rs)}: generation {generation} not observed (observed {observed or 'none'}), "
+                f"{have}/{wanted} pods"
+            )
     return out
 
 
@@ -129,15 +159,26 @@ def lagging_hpas(hpas: Iterable[Obj], now: float, after: float) -> list[str]:
         observed = int(status.get("observedGeneration") or 0)
         never = not status.get("conditions") and not observed
         if (never or observed < generation) and (age(_newest_write(h), now) or 0) > after:
-            out.append(f"{_key(h)}: " + ("never synced (no status)" if never else
-                                         f"generation {generation} not observed (observed {observed})"))  # fmt: skip
+            out.append(
+                f"{_key(h)}: "
+                + (
+                    "never synced (no status)"
+                    if never
+                    else f"generation {generation} not observed (observed {observed})"
+                )
+            )
     return out
 
 
 def services_without_slices(services: Iterable[Obj], slices: Iterable[Obj], now: float, after: float) -> list[str]:
     """Services with a selector that have had no EndpointSlice for `after` seconds."""
-    have = {(s.get("metadata", {}).get("namespace"), (s.get("metadata", {}).get("labels") or {})
-             .get("kubernetes.io/service-name")) for s in slices}  # fmt: skip
+    have = {
+        (
+            s.get("metadata", {}).get("namespace"),
+            (s.get("metadata", {}).get("labels") or {}).get("kubernetes.io/service-name"),
+        )
+        for s in slices
+    }
     out = []
     for svc in services:
         meta, spec = svc.get("metadata", {}), svc.get("spec", {})
@@ -164,50 +205,75 @@ def stuck_findings(
         who = f"{c.label} ({c.check})" if c else f"the controller of work queue {q.queue}"
         behind = lagging.get(c.check, []) if c else []
         flag = flags.get(c.flag) if c and c.flag else None
-        why = (f"it runs no worker: kube-controller-manager was started with {c.flag}={flag}" if flag == "0" and c
-               else "its workers are not running or are blocked before taking work")  # fmt: skip
-        findings.append(Finding(
-            "critical", "controller-manager",
-            f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
-            + (f" ({q.added:g} more added)" if q.added else "")
-            + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
-            f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "
-            f"takes nothing from its work queue: {why}; what it reconciles never converges",
-            (evidence,),
-            (f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.flag} "
-             "(0 means no worker)" if c and c.flag else "crictl logs of kube-controller-manager for that controller",
-             "fix the flag in /etc/kubernetes/manifests/kube-controller-manager.yaml; kubelet restarts it"),
-        ))  # fmt: skip
+        why = (
+            f"it runs no worker: kube-controller-manager was started with {c.flag}={flag}"
+            if flag == "0" and c
+            else "its workers are not running or are blocked before taking work"
+        )
+        findings.append(
+            Finding(
+                "critical",
+                "controller-manager",
+                f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
+                + (f" ({q.added:g} more added)" if q.added else "")
+                + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
+                f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "
+                f"takes nothing from its work queue: {why}; what it reconciles never converges",
+                (evidence,),
+                (
+                    f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.flag} "
+                    "(0 means no worker)"
+                    if c and c.flag
+                    else "crictl logs of kube-controller-manager for that controller",
+                    "fix the flag in /etc/kubernetes/manifests/kube-controller-manager.yaml; kubelet restarts it",
+                ),
+            )
+        )
     controllers = flags.get("--controllers")
     for c in missing:
         behind = lagging.get(c.check, [])
         left_out = controllers is not None and f"-{c.alias}" in controllers.split(",")
-        findings.append(Finding(
-            "critical" if behind else "warning", "controller-manager",
-            f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
-            + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
-            f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
-            + (f"controller: --controllers={controllers} leaves it out" if left_out else
-               "controller (left out by --controllers, or it failed to start)")
-            + "; what it reconciles never converges",
-            (evidence,),
-            (f"put {c.alias} back into --controllers in /etc/kubernetes/manifests/kube-controller-manager.yaml",
-             "crictl logs of kube-controller-manager: 'Warning: controller is disabled' or its start error"),
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                "critical" if behind else "warning",
+                "controller-manager",
+                f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
+                + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
+                f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
+                + (
+                    f"controller: --controllers={controllers} leaves it out"
+                    if left_out
+                    else "controller (left out by --controllers, or it failed to start)"
+                )
+                + "; what it reconciles never converges",
+                (evidence,),
+                (
+                    f"put {c.alias} back into --controllers in /etc/kubernetes/manifests/kube-controller-manager.yaml",
+                    "crictl logs of kube-controller-manager: 'Warning: controller is disabled' or its start error",
+                ),
+            )
+        )
     return findings
 
 
 def controllers_evidence(
-    source: str, queues: list[StuckQueue], missing: list[Controller], lagging: Mapping[str, list[str]],
-    flags: Mapping[str, str], after: Metrics,
-) -> Evidence:  # fmt: skip
+    source: str,
+    queues: list[StuckQueue],
+    missing: list[Controller],
+    lagging: Mapping[str, list[str]],
+    flags: Mapping[str, str],
+    after: Metrics,
+) -> Evidence:
     shown = {k: v for k, v in flags.items() if k == "--controllers" or k.startswith("--concurrent-")}
     depth = after.group("workqueue_depth", "name")
     return Evidence(
-        "controllers", source,
-        {"stuck_queues": ", ".join(q.queue for q in queues) or None,
-         "not_running": ", ".join(c.check for c in missing) or None,
-         "flags": " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or None},
+        "controllers",
+        source,
+        {
+            "stuck_queues": ", ".join(q.queue for q in queues) or None,
+            "not_running": ", ".join(c.check for c in missing) or None,
+            "flags": " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or None,
+        },
         conditions=tuple(line for lines in lagging.values() for line in lines)[:10],
         metrics=rounded((f"depth{{{q.queue}}}", depth.get(q.queue)) for q in queues),
-    )  # fmt: skip
+    )

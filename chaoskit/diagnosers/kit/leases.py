@@ -34,10 +34,16 @@ class LeaseState:
         return self.age is None or self.age > self.duration + grace
 
     def evidence(self, check: str, path: str) -> Evidence:
-        return Evidence(check, f"GET {path}", {
-            "holder": self.holder or None, "renew_time": iso(self.renewed),
-            "age_s": None if self.age is None else round(self.age, 1), "lease_duration_s": self.duration,
-        })  # fmt: skip
+        return Evidence(
+            check,
+            f"GET {path}",
+            {
+                "holder": self.holder or None,
+                "renew_time": iso(self.renewed),
+                "age_s": None if self.age is None else round(self.age, 1),
+                "lease_duration_s": self.duration,
+            },
+        )
 
 
 def assess_leader_lease(
@@ -51,11 +57,21 @@ def assess_leader_lease(
     if not lease.stale(grace):
         return Assessed(e)
     since = "never renewed" if lease.age is None else f"last renewed {lease.age:.0f}s ago"
-    return Assessed(e, (Finding(
-        "critical", component,
-        f"No {lease_name} is leading: lease {since} (duration {lease.duration:g}s, holder {lease.holder or 'none'})",
-        f"the leader stopped renewing (down, frozen or cut off from the API server) and no other instance took "
-        f"over; {effect}",
-        (e,), (f"check the {lease_name} process on the control-plane node (process and healthz checks)",
-               f"crictl logs of {lease_name}: look for 'failed to renew lease' or 'leaderelection lost'"),
-    ),))  # fmt: skip
+    return Assessed(
+        e,
+        (
+            Finding(
+                "critical",
+                component,
+                f"No {lease_name} is leading: lease {since} (duration {lease.duration:g}s, holder "
+                f"{lease.holder or 'none'})",
+                f"the leader stopped renewing (down, frozen or cut off from the API server) and no other instance took "
+                f"over; {effect}",
+                (e,),
+                (
+                    f"check the {lease_name} process on the control-plane node (process and healthz checks)",
+                    f"crictl logs of {lease_name}: look for 'failed to renew lease' or 'leaderelection lost'",
+                ),
+            ),
+        ),
+    )

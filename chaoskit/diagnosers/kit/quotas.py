@@ -67,8 +67,11 @@ def recent_refusals(events: Iterable[Obj], now: float, within: float) -> list[Re
             continue
         obj = e.get("involvedObject") or e.get("regarding") or {}
         ns = obj.get("namespace") or e.get("metadata", {}).get("namespace", "")
-        out.append(Refused(ns, m.group(1), f"{obj.get('kind', '')}/{obj.get('name', '')}", int(e.get("count") or 1),
-                           message[:300]))  # fmt: skip
+        out.append(
+            Refused(
+                ns, m.group(1), f"{obj.get('kind', '')}/{obj.get('name', '')}", int(e.get("count") or 1), message[:300]
+            )
+        )
     return out
 
 
@@ -82,9 +85,11 @@ def exhausted(quotas: Iterable[Obj], refused: list[Refused]) -> list[ExhaustedQu
         if not mine:
             continue
         used, hard = status.get("used") or {}, status.get("hard") or {}
-        full = tuple((r, str(used.get(r)), str(h)) for r, h in sorted(hard.items())
-                     if (u := quantity(used.get(r, "0"))) is not None and (limit := quantity(h)) is not None
-                     and u >= limit)  # fmt: skip
+        full = tuple(
+            (r, str(used.get(r)), str(h))
+            for r, h in sorted(hard.items())
+            if (u := quantity(used.get(r, "0"))) is not None and (limit := quantity(h)) is not None and u >= limit
+        )
         out.append(ExhaustedQuota(ns, name, full, mine))
     return out
 
@@ -93,24 +98,31 @@ def quota_findings(found: list[ExhaustedQuota], evidence: Evidence) -> list[Find
     findings = []
     for q in found:
         owners = sorted({r.owner for r in q.refused})
-        findings.append(Finding(
-            "warning", "controller-manager",
-            f"ResourceQuota {q.name} in namespace {q.namespace} refuses pods ({q.figures}): {q.refusals} pod "
-            f"creation(s) refused, exceeded quota, for {', '.join(owners[:3])}",
-            "not a component failure: the namespace's quota is used up, so the API server's quota admission refuses "
-            "new pods and the ReplicaSet controller records each refusal as FailedCreate; a scale-out (HPA) stops "
-            "at pod creation until the quota is raised or pods go",
-            (evidence,),
-            (f"kubectl -n {q.namespace} describe resourcequota {q.name}: used against hard",
-             f"raise spec.hard of {q.namespace}/{q.name}, or lower the HPA's maxReplicas to fit it"),
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                "warning",
+                "controller-manager",
+                f"ResourceQuota {q.name} in namespace {q.namespace} refuses pods ({q.figures}): {q.refusals} pod "
+                f"creation(s) refused, exceeded quota, for {', '.join(owners[:3])}",
+                "not a component failure: the namespace's quota is used up, so the API server's quota admission "
+                "refuses "
+                "new pods and the ReplicaSet controller records each refusal as FailedCreate; a scale-out (HPA) stops "
+                "at pod creation until the quota is raised or pods go",
+                (evidence,),
+                (
+                    f"kubectl -n {q.namespace} describe resourcequota {q.name}: used against hard",
+                    f"raise spec.hard of {q.namespace}/{q.name}, or lower the HPA's maxReplicas to fit it",
+                ),
+            )
+        )
     return findings
 
 
 def quotas_evidence(source: str, quotas: int, found: list[ExhaustedQuota]) -> Evidence:
     return Evidence(
-        "quotas", source,
+        "quotas",
+        source,
         {"quotas": quotas, "refusing": len(found), "refused_creations": sum(q.refusals for q in found)},
         events=tuple(f"{r.namespace}/{r.owner}: {r.message}" for q in found for r in q.refused)[:10],
         conditions=tuple(f"{q.namespace}/{q.name}: {q.figures}" for q in found),
-    )  # fmt: skip
+    )

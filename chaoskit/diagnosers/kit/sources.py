@@ -185,8 +185,9 @@ def section_script(commands: Mapping[str, str], chains: Sequence[Sequence[str]] 
             i = index[name]
             steps.append(f'( {commands[name]} ) >"$d/{i}" 2>&1; r=$?; echo "$r" >"$d/{i}.rc"')
             if later := job[k + 1 :]:
-                skip = " ".join(f"echo 'skipped: {name} failed' >\"$d/{index[n]}\"; echo - >\"$d/{index[n]}.rc\";"
-                                for n in later)  # fmt: skip
+                skip = " ".join(
+                    f'echo \'skipped: {name} failed\' >"$d/{index[n]}"; echo - >"$d/{index[n]}.rc";' for n in later
+                )
                 steps.append(f'[ "$r" -eq 0 ] || {{ {skip} exit 0; }}')
         body = "\n".join(steps)
         # the job as a file, not a quoted string: commands keep their own quoting; timeout kills its whole group

@@ -31,11 +31,14 @@ def collect_local(
     src: Sources, node: str, process: str, healthz: str, metrics_url: str, metrics: tuple[str, ...]
 ) -> tuple[HttpAnswer, Metrics, ProcessState]:
     """One node script for a control-plane process: its /healthz, a metrics scrape and its process state."""
-    s = src.sections(node, {
-        "healthz": http_command(healthz),
-        "metrics": scrape_command(metrics_url, metrics, client_cert=True),
-        **process_commands(process),
-    })  # fmt: skip
+    s = src.sections(
+        node,
+        {
+            "healthz": http_command(healthz),
+            "metrics": scrape_command(metrics_url, metrics, client_cert=True),
+            **process_commands(process),
+        },
+    )
     return HttpAnswer.of(s["healthz"]), metrics_of(s["metrics"]), ProcessState.of(process, s)
 
 
@@ -55,8 +58,11 @@ class ProcessState:
         stat = found.text if found.ok else ""
         manifest = sections.get("manifest")
         # a manifest search that did not finish found nothing: unknown, not "moved away"
-        manifests = (tuple(line.strip() for line in manifest.output.splitlines() if line.strip())
-                     if manifest and manifest.rc is not None else None)  # fmt: skip
+        manifests = (
+            tuple(line.strip() for line in manifest.output.splitlines() if line.strip())
+            if manifest and manifest.rc is not None
+            else None
+        )
         state, restarts = _newest_container(sections["containers"])
         return cls(process, stat, manifests, state, restarts, sections["logs"].output, unread(found))
 
@@ -109,40 +115,80 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
     if p.unread:  # a loaded node cut the look off: saying "not running" here named components that were fine
         return Assessed(ev, (uncollected(component, node, p.process, p.unread, ev),))
     if p.stopped:
-        return Assessed(ev, (Finding(
-            "critical", component, f"{p.process} is stopped (process state {p.stat})",
-            f"the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does nothing; "
-            f"{frozen_effect}",
-            (ev,),
-            (f"on {node}: {thaw_command(p.process)} (if something stopped it on purpose)",
-             "otherwise wait for kubelet's liveness probe to restart it, or delete its container with crictl",
-             f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last"),
-        ),))  # fmt: skip
+        return Assessed(
+            ev,
+            (
+                Finding(
+                    "critical",
+                    component,
+                    f"{p.process} is stopped (process state {p.stat})",
+                    "the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does "
+                    "nothing; "
+                    f"{frozen_effect}",
+                    (ev,),
+                    (
+                        f"on {node}: {thaw_command(p.process)} (if something stopped it on purpose)",
+                        "otherwise wait for kubelet's liveness probe to restart it, or delete its container with "
+                        "crictl",
+                        f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last",
+                    ),
+                ),
+            ),
+        )
     if p.running:
         if p.restarts:
-            return Assessed(ev, (Finding(
-                "info", component, f"{p.process} restarted {p.restarts} time(s)",
-                "kubelet restarted the container (a failed liveness probe, a crash, or a fault injected earlier)",
-                (ev,), (f"crictl ps -a --name '^{p.process}$' on {node} for the earlier containers",),
-            ),))  # fmt: skip
+            return Assessed(
+                ev,
+                (
+                    Finding(
+                        "info",
+                        component,
+                        f"{p.process} restarted {p.restarts} time(s)",
+                        "kubelet restarted the container (a failed liveness probe, a crash, or a fault injected "
+                        "earlier)",
+                        (ev,),
+                        (f"crictl ps -a --name '^{p.process}$' on {node} for the earlier containers",),
+                    ),
+                ),
+            )
         return Assessed(ev)
     if p.manifest_in_place is False:
         elsewhere = [m for m in p.manifests or () if m != manifest(p.process)]
         fix = [f"mv {elsewhere[0]} {manifest(p.process)} on {node}"] if elsewhere else []
-        return Assessed(ev, (Finding(
-            "critical", component, f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
-            f"kubelet stops a static pod whose manifest leaves {MANIFESTS}"
-            + (f" (found at {', '.join(elsewhere)})" if elsewhere else " (no copy found under /etc/kubernetes)")
-            + f"; {down_effect}",
-            (ev,),
-            (*fix, f"kubelet starts {p.process} within seconds of the manifest's return",
-             f"restore {manifest(p.process)} from backup or `kubeadm init phase control-plane` if it is lost"),
-        ),))  # fmt: skip
-    return Assessed(ev, (Finding(
-        "critical", component, f"{p.process} is not running",
-        f"no {p.process} process on {node} (newest container: {p.container_state or 'none'}); "
-        f"it is crashing or cannot start; {down_effect}",
-        (ev,),
-        (f"crictl ps -a --name '^{p.process}$' and crictl logs <id> on {node}: the last lines say why",
-         "journalctl -u kubelet on the node for why kubelet does not start it"),
-    ),))  # fmt: skip
+        return Assessed(
+            ev,
+            (
+                Finding(
+                    "critical",
+                    component,
+                    f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
+                    f"kubelet stops a static pod whose manifest leaves {MANIFESTS}"
+                    + (f" (found at {', '.join(elsewhere)})" if elsewhere else " (no copy found under /etc/kubernetes)")
+                    + f"; {down_effect}",
+                    (ev,),
+                    (
+                        *fix,
+                        f"kubelet starts {p.process} within seconds of the manifest's return",
+                        f"restore {manifest(p.process)} from backup or `kubeadm init phase control-plane` if it is "
+                        "lost",
+                    ),
+                ),
+            ),
+        )
+    return Assessed(
+        ev,
+        (
+            Finding(
+                "critical",
+                component,
+                f"{p.process} is not running",
+                f"no {p.process} process on {node} (newest container: {p.container_state or 'none'}); "
+                f"it is crashing or cannot start; {down_effect}",
+                (ev,),
+                (
+                    f"crictl ps -a --name '^{p.process}$' and crictl logs <id> on {node}: the last lines say why",
+                    "journalctl -u kubelet on the node for why kubelet does not start it",
+                ),
+            ),
+        ),
+    )

@@ -50,11 +50,16 @@ def quota_object(p: QuotaParams) -> dict[str, Any]:
 
 def probe_replicaset(p: QuotaParams) -> dict[str, Any]:
     labels = {"app": PROBE}
-    pod = {"schedulingGates": [{"name": "chaoskit.dev/never"}],  # counted by the quota, never placed nor run
-           "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}]}  # fmt: skip
+    pod = {
+        "schedulingGates": [{"name": "chaoskit.dev/never"}],  # counted by the quota, never placed nor run
+        "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}],
+    }
     meta = {"name": PROBE, "namespace": p.namespace, "labels": {FAULT_LABEL: QuotaExhausted.name}}
-    spec = {"replicas": p.probe_replicas, "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod}}  # fmt: skip
+    spec = {
+        "replicas": p.probe_replicas,
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": pod},
+    }
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": spec}
 
 
@@ -146,8 +151,11 @@ class QuotaExhausted(Fault):
         the quota is gone."""
         p = plan.params_as(QuotaParams)
         events = env.kube.get(f"/api/v1/namespaces/{p.namespace}/events", fieldSelector="reason=FailedCreate")
-        refused = {e["involvedObject"]["name"] for e in refusals(events.get("items") or [], 0.0)
-                   if e.get("involvedObject", {}).get("kind") == "ReplicaSet"}  # fmt: skip
+        refused = {
+            e["involvedObject"]["name"]
+            for e in refusals(events.get("items") or [], 0.0)
+            if e.get("involvedObject", {}).get("kind") == "ReplicaSet"
+        }
         for name in sorted(refused):
             rs = env.kube.find(f"/apis/apps/v1/namespaces/{p.namespace}/replicasets/{name}")
             if rs is None or rs["metadata"].get("deletionTimestamp"):

@@ -57,8 +57,9 @@ class StuckController:
 
     def lag(self, env: Env, node: str) -> float:
         """Seconds past which a working controller would have reconciled the probe, on this cluster."""
-        return self.lag_after + (manifest_duration(env, node, self.period_flag, self.stock_period)
-                                 if self.period_flag else 0.0)  # fmt: skip
+        return self.lag_after + (
+            manifest_duration(env, node, self.period_flag, self.stock_period) if self.period_flag else 0.0
+        )
 
     def edit(self, src: str, dst: str) -> str:
         """A shell line writing `src` with this controller's work switched off to `dst`."""
@@ -76,11 +77,12 @@ STUCK: dict[StuckName, StuckController] = {
     "replicaset": StuckController("replicaset", "replicaset", "--concurrent-replicaset-syncs=0", 10.0),
     # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out. A
     # working one syncs a new HPA one sync period after it appears (its queue's fixed interval: 15 s stock).
-    "horizontalpodautoscaling": StuckController("horizontalpodautoscaling", "horizontalpodautoscaler", "", 10.0,
-                                                "--horizontal-pod-autoscaler-sync-period", 15.0),
+    "horizontalpodautoscaling": StuckController(
+        "horizontalpodautoscaling", "horizontalpodautoscaler", "", 10.0, "--horizontal-pod-autoscaler-sync-period", 15.0
+    ),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
     "endpointslice": StuckController("endpointslice", "endpoint_slice", "", 10.0),
-}  # fmt: skip
+}
 
 
 class ControllerStuckParams(FaultParams):
@@ -106,16 +108,23 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
     meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
     if controller == "replicaset":
         labels = {"app": PROBE}
-        pod = {"schedulingGates": [{"name": "chaoskit.dev/never"}],  # created but never placed nor run
-               "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}]}  # fmt: skip
-        spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
-                                                                                 "spec": pod}}  # fmt: skip
+        pod = {
+            "schedulingGates": [{"name": "chaoskit.dev/never"}],  # created but never placed nor run
+            "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}],
+        }
+        spec = {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        }
         return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": spec}
     if controller == "horizontalpodautoscaling":
         # its target does not exist: a working HPA controller says so in the conditions within one sync
         target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{PROBE}-absent"}
-        cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
-                                                                           "averageUtilization": 50}}}  # fmt: skip
+        cpu = {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+        }
         spec = {"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 1, "metrics": [cpu]}
         return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta, "spec": spec}
     # a Service selecting nothing still gets an (empty) EndpointSlice from a working controller
@@ -148,8 +157,10 @@ def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
         return not status.get("observedGeneration") and not pods
     if controller == "horizontalpodautoscaling":
         return not status.get("conditions") and not status.get("observedGeneration")
-    slices = env.kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
-                          labelSelector=f"kubernetes.io/service-name={PROBE}")["items"]  # fmt: skip
+    slices = env.kube.get(
+        f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
+        labelSelector=f"kubernetes.io/service-name={PROBE}",
+    )["items"]
     return not [s for s in slices if s.get("metadata", {}).get("labels", {}).get("kubernetes.io/service-name") == PROBE]
 
 
@@ -207,8 +218,9 @@ class ControllerStuck(Fault):
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
         stuck, ns = STUCK[p.controller], PROBE_NAMESPACE
-        holder = kubectl("get", "lease", "-n", "kube-system", controller_manager.LEASE_NAME,
-                         "-o", "jsonpath={.spec.holderIdentity}")  # fmt: skip
+        holder = kubectl(
+            "get", "lease", "-n", "kube-system", controller_manager.LEASE_NAME, "-o", "jsonpath={.spec.holderIdentity}"
+        )
         restart = (
             f"old=$({holder}) && {stuck.edit(ORIGINAL, EDITED)} && ! cmp -s {ORIGINAL} {EDITED} && "
             f"{{ {swap(EDITED)}; }} && i=0 && "
@@ -253,6 +265,7 @@ class ControllerStuck(Fault):
         p = plan.params_as(ControllerStuckParams)
         if not local_healthz(env, plan.node, controller_manager.PORT):
             return False
-        done = env.nodes.run(plan.node, ["sh", "-c", scrape_command(METRICS_URL, QUEUE_METRICS, client_cert=True)],
-                             check=False)  # fmt: skip
+        done = env.nodes.run(
+            plan.node, ["sh", "-c", scrape_command(METRICS_URL, QUEUE_METRICS, client_cert=True)], check=False
+        )
         return done.returncode == 0 and queue_works(Metrics.parse(done.stdout), STUCK[p.controller].queue)
