@@ -1,13 +1,38 @@
-"""What can go wrong in chaoskit, and which exit code each means.
+"""What can go wrong in chaoskit, and which exit code each means: every exception chaoskit defines is drawn here
+(a unit test holds the drawing to the code), with the module it lives in when that is not this one.
 
-ChaoskitError
- ├── UsageError           exit 2: the command line asks for something impossible
- │    └── UnknownName         a fault, check or measurement name no registry knows (suggests close matches)
- ├── PlaybookError        exit 3: a playbook is invalid (carries every Problem, each located file:line:col)
- ├── DuplicateName        exit 4: two classes registered under one name (a bug in chaoskit or a plugin)
- └── ToolError            exit 4: the cluster or a tool chaoskit drives failed
-      ├── CommandError        a command exited non-zero (carries a pasteable command and its output tail)
-      └── MissingDependency   something chaoskit needs is absent and cannot be provided here
+ChaoskitError                    exit 4 unless it says otherwise
+ ├── UsageError                  exit 2: the command line asks for something impossible
+ │    ├── UnknownName            exit 2: a name no registry knows (suggests close matches)
+ │    ├── NotOurCluster          exit 2 (safety): a cluster chaoskit does not recognise, not allowed
+ │    └── JournalError           exit 2 (exporters.prometheus): a run journal that cannot be read
+ ├── PlaybookError               exit 3: an invalid playbook (every Problem, each at file:line:col)
+ ├── DuplicateName               exit 4: two classes registered under one name (a bug)
+ ├── ApiUnavailable              exit 4 (diagnosers.kit.sources): no answer from the API server in time
+ └── ToolError                   exit 4: the cluster or a tool chaoskit drives failed
+      ├── CommandError           exit 4: a command failed (a command to paste and its output's tail)
+      ├── MissingDependency      exit 4: something chaoskit needs is absent and cannot be had here
+      ├── KubeError              exit 4 (seams.kube): the API refused (`status`) or did not answer
+      │    ├── NotFound          exit 4: HTTP 404 (find and delete take it as an answer)
+      │    ├── Forbidden         exit 4: HTTP 403
+      │    └── Conflict          exit 4: HTTP 409 (a name taken: a lock held, an object there)
+      ├── ScrapeError            exit 4 (seams.scrape): /metrics refused (`status`), silent or not metrics
+      ├── InjectError            exit 4 (engine): a setup or apply line failed, or the fact check could not tell
+      ├── HandoffError           exit 4 (faults.base): a file made on another node could not be handed over
+      ├── ProxyModeUnsupported   exit 4 (components.kube_proxy): the kernel lacks what a mode needs
+      ├── ProbeError             exit 4 (probes.base): a probe could not start
+      ├── Locked                 exit 4 (safety): another run holds the component's lease
+      ├── PrometheusError        exit 4 (cluster.prometheus.server): the Prometheus chaoskit runs failed
+      └── MissingPiece           exit 4 (measurements.base): a measurement lacks what it reads
+
+Refusals that never leave chaoskit as such, so no exit of their own:
+
+TypeError
+ └── IncompleteFault             (faults.base): a fault without its own checks, `named` or `no_op`
+ValueError
+ └── DurationError               (model.duration): a bad duration, reported as a playbook problem
+Exception
+ └── _Problem                    (model.promql): a bad PromQL expression, reported as a playbook problem
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from chaoskit.cluster.install import NAMESPACE
 from chaoskit.cluster.marker import MARKER
 from chaoskit.errors import ToolError, UsageError
-from chaoskit.seams.kube import Kube, KubeError, Obj
+from chaoskit.seams.kube import Conflict, Kube, KubeError, Obj
 from chaoskit.seams.nodeexec import DockerNodeExec
 from chaoskit.seams.shell import Runner
 
@@ -86,9 +86,8 @@ def acquire(kube: Kube, component: str, holder: str, seconds: float) -> Lock:
         try:
             kube.create(lock.path.rsplit("/", 1)[0], body)
             return lock
-        except KubeError as exc:
-            if "HTTP 409" not in str(exc):
-                raise
+        except Conflict:
+            pass  # taken: whose, and since when, is read next
         current = kube.find(lock.path)
         if current is not None:
             break

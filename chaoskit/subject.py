@@ -16,7 +16,7 @@ from chaoskit.errors import UsageError
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.model.playbook import SubjectLoad
-from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.kube import Kube, NotFound
 
 Kind = Literal["Deployment", "StatefulSet"]
 PLURAL: dict[Kind, str] = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
@@ -104,10 +104,8 @@ def _service(kube: Kube, ns: str, labels: dict[str, str], spec: SubjectSpec) -> 
 def _items(kube: Kube, path: str, **query: str) -> list[Any]:
     try:
         return list(kube.get(path, **query).get("items", []))
-    except KubeError as exc:
-        if "HTTP 404" in str(exc):  # a type the cluster does not serve: none of it
-            return []
-        raise
+    except NotFound:  # a type the cluster does not serve: none of it
+        return []
 
 
 def hpa_bounds(kube: Kube, subject: Subject) -> tuple[int, int]:

@@ -23,7 +23,31 @@ Timeout = tuple[float, float]  # (connect, read) seconds: the client ignores a b
 
 
 class KubeError(ToolError):
-    pass
+    """The API refused a request, `status` its HTTP status; None when there was no answer (unreachable, timed out)."""
+
+    default_status: int | None = None
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status if status is not None else self.default_status
+
+
+class NotFound(KubeError):
+    default_status = 404
+
+
+class Forbidden(KubeError):
+    default_status = 403
+
+
+class Conflict(KubeError):
+    default_status = 409
+
+
+def kube_error(message: str, status: int | None) -> KubeError:
+    """The error for an answer with `status`: its own class where callers act on it."""
+    kind = {404: NotFound, 403: Forbidden, 409: Conflict}.get(status or 0, KubeError)
+    return kind(message, status)
 
 
 def _said(exc: ApiException) -> str:
@@ -82,7 +106,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}") from exc
+            raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:  # urllib3 connection errors: API server unreachable
             raise KubeError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         return data
@@ -94,10 +118,8 @@ class Kube:
         """GET, with None for a 404: for the many callers to whom absence is an answer, not an error."""
         try:
             return self.get(path)
-        except KubeError as exc:
-            if "HTTP 404" in str(exc):
-                return None
-            raise
+        except NotFound:
+            return None
 
     def create(self, path: str, body: Obj) -> Any:
         return self.request("POST", path, body)
@@ -108,10 +130,8 @@ class Kube:
     def delete(self, path: str, propagation: str = "Foreground") -> Any:
         try:
             return self.request("DELETE", path, {"propagationPolicy": propagation})
-        except KubeError as exc:
-            if "HTTP 404" in str(exc):
-                return None
-            raise
+        except NotFound:
+            return None
 
     def apply(self, obj: Obj) -> Any:
         """Server-side apply: create or update, idempotently, as field manager chaoskit."""
@@ -127,7 +147,8 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(f"apply {obj['kind']}/{obj['metadata']['name']}: HTTP {exc.status}: {_said(exc)}") from exc
+            what = f"{obj['kind']}/{obj['metadata']['name']}"
+            raise kube_error(f"apply {what}: HTTP {exc.status}: {_said(exc)}", exc.status) from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
@@ -152,7 +173,7 @@ class Kube:
             code = resp.returncode
             resp.close()
         except ApiException as exc:
-            raise KubeError(f"exec in {namespace}/{pod}: HTTP {exc.status} {exc.reason}") from exc
+            raise kube_error(f"exec in {namespace}/{pod}: HTTP {exc.status} {exc.reason}", exc.status) from exc
         return (code if code is not None else -1), out
 
     def raw(self, path: str) -> str:
@@ -168,7 +189,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except ApiException as exc:
-            raise KubeError(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}") from exc
+            raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:
             raise KubeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
         return resp.data.decode()  # type: ignore[no-any-return]
@@ -347,19 +368,19 @@ class FakeKube(Kube):
             if items:
                 wanted = selection(dict(query or []))
                 return {"items": [o for o in items if wanted(o)]}
-            raise KubeError(f"GET {path}: HTTP 404 Not Found")
+            raise NotFound(f"GET {path}: HTTP 404 Not Found")
         if method == "POST":
             item = f"{path}/{body['metadata']['name']}"
             if item in self.objects:
-                raise KubeError(f"POST {path}: HTTP 409 Conflict")
+                raise Conflict(f"POST {path}: HTTP 409 Conflict")
             return self._store(item, body)
         if method in ("PUT", "PATCH"):
             if method == "PATCH" and path not in self.objects:
-                raise KubeError(f"PATCH {path}: HTTP 404 Not Found")  # as the API server: a patch creates nothing
+                raise NotFound(f"PATCH {path}: HTTP 404 Not Found")  # as the API server: a patch creates nothing
             return self._store(path, body if method == "PUT" else merge_patch(self.objects.get(path, {}), body))
         if method == "DELETE":
             if self.objects.pop(path, None) is None:
-                raise KubeError(f"DELETE {path}: HTTP 404 Not Found")
+                raise NotFound(f"DELETE {path}: HTTP 404 Not Found")
             return {}
         raise KubeError(f"{method} {path}: not supported by FakeKube")
 
@@ -369,7 +390,7 @@ class FakeKube(Kube):
     def raw(self, path: str) -> str:
         self.calls.append(("GET", path))
         if path not in self.raw_paths:
-            raise KubeError(f"GET {path}: HTTP 404 Not Found")
+            raise NotFound(f"GET {path}: HTTP 404 Not Found")
         return self.raw_paths[path]
 
     def _store(self, path: str, obj: Obj) -> Obj:

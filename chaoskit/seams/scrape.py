@@ -49,7 +49,12 @@ __all__ = [
 
 
 class ScrapeError(ToolError):
-    """An endpoint did not answer, answered an error, or answered something that is not Prometheus text."""
+    """An endpoint did not answer, answered an error (`status`: its HTTP status), or answered something that is not
+    Prometheus text."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Scraper(Protocol):
@@ -84,7 +89,7 @@ class HttpScraper:
                 text = resp.read().decode("utf-8", errors="replace")
         except urllib.error.HTTPError as exc:
             body = exc.read().decode("utf-8", errors="replace")[:300]
-            raise ScrapeError(f"GET {url}: HTTP {exc.code} {exc.reason}: {body}") from exc
+            raise ScrapeError(f"GET {url}: HTTP {exc.code} {exc.reason}: {body}", exc.code) from exc
         except (urllib.error.URLError, OSError) as exc:
             raise ScrapeError(f"GET {url}: {exc}") from exc
         return parse(text, url)

@@ -187,11 +187,11 @@ def test_the_observations_read_in_the_order_they_were_asked() -> None:
 def test_an_effect_check_that_cannot_answer_before_the_injection_injects_nothing(tmp_path: Path) -> None:
     """Seen in the operator: its effect check was refused by the API (RBAC), and an error read as "not in effect"
     let the step inject a fault no check could see."""
-    from chaoskit.seams.kube import KubeError
+    from chaoskit.seams.kube import Forbidden
 
     class Refused(Probe):
         def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-            raise KubeError("POST /apis/discovery.k8s.io/v1/...: HTTP 403 Forbidden")
+            raise Forbidden("POST /apis/discovery.k8s.io/v1/...: HTTP 403 Forbidden")
 
     lines, result = _engine(tmp_path, Refused())
     assert "break" not in lines and "heal" in lines

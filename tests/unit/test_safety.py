@@ -6,7 +6,7 @@ import pytest
 
 from chaoskit.cluster.marker import MARKER
 from chaoskit.safety import Locked, NotOurCluster, acquire, recognise, release, release_run_locks
-from chaoskit.seams.kube import FakeKube, KubeError
+from chaoskit.seams.kube import Conflict, FakeKube
 from chaoskit.seams.shell import FakeRunner
 
 PS = (
@@ -76,7 +76,7 @@ def test_a_lease_vanishing_between_create_and_read_is_created_again() -> None:
             if method == "POST":
                 self.posts += 1
                 if self.posts == 1:  # another run's lease is still being deleted...
-                    raise KubeError(f"POST {path}: HTTP 409 Conflict")
+                    raise Conflict(f"POST {path}: HTTP 409 Conflict")
             return super().request(method, path, body, query)  # ...and the GET finds it gone (404)
 
     kube = Flaky()

@@ -131,8 +131,9 @@ def test_http_scraper_fetches_and_parses_with_a_bearer_token(endpoint: tuple[str
 
 def test_http_scraper_reports_the_status_and_body_of_a_refusal(endpoint: tuple[str, _Seen]) -> None:
     url, _ = endpoint
-    with pytest.raises(ScrapeError, match="HTTP 403.*cannot get path /metrics"):
+    with pytest.raises(ScrapeError, match="HTTP 403.*cannot get path /metrics") as refused:
         HttpScraper().scrape(f"{url}/forbidden")
+    assert refused.value.status == 403
 
 
 def test_http_scraper_names_the_url_it_could_not_reach() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.kube import Conflict, Kube
 
 NAMESPACE = "chaoskit-monitoring"
 SERVICE_ACCOUNT = "prometheus"
@@ -48,9 +48,7 @@ def ensure_monitoring(kube: Kube) -> str:
             collection = f"{_RBAC}/{obj['kind'].lower()}s"
             try:
                 kube.create(collection, obj)
-            except KubeError as exc:
-                if "HTTP 409" not in str(exc):
-                    raise
+            except Conflict:
                 kube.patch(f"{collection}/{obj['metadata']['name']}", obj)  # merge patch: the rules list is replaced
         else:
             kube.apply(obj)
