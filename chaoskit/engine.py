@@ -23,6 +23,7 @@ from chaoskit.events import Armed, EffectObserved, Emit, Injected, Recovered, Re
 from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
+from chaoskit.model.record import held
 from chaoskit.safety import holder_id, release_run_locks
 from chaoskit.seams.poll import poll
 from chaoskit.step import ResolvedStep
@@ -48,8 +49,8 @@ class FaultResult:
     observations: list[Observation] = field(default_factory=list)  # every answer of the fault's checks, in order
 
     @property
-    def ok(self) -> bool:
-        return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
+    def held(self) -> bool:
+        return held(self.effect_s, self.recovery_s, self.errors, self.failures)
 
     @property
     def fact_check(self) -> FactCheck:

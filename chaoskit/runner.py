@@ -150,12 +150,12 @@ class Runner:
                 self._diagnose(rec, "after", diagnostician)
         finally:
             results = stopping.result() if stopping is not None else stop_measurements(running, self.say)
-            rec.measurements = [r.to_dict() for r in results.values()]
+            rec.measurements = list(results.values())
         breaches = [evaluate(t, results) for t in pb.spec.thresholds]
-        rec.thresholds = [b.to_dict() for b in breaches]
+        rec.thresholds = breaches
         for b in breaches:
             self.emit(Threshold(b.measurement, b.stat, b.stage, b.breached, b.reason))
-        if not all(s.ok for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
+        if not all(s.held for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
             rec.verdict = "deviated"
 
     def _go_on(self) -> None:

@@ -134,7 +134,7 @@ class SuiteRecord:
             "parallel": self.parallel,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "score": suite_score(e.record.to_dict() for e in self.runs),
+            "score": suite_score(e.record for e in self.runs),
             "diagnoses": self.diagnoses,
             "runs": [
                 {

@@ -155,7 +155,7 @@ def inject(
     emit(data, "yaml" if output == "table" else output)
     if result.failures:
         raise click.exceptions.Exit(EXIT_TOOL)  # chaoskit could not do its job
-    if not result.ok:
+    if not result.held:
         raise click.exceptions.Exit(EXIT_BREACHED)  # the system deviated
 
 

@@ -22,8 +22,6 @@ from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
 from chaoskit.model.record import RunRecord
-from chaoskit.model.score import run_score
-from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
@@ -279,27 +277,27 @@ def _table(suite: SuiteRecord) -> None:
                 _s(s.held_s),
                 _s(s.recovery_s),
                 (s.fact_check or {}).get("verdict", "—"),
-                "ok" if s.ok else "; ".join(s.failures + s.errors),
+                "ok" if s.held else "; ".join(s.failures + s.errors),
             )
     console.print(table)
     probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
     if probes:
         ptable = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
         for playbook, p in probes:
-            for ph in p["phases"]:
+            for ph in p.phases:
                 ptable.add_row(
                     *([playbook] if several else []),
-                    p["name"],
-                    ph["phase"],
-                    str(ph["samples"]),
-                    ("ok: " if ph["ok"] else "FAILED: ") + ph["reason"],
+                    p.name,
+                    ph.phase,
+                    str(ph.samples),
+                    ("ok: " if ph.ok else "FAILED: ") + ph.reason,
                 )
         console.print(ptable)
     for e in suite.runs:
         for m in e.record.measurements:
-            if m.get("type") == "hpa_scale_up":
-                console.print(f"{e.record.playbook + ': ' if several else ''}measurement {m.get('name')}:")
-                print_stages(MeasurementResult.from_dict(m), console)
+            if m.type == "hpa_scale_up":
+                console.print(f"{e.record.playbook + ': ' if several else ''}measurement {m.name}:")
+                print_stages(m, console)
     for e in suite.runs:
         _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")
     if several:
@@ -321,7 +319,7 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
             console.print(f"{prefix}steady state {when}: {c.check}: {'ok' if c.ok else 'FAILED'} — {c.detail}")
     for e in rec.errors:
         console.print(f"{prefix}[red]{e}[/red]")
-    scored = run_score(rec.to_dict())
+    scored = rec.score
     console.print(
         f"{prefix}verdict: [bold]{rec.verdict}[/bold] (exit {rec.exit_code}); resilience score "
         f"{'—' if scored is None else f'{scored:g}/100'}; journal {rec.journal}"

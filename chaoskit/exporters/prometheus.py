@@ -24,9 +24,8 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from chaoskit.errors import UsageError
 from chaoskit.journal import Injection, Journal, component_of
-from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.factcheck import verdict_of
-from chaoskit.model.score import run_score
+from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
 
 __all__ = ["BUCKETS", "ActiveFault", "Exporter", "JournalDir", "JournalError", "serve"]
@@ -137,43 +136,36 @@ class Exporter:
         JournalError when the record cannot be read; then nothing of it is counted.
         """
         try:
-            measurements = [MeasurementResult.from_dict(m) for m in record.get("measurements") or []]
-            finished = float(record.get("finished_at") or record.get("started_at") or 0.0)
-        except (KeyError, TypeError, ValueError) as exc:
+            run = RunRecord.from_dict(record)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise JournalError(f"run {record.get('run_id')!r}: unreadable record: {type(exc).__name__}: {exc}") from exc
-        run_id = str(record.get("run_id") or "")
-        if not self._first(f"run:{run_id}" if run_id else f"run:{record.get('journal')}:{record.get('started_at')}"):
+        finished = run.finished_at or run.started_at
+        if not self._first(f"run:{run.run_id}" if run.run_id else f"run:{run.journal}:{record.get('started_at')}"):
             return False
-        playbook, verdict = str(record.get("playbook", "")), str(record.get("verdict", ""))
+        playbook, verdict = run.playbook, str(record.get("verdict", ""))
         self.runs.labels(playbook, verdict).inc()
         with self._lock:
             latest = max(finished, self._last_run.get((playbook, verdict), 0.0))  # an older journal read later
             self._last_run[(playbook, verdict)] = latest
         self.last_run.labels(playbook, verdict).set(latest)
-        scored = run_score(record)
+        scored = run.score
         with self._lock:
             newest = finished >= self._last_scored.get(playbook, 0.0)
             if scored is not None and newest:
                 self._last_scored[playbook] = finished
         if scored is not None and newest:
             self.score.labels(playbook).set(scored)
-        for step in record.get("steps") or []:
-            if (fact := verdict_of(step)) is not None:
-                self.fact_checks.labels(playbook, str(step.get("fault", "")), fact).inc()
-        for probe in record.get("probes") or []:
-            for phase in probe.get("phases") or []:
-                if not phase.get("ok"):
-                    self.probe_failures.labels(playbook, str(probe.get("name")), str(phase.get("phase"))).inc()
-        for measurement in measurements:
+        for step in run.steps:
+            if (fact := verdict_of(step.to_dict())) is not None:
+                self.fact_checks.labels(playbook, step.fault, fact).inc()
+        for probe in run.probes:
+            for phase in probe.failed_phases():
+                self.probe_failures.labels(playbook, probe.name, phase.phase).inc()
+        for measurement in run.measurements:
             self.observe_measurement(measurement)
-        for threshold in record.get("thresholds") or []:
-            if breached(threshold):
-                self.breaches.labels(
-                    playbook,
-                    str(threshold.get("measurement", "")),
-                    str(threshold.get("stage") or "total"),
-                    str(threshold.get("stat", "")),
-                ).inc()
+        for threshold in run.thresholds:
+            if threshold.breached:
+                self.breaches.labels(playbook, threshold.measurement, threshold.stage, threshold.stat).inc()
         return True
 
     def observe_measurement(self, result: MeasurementResult) -> None:
@@ -251,26 +243,6 @@ class Exporter:
 
 def _active(inj: Injection) -> ActiveFault:
     return ActiveFault(inj.fault, component_of(inj.fault), inj.node, inj.deadline_at)
-
-
-def breached(threshold: dict[str, Any]) -> bool:
-    """A threshold entry of a run record: its own `breached` flag, else its observed value against max/min."""
-    if "breached" in threshold:
-        return bool(threshold["breached"])
-    observed = _seconds(threshold.get("observed"))
-    if observed is None:
-        return False
-    high, low = _seconds(threshold.get("max")), _seconds(threshold.get("min"))
-    return (high is not None and observed > high) or (low is not None and observed < low)
-
-
-def _seconds(v: object) -> float | None:
-    if v is None:
-        return None
-    try:
-        return parse_duration(v)
-    except DurationError:
-        return None
 
 
 class _ActiveFaults:

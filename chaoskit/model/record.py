@@ -1,13 +1,21 @@
 """The record of a playbook run: its steady-state checks, steps, measurements, thresholds, diagnoses, probes and
-verdict, as the JSON record, the reports, JUnit, the exporter and the operator read it."""
+verdict. The JSON record, the reports, JUnit, the exporter and the operator all read it through these types (a
+record read back from JSON goes through `RunRecord.from_dict` once); `held` is the one rule for a step.
+
+Diagnoses, a step's fact check and the probes' phase windows stay in their JSON form here: each is a report with a
+type of its own where it is made (diagnosers.kit.base.Diagnosis, model.factcheck.FactCheck, model.slo.Phases).
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
-from chaoskit.model.score import run_score
+from chaoskit.model.slo import PhaseResult, ProbeSample
+from chaoskit.model.thresholds import ThresholdResult
+from chaoskit.model.timeline import MeasurementResult
 
 Verdict = Literal["passed", "deviated", "aborted", "error", "interrupted"]
 EXIT_CODES: dict[Verdict, int] = {
@@ -17,6 +25,13 @@ EXIT_CODES: dict[Verdict, int] = {
     "error": EXIT_TOOL,
     "interrupted": EXIT_INTERRUPTED,
 }
+Data = Mapping[str, Any]
+
+
+def held(effect_s: float | None, recovery_s: float | None, errors: Sequence[str], failures: Sequence[str]) -> bool:
+    """A fault step held: its effect was seen, its component was healthy again after the revert, and nothing deviated
+    or failed on the way. The score, the reports, JUnit, the exporter, the operator and `inject` judge by it."""
+    return effect_s is not None and recovery_s is not None and not errors and not failures
 
 
 @dataclass
@@ -25,6 +40,13 @@ class CheckRecord:
     ok: bool
     detail: str
     seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "ok": self.ok, "detail": self.detail, "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, data: Data) -> CheckRecord:
+        return cls(str(data["check"]), bool(data["ok"]), str(data.get("detail", "")), float(data.get("seconds") or 0))
 
 
 @dataclass
@@ -44,8 +66,94 @@ class StepRecord:
     fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
 
     @property
+    def held(self) -> bool:
+        return held(self.effect_s, self.recovery_s, self.errors, self.failures)
+
+    @property
+    def missing(self) -> list[str]:
+        """What the system did not do, when chaoskit did its part: why a step that failed nothing did not hold."""
+        if self.failures:
+            return []
+        seen = (("no effect seen", self.effect_s), ("no recovery", self.recovery_s))
+        return [what for what, seconds in seen if seconds is None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "fault": self.fault,
+            "node": self.node,
+            "summary": self.summary,
+            "effect_s": self.effect_s,
+            "held_s": self.held_s,
+            "recovery_s": self.recovery_s,
+            "named_s": self.named_s,
+            "scaled_up_at": self.scaled_up_at,
+            "errors": list(self.errors),
+            "failures": list(self.failures),
+            "weight": self.weight,
+            "fact_check": dict(self.fact_check),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Data) -> StepRecord:
+        return cls(
+            step=str(data.get("step") or ""),
+            fault=str(data.get("fault") or ""),
+            node=str(data.get("node") or ""),
+            summary=str(data.get("summary") or ""),
+            effect_s=_seconds(data.get("effect_s")),
+            held_s=_seconds(data.get("held_s")) or 0.0,
+            recovery_s=_seconds(data.get("recovery_s")),
+            named_s=_seconds(data.get("named_s")),
+            scaled_up_at=_seconds(data.get("scaled_up_at")),
+            errors=[str(e) for e in data.get("errors") or []],
+            failures=[str(f) for f in data.get("failures") or []],
+            weight=float(data.get("weight", 1.0)),
+            fact_check=dict(data.get("fact_check") or {}),
+        )
+
+
+@dataclass
+class ProbeRecord:
+    """A probe through a run: each phase it judged, and its samples."""
+
+    name: str
+    kind: str
+    weight: float
+    phases: list[PhaseResult]
+    samples: list[ProbeSample]
+
+    @property
     def ok(self) -> bool:
-        return not self.errors and not self.failures and self.effect_s is not None and self.recovery_s is not None
+        return all(p.ok for p in self.phases)
+
+    @property
+    def held_share(self) -> float:
+        """The share of its judged phases that held (0 when it judged none)."""
+        return sum(1 for p in self.phases if p.ok) / len(self.phases) if self.phases else 0.0
+
+    def failed_phases(self) -> list[PhaseResult]:
+        return [p for p in self.phases if not p.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "weight": self.weight,
+            "ok": self.ok,
+            "phases": [p.to_dict() for p in self.phases],
+            "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Data) -> ProbeRecord:
+        return cls(
+            name=str(data.get("name") or ""),
+            kind=str(data.get("kind") or ""),
+            weight=float(data.get("weight", 1.0)),
+            phases=[_phase(p) for p in data.get("phases") or []],
+            samples=[ProbeSample(float(s[0]), bool(s[1]), s[2], str(s[3])) for s in data.get("samples") or []],
+        )
 
 
 @dataclass
@@ -60,11 +168,11 @@ class RunRecord:
     before: list[CheckRecord] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     after: list[CheckRecord] = field(default_factory=list)
-    measurements: list[dict[str, Any]] = field(default_factory=list)  # MeasurementResult.to_dict()
-    thresholds: list[dict[str, Any]] = field(default_factory=list)  # each threshold with its observed value
+    measurements: list[MeasurementResult] = field(default_factory=list)
+    thresholds: list[ThresholdResult] = field(default_factory=list)  # each threshold with its observed value
     diagnoses: list[dict[str, Any]] = field(default_factory=list)  # {"when": before|during|after, "report": ...}
     subject: str = ""  # the user's objects under test, in words (empty: chaoskit's workload or none)
-    probes: list[dict[str, Any]] = field(default_factory=list)  # ProbeRecord.to_dict(): phases judged, samples
+    probes: list[ProbeRecord] = field(default_factory=list)  # phases judged, samples
     probe_windows: dict[str, Any] = field(default_factory=dict)  # the phases' time windows the probes were judged by
     verdict: Verdict = "passed"
     errors: list[str] = field(default_factory=list)
@@ -73,6 +181,75 @@ class RunRecord:
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
+    @property
+    def score(self) -> float | None:
+        from chaoskit.model.score import run_score  # the score reads records: imported when first asked
+
+        return run_score(self)
+
     def to_dict(self) -> dict[str, Any]:
-        data = {**asdict(self), "exit_code": self.exit_code}
-        return {**data, "score": run_score(data)}
+        """The JSON record users read (`-o json`, the journal's run-finished entry)."""
+        return {
+            "playbook": self.playbook,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "journal": self.journal,
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "before": [c.to_dict() for c in self.before],
+            "steps": [s.to_dict() for s in self.steps],
+            "after": [c.to_dict() for c in self.after],
+            "measurements": [m.to_dict() for m in self.measurements],
+            "thresholds": [t.to_dict() for t in self.thresholds],
+            "diagnoses": list(self.diagnoses),
+            "subject": self.subject,
+            "probes": [p.to_dict() for p in self.probes],
+            "probe_windows": dict(self.probe_windows),
+            "verdict": self.verdict,
+            "errors": list(self.errors),
+            "exit_code": self.exit_code,
+            "score": self.score,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Data) -> RunRecord:
+        """A record read back from JSON (a journal, a report's input); what an older record lacks takes its default."""
+        verdict = str(data.get("verdict") or "passed")
+        return cls(
+            playbook=str(data.get("playbook") or ""),
+            cluster=str(data.get("cluster") or ""),
+            namespace=str(data.get("namespace") or ""),
+            journal=str(data.get("journal") or ""),
+            run_id=str(data.get("run_id") or ""),
+            started_at=float(data.get("started_at") or 0.0),
+            finished_at=float(data.get("finished_at") or 0.0),
+            before=[CheckRecord.from_dict(c) for c in data.get("before") or []],
+            steps=[StepRecord.from_dict(s) for s in data.get("steps") or []],
+            after=[CheckRecord.from_dict(c) for c in data.get("after") or []],
+            measurements=[MeasurementResult.from_dict(dict(m)) for m in data.get("measurements") or []],
+            thresholds=[ThresholdResult.from_dict(t) for t in data.get("thresholds") or []],
+            diagnoses=[dict(d) for d in data.get("diagnoses") or []],
+            subject=str(data.get("subject") or ""),
+            probes=[ProbeRecord.from_dict(p) for p in data.get("probes") or []],
+            probe_windows=dict(data.get("probe_windows") or {}),
+            verdict=verdict if verdict in EXIT_CODES else "error",
+            errors=[str(e) for e in data.get("errors") or []],
+        )
+
+
+def _phase(data: Data) -> PhaseResult:
+    return PhaseResult(
+        phase=data.get("phase", "during"),
+        ok=bool(data.get("ok")),
+        samples=int(data.get("samples") or 0),
+        failed=int(data.get("failed") or 0),
+        reason=str(data.get("reason") or ""),
+        first_failed_at=_seconds(data.get("first_failed_at")),
+        success_rate=_seconds(data.get("success_rate")),
+        latency=dict(data.get("latency") or {}),
+    )
+
+
+def _seconds(v: object) -> float | None:
+    return None if v is None else float(cast(float, v))

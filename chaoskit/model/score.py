@@ -14,35 +14,24 @@ not scored: a breached one deviates the run on its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a record carries its score: the record module imports this one when asked
+    from chaoskit.model.record import RunRecord
 
 Item = tuple[float, float]  # (weight, how much of it held: 0 to 1)
 UNSCORED = ("error", "interrupted")
 
 
-def run_items(run: Mapping[str, Any]) -> list[Item] | None:
+def run_items(run: RunRecord) -> list[Item] | None:
     """A run record's weighted items; None when it has no score."""
-    if run.get("verdict") in UNSCORED:
+    if run.verdict in UNSCORED:
         return None
-    if run.get("verdict") == "aborted":
+    if run.verdict == "aborted":
         return [(1.0, 0.0)]
-    items: list[Item] = [(float(s.get("weight", 1.0)), 1.0 if step_held(s) else 0.0) for s in run.get("steps", [])]
-    for probe in run.get("probes", []):
-        phases = probe.get("phases") or []
-        held = sum(1 for p in phases if p.get("ok")) / len(phases) if phases else 0.0
-        items.append((float(probe.get("weight", 1.0)), held))
-    return items
-
-
-def step_held(step: Mapping[str, Any]) -> bool:
-    """StepRecord.ok, read from a record: its effect seen, its component healthy again, nothing deviated or failed."""
-    return (
-        step.get("effect_s") is not None
-        and step.get("recovery_s") is not None
-        and not step.get("errors")
-        and not step.get("failures")
-    )
+    items: list[Item] = [(s.weight, 1.0 if s.held else 0.0) for s in run.steps]
+    return items + [(p.weight, p.held_share) for p in run.probes]
 
 
 def score(items: Iterable[Item]) -> float | None:
@@ -55,11 +44,11 @@ def score(items: Iterable[Item]) -> float | None:
     return round(100.0 * sum(w * s for w, s in pairs) / total, 1)
 
 
-def run_score(run: Mapping[str, Any]) -> float | None:
+def run_score(run: RunRecord) -> float | None:
     items = run_items(run)
     return None if items is None else score(items)
 
 
-def suite_score(runs: Iterable[Mapping[str, Any]]) -> float | None:
+def suite_score(runs: Iterable[RunRecord]) -> float | None:
     every = [i for r in runs if (items := run_items(r)) is not None for i in items]
     return score(every)

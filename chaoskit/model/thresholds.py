@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.playbook import Threshold
 from chaoskit.model.timeline import MeasurementResult
 
@@ -28,6 +29,38 @@ class ThresholdResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ThresholdResult:
+        """A threshold of a record read back; one without its own `breached` flag (an older record) is judged by
+        its observed value against its limits."""
+        low, high, observed = _number(data.get("min")), _number(data.get("max")), _number(data.get("observed"))
+        if "breached" in data:
+            breached = bool(data["breached"])
+        else:
+            above, below = high is not None and observed is not None and observed > high, False
+            below = low is not None and observed is not None and observed < low
+            breached = above or below
+        return cls(
+            str(data.get("measurement") or ""),
+            str(data.get("stat") or ""),
+            str(data.get("stage") or "total"),
+            low,
+            high,
+            observed,
+            breached,
+            str(data.get("reason") or ""),
+        )
+
+
+def _number(v: object) -> float | None:
+    """A limit or an observed value as read back: seconds, or a duration some older records wrote as text ("5s")."""
+    if v is None:
+        return None
+    try:
+        return parse_duration(v)
+    except DurationError:
+        return None
 
 
 def evaluate(threshold: Threshold, results: Mapping[str, MeasurementResult]) -> ThresholdResult:

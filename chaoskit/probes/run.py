@@ -14,11 +14,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from chaoskit.env import Env
 from chaoskit.model.probes import Probe
-from chaoskit.model.slo import PhaseResult, Phases, ProbeSample, judge
+from chaoskit.model.record import ProbeRecord
+from chaoskit.model.slo import Phases, ProbeSample, judge
 from chaoskit.probes.base import Prober
 from chaoskit.probes.command import CommandProber
 from chaoskit.probes.http import HttpProber
@@ -43,32 +43,6 @@ def prober_for(
         return K8sProber(env.kube, probe.k8s)
     assert probe.command is not None
     return CommandProber(shell, probe.command)
-
-
-@dataclass
-class ProbeRecord:
-    name: str
-    kind: str
-    weight: float
-    phases: list[PhaseResult]
-    samples: list[ProbeSample]
-
-    @property
-    def ok(self) -> bool:
-        return all(p.ok for p in self.phases)
-
-    def failed_phases(self) -> list[PhaseResult]:
-        return [p for p in self.phases if not p.ok]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "weight": self.weight,
-            "ok": self.ok,
-            "phases": [p.to_dict() for p in self.phases],
-            "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples],
-        }
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.model.score import step_held
+from chaoskit.model.record import StepRecord
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
 from chaoskit.reports.svg import probe_svg, timeline_svg
 
@@ -91,7 +91,9 @@ def render_run_html(record: Record) -> str:
         took=float(record.get("finished_at", 0)) - float(record.get("started_at", 0)),
         runs=runs,
         gantt=Markup(_gantt(runs)),  # noqa: S704 - built from escaped parts
-        steps_ok={str(r["playbook"]): sum(1 for s in r.get("steps") or [] if step_held(s)) for r in runs},
+        steps_ok={
+            str(r["playbook"]): sum(1 for s in r.get("steps") or [] if StepRecord.from_dict(s).held) for r in runs
+        },
         problems=problems,
         during={str(r["playbook"]): _during(r) for r in runs},
         timelines=timelines,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
 from chaoskit.model.factcheck import observed_words
+from chaoskit.model.record import StepRecord
 from chaoskit.reports.common import Record, threshold_words
 
 
@@ -46,11 +47,7 @@ def _playbook(run: Record) -> TestSuite:
     cases = _steady(run, "before", cls)
     for s in run.get("steps") or []:
         took = (s.get("effect_s") or 0.0) + (s.get("held_s") or 0.0) + (s.get("recovery_s") or 0.0)
-        missing = [
-            what
-            for what, key in (("no effect seen", "effect_s"), ("no recovery", "recovery_s"))
-            if s.get(key) is None and not s.get("failures")
-        ]
+        missing = StepRecord.from_dict(s).missing  # why it did not hold, when chaoskit did its part
         out = (
             f"{s.get('summary', '')}\neffect after {_s(s.get('effect_s'))}, named by the diagnosis after "
             f"{_s(s.get('named_s'))}, held {_s(s.get('held_s'))}, healthy {_s(s.get('recovery_s'))} after the "

@@ -29,7 +29,7 @@ def start_probes(env: Env, pb: Playbook, nodes: list[Node], shell: ShellRunner, 
 def finish_probes(probes: ProbeSet, stop: threading.Event, rec: RunRecord, say: Callable[[str], None]) -> None:
     """Every probe stopped and judged into the record; one that failed a phase deviates a run that passed."""
     done = probes.finish(stop)
-    rec.probes = [p.to_dict() for p in done]
+    rec.probes = done
     rec.probe_windows = probes.phases.to_dict()
     for p in done:
         say(f"probe {p.name}: " + "; ".join(f"{r.phase} {'ok' if r.ok else 'FAILED'} ({r.reason})" for r in p.phases))

@@ -108,7 +108,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
                 "namedSeconds": _round(s.named_s),  # injected -> the diagnosis named the fault (when diagnosing)
                 "heldSeconds": _round(s.held_s),
                 "recoverySeconds": _round(s.recovery_s),
-                "ok": s.ok,
+                "ok": s.held,
                 "factCheck": (s.fact_check or {}).get("verdict"),  # confirmed | mismatch | inconclusive
                 "errors": s.errors,
                 "failures": s.failures,
@@ -119,7 +119,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
             "before": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.before],
             "after": [{"check": c.check, "ok": c.ok, "detail": c.detail} for c in record.after],
         },
-        "thresholds": record.thresholds,
+        "thresholds": [t.to_dict() for t in record.thresholds],
         "conditions": [_condition("Completed", "True", phase, message[:1000])],
     }
 

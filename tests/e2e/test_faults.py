@@ -95,7 +95,7 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
     step = resolve(fault, fault.Params.model_validate(params), env.nodes.list_nodes(), target=node, duration=5)
     on_effect = diagnosed if params.get("reason") == "taint" else None
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=on_effect)
-    assert result.ok, result.errors
+    assert result.held, result.errors
     assert named or params.get("reason") != "taint"
     wait_healthy(env)
     print(
@@ -131,7 +131,7 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     params = fault.Params.model_validate(MODE_PARAMS.get(name, {}))
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, fault), duration=5)
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"))
-    assert result.ok, result.errors
+    assert result.held, result.errors
     assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
     wait_healthy(env)
     print(

@@ -48,7 +48,7 @@ def _write_run(path: Path, run_id: str) -> None:
         ],
     )
     rec = RunRecord(PLAYBOOK, "chaoskit", "ns", str(path), run_id, now - 120, now)
-    rec.measurements = [hpa.to_dict()]
+    rec.measurements = [hpa]
     j.append("run-finished", verdict="passed", record=rec.to_dict())
 
 

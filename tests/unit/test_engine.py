@@ -68,7 +68,7 @@ def _kinds(journal: Journal) -> list[str]:
 def test_a_clean_run_arms_applies_reverts_then_disarms(tmp_path: Path) -> None:
     nodes = FakeNodeExec()
     result, journal = _run(nodes, tmp_path)
-    assert result.ok and not result.failures
+    assert result.held and not result.failures
     lines = _lines(nodes)
     assert lines.index("apply-1") > next(i for i, c in enumerate(nodes.calls) if "systemd-run" in c)
     assert lines.index("revert-1") < lines.index("revert-2")
@@ -89,7 +89,7 @@ def test_an_apply_line_fails_the_rest_is_reverted_and_it_is_chaoskits_failure(tm
     nodes = FakeNodeExec()
     _fail(nodes, "apply-2")
     result, journal = _run(nodes, tmp_path)
-    assert any("`apply-2` failed" in f for f in result.failures) and not result.ok
+    assert any("`apply-2` failed" in f for f in result.failures) and not result.held
     assert result.effect_s is None
     lines = _lines(nodes)
     assert "revert-1" in lines and "revert-2" in lines

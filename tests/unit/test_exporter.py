@@ -18,12 +18,12 @@ from chaoskit.exporters.prometheus import (
     Exporter,
     JournalDir,
     JournalError,
-    breached,
     rule_sync_node,
     serve,
 )
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.record import RunRecord
+from chaoskit.model.thresholds import ThresholdResult
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.seams.scrape import HttpScraper, Metrics, parse
 
@@ -54,12 +54,13 @@ def _record(run_id: str = "r1", playbook: str = "scheduler-down", verdict: str =
     )
     rec = RunRecord(playbook, "chaoskit", "ns", "j.jsonl", run_id, NOW - 120, NOW)
     rec.verdict = verdict  # type: ignore[assignment]
-    rec.measurements = [hpa.to_dict(), sync.to_dict()]
-    rec.thresholds = [
+    rec.measurements = [hpa, sync]
+    data = rec.to_dict()
+    data["thresholds"] = [  # as older records wrote them: no breached flag, a limit as text
         {"measurement": "scale-up", "stat": "p50", "stage": "scheduled", "max": 1.0, "observed": 3.0},
         {"measurement": "scale-up", "stat": "max", "stage": None, "max": "1m", "observed": 15.0},
     ]
-    return rec.to_dict()
+    return data
 
 
 def _injection(i: str, fault: str = "kube-proxy.freeze", node: str = "chaoskit-worker") -> Injection:
@@ -130,6 +131,9 @@ def test_breached_thresholds_are_counted_and_kept_ones_are_not(tmp_path: Path) -
 
 
 def test_a_threshold_is_judged_by_its_own_flag_first_then_by_observed_against_its_bounds() -> None:
+    def breached(threshold: dict[str, object]) -> bool:
+        return ThresholdResult.from_dict(threshold).breached
+
     assert breached({"breached": True, "observed": 0.0, "max": 1.0})
     assert not breached({"breached": False, "observed": 9.0, "max": 1.0})
     assert breached({"observed": "2s", "max": "1s"}) and breached({"observed": 0.5, "min": 1})

@@ -115,7 +115,7 @@ def test_a_recovery_check_that_says_recovered_while_the_fault_holds_is_inconclus
 def test_a_clean_step_is_confirmed_with_every_answer_recorded(tmp_path: Path) -> None:
     _, result = _engine(tmp_path, _fault())
     fc = result.fact_check  # type: ignore[attr-defined]
-    assert fc.verdict == "confirmed" and result.ok  # type: ignore[attr-defined]
+    assert fc.verdict == "confirmed" and result.held  # type: ignore[attr-defined]
     assert [(o.moment, o.question, o.answer) for o in fc.observations] == [
         ("before", "took_effect", False),
         ("after", "took_effect", True),

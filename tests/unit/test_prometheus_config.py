@@ -22,6 +22,7 @@ from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.errors import CommandError, MissingDependency
 from chaoskit.exporters.prometheus import Exporter, serve
 from chaoskit.model.record import RunRecord
+from chaoskit.model.timeline import MeasurementResult
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.shell import Completed, FakeRunner, SubprocessRunner
 
@@ -255,22 +256,24 @@ def exporter_port() -> Iterator[int]:
     ex = Exporter()
     rec = RunRecord("unit", "chaoskit", "ns", "j", "u1", time.time() - 10, time.time())
     rec.measurements = [
-        {
-            "name": "m",
-            "type": "hpa_scale_up",
-            "started_at": 0.0,
-            "samples": [
-                {
-                    "measurement": "hpa_scale_up",
-                    "stage": "scheduled",
-                    "component": "scheduler",
-                    "subject": "p",
-                    "start": 1.0,
-                    "end": 1.3,
-                    "precision": 0.001,
-                }
-            ],
-        }
+        MeasurementResult.from_dict(
+            {
+                "name": "m",
+                "type": "hpa_scale_up",
+                "started_at": 0.0,
+                "samples": [
+                    {
+                        "measurement": "hpa_scale_up",
+                        "stage": "scheduled",
+                        "component": "scheduler",
+                        "subject": "p",
+                        "start": 1.0,
+                        "end": 1.3,
+                        "precision": 0.001,
+                    }
+                ],
+            }
+        )
     ]
     ex.observe_record(rec.to_dict())
     port = prom.free_port()

@@ -163,14 +163,14 @@ def test_a_threshold_within_limits_passes_and_the_measurement_is_in_the_record(
 ) -> None:
     rec = _run("5s", tmp_path, registered)
     assert rec.verdict == "passed", rec.errors
-    assert rec.measurements[0]["summaries"]["scheduled"]["max"] == 3
-    assert rec.thresholds[0]["breached"] is False
+    assert rec.measurements[0].summaries()["scheduled"].get("max") == 3
+    assert rec.thresholds[0].breached is False
 
 
 def test_a_breached_threshold_makes_the_run_deviate_with_exit_1(registered: Catalog, tmp_path: Path) -> None:
     rec = _run("2s", tmp_path, registered)
     assert rec.verdict == "deviated" and rec.exit_code == 1
-    assert rec.thresholds[0]["observed"] == 3 and "above 2s" in rec.thresholds[0]["reason"]
+    assert rec.thresholds[0].observed == 3 and "above 2s" in rec.thresholds[0].reason
 
 
 class SlowToSettle(FixedMeasurement):
@@ -462,13 +462,13 @@ def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
     rec = _probed_run(tmp_path, monkeypatch, lambda: False, registered)
     assert rec.verdict == "passed", rec.errors
     (probe,) = rec.probes
-    assert [(p["phase"], p["ok"]) for p in probe["phases"]] == [
+    assert [(p.phase, p.ok) for p in probe.phases] == [
         ("before", True),
         ("during", True),
         ("after", True),
         ("effect", True),
     ]
-    assert all(p["samples"] >= 1 for p in probe["phases"]) and len(probe["samples"]) >= 10
+    assert all(p.samples >= 1 for p in probe.phases) and len(probe.samples) >= 10
 
 
 def test_a_probe_failing_before_the_faults_aborts_the_run_with_nothing_injected(

@@ -16,7 +16,8 @@ from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
-from chaoskit.model.record import CheckRecord, RunRecord, StepRecord
+from chaoskit.model.record import CheckRecord, ProbeRecord, RunRecord, StepRecord
+from chaoskit.model.thresholds import ThresholdResult
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.reports.run_html import render_run_html
@@ -289,16 +290,18 @@ def _suite_record() -> dict[str, object]:
         )
     ]
     bad.thresholds = [
-        {
-            "measurement": "scale-up",
-            "stat": "max",
-            "stage": "total",
-            "min": None,
-            "max": 120.0,
-            "observed": 130.0,
-            "breached": True,
-            "reason": "max of total is 130.000s, above 120s",
-        }
+        ThresholdResult.from_dict(
+            {
+                "measurement": "scale-up",
+                "stat": "max",
+                "stage": "total",
+                "min": None,
+                "max": 120.0,
+                "observed": 130.0,
+                "breached": True,
+                "reason": "max of total is 130.000s, above 120s",
+            }
+        )
     ]
     bad.errors = []
     return {
@@ -372,17 +375,19 @@ def test_junit_has_a_case_per_judged_probe_phase_and_the_score_as_a_property(tmp
     rec = RunRecord("shop", "chaoskit", "ns", "j", "r", 0.0, verdict="deviated")
     rec.steps = [StepRecord("1-kube-proxy.freeze", "kube-proxy.freeze", "w", "frozen", 1.0, 20.0, 0.2)]
     rec.probes = [
-        {
-            "name": "storefront",
-            "kind": "http",
-            "weight": 1.0,
-            "ok": False,
-            "samples": [],
-            "phases": [
-                {"phase": "before", "ok": True, "samples": 20, "reason": "success 100.0% of 20"},
-                {"phase": "during", "ok": False, "samples": 80, "reason": "success 90.0% < 99% (8 of 80 failed)"},
-            ],
-        }
+        ProbeRecord.from_dict(
+            {
+                "name": "storefront",
+                "kind": "http",
+                "weight": 1.0,
+                "ok": False,
+                "samples": [],
+                "phases": [
+                    {"phase": "before", "ok": True, "samples": 20, "reason": "success 100.0% of 20"},
+                    {"phase": "during", "ok": False, "samples": 80, "reason": "success 90.0% < 99% (8 of 80 failed)"},
+                ],
+            }
+        )
     ]
     path = tmp_path / "j.xml"
     path.write_text(render_run_junit(rec.to_dict()))

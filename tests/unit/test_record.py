@@ -1,0 +1,107 @@
+"""The run record: typed, read back from its JSON unchanged, and one rule for a step that held."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chaoskit.model.record import CheckRecord, ProbeRecord, RunRecord, StepRecord, held
+from chaoskit.model.slo import PhaseResult, ProbeSample
+from chaoskit.model.thresholds import ThresholdResult
+from chaoskit.model.timeline import MeasurementResult, Sample
+
+
+def _full() -> RunRecord:
+    rec = RunRecord("shop", "chaoskit", "chaoskit-shop", "/j.jsonl", "r1", 100.0, 190.5, verdict="deviated")
+    rec.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.4)]
+    rec.after = [CheckRecord("cluster-healthy", False, "2 nodes Ready", 30.0)]
+    rec.steps = [
+        StepRecord(
+            "1-kubelet.stop",
+            "kubelet.stop",
+            "w",
+            "stopped",
+            31.2,
+            40.0,
+            2.5,
+            9.1,
+            120.0,
+            [],
+            [],
+            2.0,
+            {"verdict": "confirmed", "observations": []},
+        ),
+        StepRecord("2-scheduler.down", "scheduler.down", "cp", "moved", None, 5.0, None, errors=["no effect"]),
+    ]
+    rec.measurements = [
+        MeasurementResult(
+            "m",
+            "hpa_scale_up",
+            100.0,
+            190.0,
+            [Sample("hpa_scale_up", "scheduled", "scheduler", "p", 101.0, 101.5, 0.001)],
+        )
+    ]
+    rec.thresholds = [ThresholdResult("m", "max", "scheduled", None, 1.0, 0.5, False, "within limits")]
+    rec.diagnoses = [{"when": "before", "step": "", "report": {"cluster": "chaoskit", "reports": []}}]
+    rec.subject = "Deployment shop/prices"
+    phases = [PhaseResult("before", True, 10, 0, "ok"), PhaseResult("during", False, 20, 3, "3 failed", 150.0, 85.0)]
+    rec.probes = [ProbeRecord("storefront", "http", 1.0, phases, [ProbeSample(150.0, False, None, "HTTP 503")])]
+    rec.probe_windows = {"before": [100.0, 130.0], "during": [[130.0, 170.0]], "after": None, "effects": [131.0]}
+    rec.errors = ["a threshold"]
+    return rec
+
+
+def test_a_record_reads_back_from_its_json_unchanged() -> None:
+    data = json.loads(json.dumps(_full().to_dict()))
+    assert json.loads(json.dumps(RunRecord.from_dict(data).to_dict())) == data
+    assert list(data) == [
+        "playbook",
+        "cluster",
+        "namespace",
+        "journal",
+        "run_id",
+        "started_at",
+        "finished_at",
+        "before",
+        "steps",
+        "after",
+        "measurements",
+        "thresholds",
+        "diagnoses",
+        "subject",
+        "probes",
+        "probe_windows",
+        "verdict",
+        "errors",
+        "exit_code",
+        "score",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("effect_s", "recovery_s", "errors", "failures", "expected"),
+    [
+        (1.0, 2.0, [], [], True),
+        (None, 2.0, [], [], False),  # no effect seen
+        (1.0, None, [], [], False),  # no recovery
+        (1.0, 2.0, ["deviated"], [], False),
+        (1.0, 2.0, [], ["revert failed"], False),
+    ],
+)
+def test_a_step_held_only_when_its_effect_and_recovery_were_seen_and_nothing_went_wrong(
+    effect_s: float | None, recovery_s: float | None, errors: list[str], failures: list[str], expected: bool
+) -> None:
+    step = StepRecord("s", "f", "n", effect_s=effect_s, recovery_s=recovery_s, errors=errors, failures=failures)
+    assert held(effect_s, recovery_s, errors, failures) is step.held is StepRecord.from_dict(step.to_dict()).held
+    assert step.held is expected
+
+
+def test_the_score_counts_held_steps_and_the_share_of_probe_phases_held() -> None:
+    assert _full().score == round(100 * (2 * 1 + 1 * 0 + 1 * 0.5) / 4, 1)
+
+
+def test_an_older_record_without_a_breached_flag_is_judged_by_its_limits() -> None:
+    assert ThresholdResult.from_dict({"measurement": "m", "stat": "max", "max": "1s", "observed": 2.0}).breached
+    assert not ThresholdResult.from_dict({"measurement": "m", "stat": "max", "max": "1m", "observed": 2.0}).breached
