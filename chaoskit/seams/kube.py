@@ -47,7 +47,7 @@ class Conflict(KubeError):
 def kube_error(message: str, status: int | None) -> KubeError:
     """The error for an answer with `status`: its own class where callers act on it."""
     kind = {404: NotFound, 403: Forbidden, 409: Conflict}.get(status or 0, KubeError)
-    return kind(message, status)
+    return kind(message, status or None)  # the client says 0 for its own failures (TLS, refused): no answer
 
 
 def _said(exc: ApiException) -> str:

@@ -33,6 +33,13 @@ def test_an_answer_becomes_the_error_of_its_status(status: int | None, kind: typ
     assert str(raised.value).startswith("GET /api/v1/namespaces/x: ")
 
 
+def test_the_clients_own_failure_is_no_answer() -> None:
+    """The client raises ApiException with status 0 for what never reached the API server (TLS, refused)."""
+    with pytest.raises(KubeError) as raised:
+        Kube(api=Answering(0)).get("/x")
+    assert type(raised.value) is KubeError and raised.value.status is None
+
+
 def test_absence_is_an_answer_to_find_and_delete_and_other_refusals_still_raise() -> None:
     assert Kube(api=Answering(404)).find("/x") is None and Kube(api=Answering(404)).delete("/x") is None
     with pytest.raises(Forbidden):

@@ -24,7 +24,6 @@ from chaoskit.seams.kube import Kube, KubeError
 T = TypeVar("T")
 API_TIMEOUT = 5.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s
 CONNECT_TIMEOUT = 3.0  # seconds to connect (a frozen API server still accepts: its kernel completes the handshake)
-_ANSWERED = re.compile(r"HTTP [1-9]\d\d")  # an HTTP status: the API server is there, whatever it said
 
 
 # the part of a urllib3/ssl error a reader needs, in the order they are tried
@@ -134,7 +133,7 @@ class ApiAccess:
             return outcome.value  # type: ignore[return-value]
         if isinstance(outcome.error, KubeError):
             message = short_reason(str(outcome.error))
-            if not _ANSWERED.search(message):
+            if outcome.error.status is None:  # no answer at all: the API server is not there
                 self._trip(message)
             raise ApiUnavailable(message) from outcome.error
         raise outcome.error
