@@ -109,15 +109,8 @@ def run(
     Exit codes: 0 passed, 1 the system deviated, 2 usage, 3 invalid playbook, 4 chaoskit could not do its job
     (aborted before injecting, arm/inject/revert failed), 130 interrupted.
     """
-    load_catalog()
-    files = _playbook_files(paths)
-    if journal_path is not None and len(files) > 1:
-        raise UsageError("--journal names the journal of one playbook; a suite writes one per playbook")
-    playbooks = _load_all(files)  # every problem of every file before anything touches a cluster (exit 3)
-    clusters = sorted({pb.spec.cluster for pb in playbooks})
-    if len(clusters) > 1:
-        raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
-    cluster, runner = clusters[0], SubprocessRunner()
+    files, playbooks, cluster = _suite_of(paths, journal_path)
+    runner = SubprocessRunner()
     if via_operator and not dry_run:
         _via_operator(g, cluster, files, output)
     seam = node_exec(g, cluster, runner)
@@ -160,6 +153,20 @@ def run(
             )
     _publish(record, len(files) > 1, junit_path, html_path or _default_html(suite, record), output, progress)
     raise click.exceptions.Exit(record.exit_code)
+
+
+def _suite_of(paths: tuple[Path, ...], journal_path: Path | None) -> tuple[list[Path], list[Playbook], str]:
+    """The playbook files, every one loaded (every problem of every file before anything touches a cluster, exit 3),
+    and the one cluster they name."""
+    load_catalog()
+    files = _playbook_files(paths)
+    if journal_path is not None and len(files) > 1:
+        raise UsageError("--journal names the journal of one playbook; a suite writes one per playbook")
+    playbooks = _load_all(files)
+    clusters = sorted({pb.spec.cluster for pb in playbooks})
+    if len(clusters) > 1:
+        raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")
+    return files, playbooks, clusters[0]
 
 
 def _subscribers(progress: Progress, several: bool, events_path: Path | None, stack: ExitStack) -> Emit:
@@ -280,19 +287,7 @@ def _table(suite: SuiteRecord) -> None:
                 "ok" if s.held else "; ".join(s.failures + s.errors),
             )
     console.print(table)
-    probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
-    if probes:
-        ptable = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
-        for playbook, p in probes:
-            for ph in p.phases:
-                ptable.add_row(
-                    *([playbook] if several else []),
-                    p.name,
-                    ph.phase,
-                    str(ph.samples),
-                    ("ok: " if ph.ok else "FAILED: ") + ph.reason,
-                )
-        console.print(ptable)
+    _probe_table(console, suite, several)
     for e in suite.runs:
         for m in e.record.measurements:
             if m.type == "hpa_scale_up":
@@ -311,6 +306,19 @@ def _table(suite: SuiteRecord) -> None:
             f"{'—' if scored is None else f'{scored:g}/100'}, in "
             f"{suite.finished_at - suite.started_at:.0f}s"
         )
+
+
+def _probe_table(console: Console, suite: SuiteRecord, several: bool) -> None:
+    """Each probe's judged phases, when the playbooks have probes."""
+    probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
+    if not probes:
+        return
+    table = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
+    for playbook, p in probes:
+        for ph in p.phases:
+            verdict = ("ok: " if ph.ok else "FAILED: ") + ph.reason
+            table.add_row(*([playbook] if several else []), p.name, ph.phase, str(ph.samples), verdict)
+    console.print(table)
 
 
 def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:

@@ -56,7 +56,7 @@ def rule_sync_node(subject: str) -> str:
 
 
 class Exporter:
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:  # one declaration per metric family: long, flat
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry

@@ -72,40 +72,7 @@ class HpaScaleUp(Measurement):
         selector = ",".join(f"{k}={v}" for k, v in deploy["spec"]["selector"]["matchLabels"].items())
         self.request_cores = _requested_cores(deploy)
         self.selector = selector
-        base = f"/namespaces/{ns}"
-        self.watchers = [
-            Watcher(
-                kube,
-                f"/apis/autoscaling/v2{base}/horizontalpodautoscalers",
-                self._locked(self.tracker.hpa),
-                self.stop_event,
-                fieldSelector=f"metadata.name={hpa_name}",
-            ),
-            Watcher(
-                kube,
-                f"/apis/apps/v1{base}/{plural}",
-                self._locked(self.tracker.deployment),
-                self.stop_event,
-                fieldSelector=f"metadata.name={p.deployment}",
-            ),
-            Watcher(
-                kube,
-                f"/apis/apps/v1{base}/replicasets",
-                self._locked(self.tracker.replicaset),
-                self.stop_event,
-                labelSelector=selector,
-            ),
-            Watcher(
-                kube, f"/api/v1{base}/pods", self._locked(self.tracker.pod), self.stop_event, labelSelector=selector
-            ),
-            Watcher(
-                kube,
-                f"/apis/discovery.k8s.io/v1{base}/endpointslices",
-                self._locked(self.tracker.endpoint_slice),
-                self.stop_event,
-                labelSelector=f"kubernetes.io/service-name={p.service}",
-            ),
-        ]
+        self.watchers = self._watchers(p, hpa_name, plural, selector)
         self.lock = threading.Lock()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
         script = probe_script(
@@ -122,6 +89,38 @@ class HpaScaleUp(Measurement):
         for w in self.watchers:  # a change made right after start() must not hide in the initial list
             if not w.wait_listed(30):
                 raise MissingPiece(f"could not list {w.path} within 30s: {w.gaps or 'no answer'}")
+
+    def _watchers(self, p: TargetParams, hpa_name: str, plural: str, selector: str) -> list[Watcher]:
+        """One watch per object the HPA-to-Ready path passes through: HPA, workload, ReplicaSets, pods, slices."""
+        kube, ns, stop = self.env.kube, self.namespace, self.stop_event
+        base = f"/namespaces/{ns}"
+        on = self._locked
+        t = self.tracker
+        return [
+            Watcher(
+                kube,
+                f"/apis/autoscaling/v2{base}/horizontalpodautoscalers",
+                on(t.hpa),
+                stop,
+                fieldSelector=f"metadata.name={hpa_name}",
+            ),
+            Watcher(
+                kube,
+                f"/apis/apps/v1{base}/{plural}",
+                on(t.deployment),
+                stop,
+                fieldSelector=f"metadata.name={p.deployment}",
+            ),
+            Watcher(kube, f"/apis/apps/v1{base}/replicasets", on(t.replicaset), stop, labelSelector=selector),
+            Watcher(kube, f"/api/v1{base}/pods", on(t.pod), stop, labelSelector=selector),
+            Watcher(
+                kube,
+                f"/apis/discovery.k8s.io/v1{base}/endpointslices",
+                on(t.endpoint_slice),
+                stop,
+                labelSelector=f"kubernetes.io/service-name={p.service}",
+            ),
+        ]
 
     def _locked(self, handler: Any) -> Any:
         def call(kind: str, obj: Obj, at: float) -> None:
