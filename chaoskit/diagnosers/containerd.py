@@ -80,71 +80,8 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
             log_lines=excerpt(ev.journal, ("error", "timeout")),
             conditions=tuple(f"{k}={v}" for k, v in conditions.items()),
         )
-        remedy = (
-            f"systemctl status containerd and journalctl -u containerd on {ev.node}",
-            f"systemctl restart containerd on {ev.node} (running containers survive a restart)",
-        )
-        if ev.stat.startswith("T"):
-            return Assessed(
-                e,
-                (
-                    Finding(
-                        "critical",
-                        "containerd",
-                        f"containerd is stopped on {ev.node} (process state {ev.stat})",
-                        "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts "
-                        "or stops",
-                        (e,),
-                        (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
-                    ),
-                ),
-            )
-        if ev.service != "active" or not ev.stat:
-            return Assessed(
-                e,
-                (
-                    Finding(
-                        "critical",
-                        "containerd",
-                        f"containerd is not running on {ev.node} (systemd: {ev.service})",
-                        "no container runtime: kubelet reports the node NotReady (container runtime is down)",
-                        (e,),
-                        remedy,
-                    ),
-                ),
-            )
-        if not ev.info.ok:
-            return Assessed(
-                e,
-                (
-                    Finding(
-                        "critical",
-                        "containerd",
-                        f"containerd on {ev.node} does not answer CRI calls",
-                        "containerd runs but hangs or is overloaded: kubelet's relists time out (PLEG not healthy)",
-                        (e,),
-                        remedy,
-                    ),
-                ),
-            )
-        down = [k for k, v in conditions.items() if not v]
-        if down:
-            return Assessed(
-                e,
-                (
-                    Finding(
-                        "critical",
-                        "containerd",
-                        f"container runtime on {ev.node} not ready: {', '.join(down)}",
-                        "NetworkReady=false: the CNI configuration or plugin is missing, no pod gets a network"
-                        if "NetworkReady" in down
-                        else "the runtime reports itself not ready",
-                        (e,),
-                        (f"crictl info on {ev.node}: the conditions' reason and message", *remedy),
-                    ),
-                ),
-            )
-        return Assessed(e)
+        finding = _cri_finding(ev, e, conditions)
+        return Assessed(e, (finding,) if finding else ())
 
     def _crash_loops(self, ev: ContainerdEvidence) -> Assessed:
         source = f"crictl ps -a -o json on {ev.node}"
@@ -203,3 +140,51 @@ def _crash_looping(text: str, restarts: int) -> list[str]:
         if c.get("state") == "CONTAINER_EXITED" and count.isdigit() and int(count) >= restarts:
             out.append(f"{ns}/{pod}/{name} (restarts {count})")
     return out
+
+
+def _cri_finding(ev: ContainerdEvidence, e: Evidence, conditions: dict[str, bool]) -> Finding | None:
+    """Frozen, not running, not answering, or not ready by its own conditions; None when it answers ready."""
+    remedy = (
+        f"systemctl status containerd and journalctl -u containerd on {ev.node}",
+        f"systemctl restart containerd on {ev.node} (running containers survive a restart)",
+    )
+    if ev.stat.startswith("T"):
+        return Finding(
+            "critical",
+            "containerd",
+            f"containerd is stopped on {ev.node} (process state {ev.stat})",
+            "containerd is frozen: every CRI call from kubelet hangs, PLEG goes unhealthy, no pod starts or stops",
+            (e,),
+            (f"on {ev.node}: {thaw_command(containerd.PROCESS)} (if it was stopped on purpose)", *remedy),
+        )
+    if ev.service != "active" or not ev.stat:
+        return Finding(
+            "critical",
+            "containerd",
+            f"containerd is not running on {ev.node} (systemd: {ev.service})",
+            "no container runtime: kubelet reports the node NotReady (container runtime is down)",
+            (e,),
+            remedy,
+        )
+    if not ev.info.ok:
+        return Finding(
+            "critical",
+            "containerd",
+            f"containerd on {ev.node} does not answer CRI calls",
+            "containerd runs but hangs or is overloaded: kubelet's relists time out (PLEG not healthy)",
+            (e,),
+            remedy,
+        )
+    down = [k for k, v in conditions.items() if not v]
+    if down:
+        return Finding(
+            "critical",
+            "containerd",
+            f"container runtime on {ev.node} not ready: {', '.join(down)}",
+            "NetworkReady=false: the CNI configuration or plugin is missing, no pod gets a network"
+            if "NetworkReady" in down
+            else "the runtime reports itself not ready",
+            (e,),
+            (f"crictl info on {ev.node}: the conditions' reason and message", *remedy),
+        )
+    return None

@@ -154,35 +154,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         if ev.unread:
             return Assessed(e, (uncollected("kubelet", ev.node, "the kubelet service", ev.unread, e),))
         if ev.service != "active":
-            lines = self._recent(ev, "expired", "failed to run kubelet", "error", "fail")
-            cert_expired = bool(matching(lines, "expired")) or (
-                expiry(ev.client_not_after, ev.collected_at, self.p.cert_warning_days) == "expired"
-            )
-            cause = (
-                "kubelet exits at start because its client certificate has expired and cannot be renewed; "
-                "systemd restarts it in a loop"
-                if cert_expired
-                else "kubelet is stopped or exits at start (its journal says why)"
-            )
-            e2 = Evidence("service", e.source, e.observed, log_lines=lines)
-            return Assessed(
-                e2,
-                (
-                    Finding(
-                        "critical",
-                        "kubelet",
-                        f"kubelet is not running on {ev.node} (systemd: {ev.service})",
-                        f"{cause}; the node stops heartbeating and goes NotReady after the grace period",
-                        (e2,),
-                        (
-                            f"journalctl -u kubelet -n 50 on {ev.node}",
-                            f"systemctl start kubelet on {ev.node}"
-                            if not cert_expired
-                            else f"restore a valid {CLIENT_PEM} (or rejoin the node with kubeadm) and restart kubelet",
-                        ),
-                    ),
-                ),
-            )
+            return self._not_running(ev, e)
         if h.unread and "syncloop" not in failing:
             return Assessed(e, (uncollected("kubelet", ev.node, "/healthz", h.unread, e),))
         if not h.answered or "syncloop" in failing:
@@ -197,13 +169,45 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                         "kubelet hangs: typically on a container runtime that does not answer",
                         (e,),
                         (
-                            f"crictl info on {ev.node}: does containerd answer? (chaoskit diagnose runtime)",
+                            f"crictl info on {ev.node}: does containerd answer? (chaoskit diagnose containerd)",
                             f"journalctl -u kubelet -n 100 on {ev.node}",
                         ),
                     ),
                 ),
             )
         return Assessed(e)
+
+    def _not_running(self, ev: KubeletEvidence, e: Evidence) -> Assessed:
+        """kubelet's service down: its journal says why, an expired client certificate the most common."""
+        lines = self._recent(ev, "expired", "failed to run kubelet", "error", "fail")
+        cert_expired = bool(matching(lines, "expired")) or (
+            expiry(ev.client_not_after, ev.collected_at, self.p.cert_warning_days) == "expired"
+        )
+        cause = (
+            "kubelet exits at start because its client certificate has expired and cannot be renewed; "
+            "systemd restarts it in a loop"
+            if cert_expired
+            else "kubelet is stopped or exits at start (its journal says why)"
+        )
+        e2 = Evidence("service", e.source, e.observed, log_lines=lines)
+        return Assessed(
+            e2,
+            (
+                Finding(
+                    "critical",
+                    "kubelet",
+                    f"kubelet is not running on {ev.node} (systemd: {ev.service})",
+                    f"{cause}; the node stops heartbeating and goes NotReady after the grace period",
+                    (e2,),
+                    (
+                        f"journalctl -u kubelet -n 50 on {ev.node}",
+                        f"systemctl start kubelet on {ev.node}"
+                        if not cert_expired
+                        else f"restore a valid {CLIENT_PEM} (or rejoin the node with kubeadm) and restart kubelet",
+                    ),
+                ),
+            ),
+        )
 
     def _ready(self, ev: KubeletEvidence) -> Assessed:
         path = f"/api/v1/nodes/{ev.node}"
@@ -389,7 +393,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                         "answer (frozen or overloaded containerd) — the node goes NotReady and pods stop starting",
                         (e,),
                         (
-                            f"crictl info and crictl ps on {ev.node} (chaoskit diagnose runtime)",
+                            f"crictl info and crictl ps on {ev.node} (chaoskit diagnose containerd)",
                             f"systemctl status containerd on {ev.node}; restart it if it hangs",
                         ),
                     ),

@@ -226,25 +226,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
                 )
             )
         if silent:
-            h, p = ev.healthz, ev.process  # a look that did not finish says neither up nor down
-            down = (not h.unread and not (h.answered and h.code == 200)) or (not p.unread and not p.running)
-            findings.append(
-                Finding(
-                    "critical" if down else "warning",
-                    "scheduler",
-                    f"{len(silent)} pod(s) Pending with no FailedScheduling event ({', '.join(silent[:3])})",
-                    "kube-scheduler is not running, so nothing tries to place them (see the process and healthz checks)"
-                    if down
-                    else "no scheduler has tried them: a schedulerName no scheduler serves, or a scheduler that "
-                    "is not leading or hangs",
-                    (base,),
-                    (
-                        "restore kube-scheduler (its manifest in /etc/kubernetes/manifests)"
-                        if down
-                        else "kubectl get pod -o jsonpath='{.spec.schedulerName}' and the scheduler's logs",
-                    ),
-                )
-            )
+            findings.append(_nobody_tried(ev, silent, base))
         return Assessed(base, tuple(findings))
 
 
@@ -307,3 +289,24 @@ def _label(reason: str) -> str:
         "ports": "host ports",
         "volumes": "volume placement",
     }.get(reason, "no node fits")
+
+
+def _nobody_tried(ev: SchedulerEvidence, silent: list[str], base: Evidence) -> Finding:
+    """Pods Pending with no FailedScheduling event: no scheduler tried them (critical when it is not running)."""
+    h, p = ev.healthz, ev.process  # a look that did not finish says neither up nor down
+    down = (not h.unread and not (h.answered and h.code == 200)) or (not p.unread and not p.running)
+    return Finding(
+        "critical" if down else "warning",
+        "scheduler",
+        f"{len(silent)} pod(s) Pending with no FailedScheduling event ({', '.join(silent[:3])})",
+        "kube-scheduler is not running, so nothing tries to place them (see the process and healthz checks)"
+        if down
+        else "no scheduler has tried them: a schedulerName no scheduler serves, or a scheduler that "
+        "is not leading or hangs",
+        (base,),
+        (
+            "restore kube-scheduler (its manifest in /etc/kubernetes/manifests)"
+            if down
+            else "kubectl get pod -o jsonpath='{.spec.schedulerName}' and the scheduler's logs",
+        ),
+    )

@@ -134,7 +134,7 @@ def test_pleg_not_healthy_is_critical_and_points_at_the_runtime() -> None:
         ],
     )
     assert "container runtime" in findings[1].probable_cause
-    assert any("runtime" in step for step in findings[1].remediation)
+    assert any("chaoskit diagnose containerd" in step for step in findings[1].remediation)
 
 
 def test_pleg_lagging_half_a_minute_is_a_warning() -> None:

@@ -199,61 +199,67 @@ def stuck_findings(
     evidence: Evidence,
 ) -> list[Finding]:
     """One finding per controller that does no work, naming it; the process itself is not blamed."""
-    findings = []
-    for q in queues:
-        c = q.controller
-        who = f"{c.label} ({c.check})" if c else f"the controller of work queue {q.queue}"
-        behind = lagging.get(c.check, []) if c else []
-        flag = flags.get(c.flag) if c and c.flag else None
-        why = (
-            f"it runs no worker: kube-controller-manager was started with {c.flag}={flag}"
-            if flag == "0" and c
-            else "its workers are not running or are blocked before taking work"
-        )
-        findings.append(
-            Finding(
-                "critical",
-                "controller-manager",
-                f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
-                + (f" ({q.added:g} more added)" if q.added else "")
-                + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
-                f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "
-                f"takes nothing from its work queue: {why}; what it reconciles never converges",
-                (evidence,),
-                (
-                    f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.flag} "
-                    "(0 means no worker)"
-                    if c and c.flag
-                    else "crictl logs of kube-controller-manager for that controller",
-                    "fix the flag in /etc/kubernetes/manifests/kube-controller-manager.yaml; kubelet restarts it",
-                ),
-            )
-        )
+    idle = [_idle(q, lagging, flags, window, lease, evidence) for q in queues]
+    return idle + [_not_started(c, lagging, flags, lease, evidence) for c in missing]
+
+
+def _idle(
+    q: StuckQueue, lagging: Mapping[str, list[str]], flags: Mapping[str, str], window: float, lease: str, ev: Evidence
+) -> Finding:
+    """A controller whose work queue holds items nobody takes."""
+    c = q.controller
+    who = f"{c.label} ({c.check})" if c else f"the controller of work queue {q.queue}"
+    behind = lagging.get(c.check, []) if c else []
+    flag = flags.get(c.flag) if c and c.flag else None
+    why = (
+        f"it runs no worker: kube-controller-manager was started with {c.flag}={flag}"
+        if flag == "0" and c
+        else "its workers are not running or are blocked before taking work"
+    )
+    return Finding(
+        "critical",
+        "controller-manager",
+        f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
+        + (f" ({q.added:g} more added)" if q.added else "")
+        + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
+        f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "
+        f"takes nothing from its work queue: {why}; what it reconciles never converges",
+        (ev,),
+        (
+            f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.flag} "
+            "(0 means no worker)"
+            if c and c.flag
+            else "crictl logs of kube-controller-manager for that controller",
+            "fix the flag in /etc/kubernetes/manifests/kube-controller-manager.yaml; kubelet restarts it",
+        ),
+    )
+
+
+def _not_started(
+    c: Controller, lagging: Mapping[str, list[str]], flags: Mapping[str, str], lease: str, ev: Evidence
+) -> Finding:
+    """A controller absent from the manager's /healthz: left out by --controllers, or failed to start."""
+    behind = lagging.get(c.check, [])
     controllers = flags.get("--controllers")
-    for c in missing:
-        behind = lagging.get(c.check, [])
-        left_out = controllers is not None and f"-{c.alias}" in controllers.split(",")
-        findings.append(
-            Finding(
-                "critical" if behind else "warning",
-                "controller-manager",
-                f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
-                + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
-                f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
-                + (
-                    f"controller: --controllers={controllers} leaves it out"
-                    if left_out
-                    else "controller (left out by --controllers, or it failed to start)"
-                )
-                + "; what it reconciles never converges",
-                (evidence,),
-                (
-                    f"put {c.alias} back into --controllers in /etc/kubernetes/manifests/kube-controller-manager.yaml",
-                    "crictl logs of kube-controller-manager: 'Warning: controller is disabled' or its start error",
-                ),
-            )
+    left_out = controllers is not None and f"-{c.alias}" in controllers.split(",")
+    return Finding(
+        "critical" if behind else "warning",
+        "controller-manager",
+        f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
+        + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
+        f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
+        + (
+            f"controller: --controllers={controllers} leaves it out"
+            if left_out
+            else "controller (left out by --controllers, or it failed to start)"
         )
-    return findings
+        + "; what it reconciles never converges",
+        (ev,),
+        (
+            f"put {c.alias} back into --controllers in /etc/kubernetes/manifests/kube-controller-manager.yaml",
+            "crictl logs of kube-controller-manager: 'Warning: controller is disabled' or its start error",
+        ),
+    )
 
 
 def controllers_evidence(

@@ -115,80 +115,68 @@ def assess_process(component: str, node: str, p: ProcessState, *, frozen_effect:
     if p.unread:  # a loaded node cut the look off: saying "not running" here named components that were fine
         return Assessed(ev, (uncollected(component, node, p.process, p.unread, ev),))
     if p.stopped:
-        return Assessed(
-            ev,
-            (
-                Finding(
-                    "critical",
-                    component,
-                    f"{p.process} is stopped (process state {p.stat})",
-                    "the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does "
-                    "nothing; "
-                    f"{frozen_effect}",
-                    (ev,),
-                    (
-                        f"on {node}: {thaw_command(p.process)} (if something stopped it on purpose)",
-                        "otherwise wait for kubelet's liveness probe to restart it, or delete its container with "
-                        "crictl",
-                        f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last",
-                    ),
-                ),
-            ),
-        )
+        return Assessed(ev, (_frozen(component, node, p, ev, frozen_effect),))
     if p.running:
-        if p.restarts:
-            return Assessed(
-                ev,
-                (
-                    Finding(
-                        "info",
-                        component,
-                        f"{p.process} restarted {p.restarts} time(s)",
-                        "kubelet restarted the container (a failed liveness probe, a crash, or a fault injected "
-                        "earlier)",
-                        (ev,),
-                        (f"crictl ps -a --name '^{p.process}$' on {node} for the earlier containers",),
-                    ),
-                ),
-            )
-        return Assessed(ev)
+        return Assessed(ev, (_restarted(component, node, p, ev),) if p.restarts else ())
     if p.manifest_in_place is False:
-        elsewhere = [m for m in p.manifests or () if m != manifest(p.process)]
-        fix = [f"mv {elsewhere[0]} {manifest(p.process)} on {node}"] if elsewhere else []
-        return Assessed(
-            ev,
-            (
-                Finding(
-                    "critical",
-                    component,
-                    f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
-                    f"kubelet stops a static pod whose manifest leaves {MANIFESTS}"
-                    + (f" (found at {', '.join(elsewhere)})" if elsewhere else " (no copy found under /etc/kubernetes)")
-                    + f"; {down_effect}",
-                    (ev,),
-                    (
-                        *fix,
-                        f"kubelet starts {p.process} within seconds of the manifest's return",
-                        f"restore {manifest(p.process)} from backup or `kubeadm init phase control-plane` if it is "
-                        "lost",
-                    ),
-                ),
-            ),
-        )
-    return Assessed(
-        ev,
+        return Assessed(ev, (_manifest_gone(component, node, p, ev, down_effect),))
+    return Assessed(ev, (_crashing(component, node, p, ev, down_effect),))
+
+
+def _frozen(component: str, node: str, p: ProcessState, ev: Evidence, effect: str) -> Finding:
+    return Finding(
+        "critical",
+        component,
+        f"{p.process} is stopped (process state {p.stat})",
+        f"the process is frozen (SIGSTOP or a hang): it holds its port and its leader lease but does nothing; {effect}",
+        (ev,),
         (
-            Finding(
-                "critical",
-                component,
-                f"{p.process} is not running",
-                f"no {p.process} process on {node} (newest container: {p.container_state or 'none'}); "
-                f"it is crashing or cannot start; {down_effect}",
-                (ev,),
-                (
-                    f"crictl ps -a --name '^{p.process}$' and crictl logs <id> on {node}: the last lines say why",
-                    "journalctl -u kubelet on the node for why kubelet does not start it",
-                ),
-            ),
+            f"on {node}: {thaw_command(p.process)} (if something stopped it on purpose)",
+            "otherwise wait for kubelet's liveness probe to restart it, or delete its container with crictl",
+            f"crictl logs $(crictl ps --name '^{p.process}$' -q) to see what it did last",
+        ),
+    )
+
+
+def _restarted(component: str, node: str, p: ProcessState, ev: Evidence) -> Finding:
+    return Finding(
+        "info",
+        component,
+        f"{p.process} restarted {p.restarts} time(s)",
+        "kubelet restarted the container (a failed liveness probe, a crash, or a fault injected earlier)",
+        (ev,),
+        (f"crictl ps -a --name '^{p.process}$' on {node} for the earlier containers",),
+    )
+
+
+def _manifest_gone(component: str, node: str, p: ProcessState, ev: Evidence, effect: str) -> Finding:
+    elsewhere = [m for m in p.manifests or () if m != manifest(p.process)]
+    found = f" (found at {', '.join(elsewhere)})" if elsewhere else " (no copy found under /etc/kubernetes)"
+    fix = [f"mv {elsewhere[0]} {manifest(p.process)} on {node}"] if elsewhere else []
+    return Finding(
+        "critical",
+        component,
+        f"{p.process} is not running: its static-pod manifest is not in {MANIFESTS}",
+        f"kubelet stops a static pod whose manifest leaves {MANIFESTS}{found}; {effect}",
+        (ev,),
+        (
+            *fix,
+            f"kubelet starts {p.process} within seconds of the manifest's return",
+            f"restore {manifest(p.process)} from backup or `kubeadm init phase control-plane` if it is lost",
+        ),
+    )
+
+
+def _crashing(component: str, node: str, p: ProcessState, ev: Evidence, effect: str) -> Finding:
+    return Finding(
+        "critical",
+        component,
+        f"{p.process} is not running",
+        f"no {p.process} process on {node} (newest container: {p.container_state or 'none'}); "
+        f"it is crashing or cannot start; {effect}",
+        (ev,),
+        (
+            f"crictl ps -a --name '^{p.process}$' and crictl logs <id> on {node}: the last lines say why",
+            "journalctl -u kubelet on the node for why kubelet does not start it",
         ),
     )
