@@ -4,6 +4,8 @@ revert (always: success, failure, Ctrl-C, SIGTERM) → confirm recovery.
 SIGKILL cannot be caught: the switch armed inside the node heals it at the deadline instead.
 """
 
+# Over 300 lines: one injection's whole path, whose order is the revert contract: read top to bottom.
+
 from __future__ import annotations
 
 import signal

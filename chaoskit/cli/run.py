@@ -1,5 +1,7 @@
 """`chaoskit run PLAYBOOK...`: one experiment, or several as one suite, with exit codes a CI gate can use."""
 
+# Over 300 lines: the run command with its dry run, its suite and its outputs, as a user meets them.
+
 from __future__ import annotations
 
 import time

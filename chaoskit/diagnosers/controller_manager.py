@@ -9,6 +9,8 @@ from it, or it is not running at all (chaoskit.diagnosers.kit.controllers names 
 scale-out with every controller working (chaoskit.diagnosers.kit.quotas).
 """
 
+# Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -5,6 +5,8 @@ etcd serves /health, /readyz and /metrics over plain HTTP on 2381 (kind-config.y
 certificate is needed; latency is judged over the window between two scrapes, as for the API server.
 """
 
+# Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
+
 from __future__ import annotations
 
 import re

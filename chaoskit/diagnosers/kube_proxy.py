@@ -7,6 +7,8 @@ throttled) and the rules themselves compared with the EndpointSlices: a Service 
 but no rule, an endpoint the rules do not reach, a rule that still reaches an endpoint that is gone.
 """
 
+# Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
+
 from __future__ import annotations
 
 import re

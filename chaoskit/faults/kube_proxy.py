@@ -1,6 +1,8 @@
 """kube-proxy faults: frozen (new endpoints are not programmed into the node's rules), Service rules flushed on
 one node, rule syncs made slow everywhere."""
 
+# Over 300 lines: kube-proxy's three faults and the probe Service their checks share.
+
 from __future__ import annotations
 
 import json

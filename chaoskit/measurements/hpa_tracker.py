@@ -3,6 +3,8 @@ the watches, the metrics poll and the probes saw, each with the time it was seen
 every stage of each. No I/O and no clock of its own, so it is tested with recorded inputs.
 """
 
+# Over 300 lines: one pure state machine, tested with recorded inputs; splitting it would split its state.
+
 from __future__ import annotations
 
 import bisect

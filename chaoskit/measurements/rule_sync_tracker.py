@@ -4,6 +4,8 @@ kube-proxy must program and, per change and node, when the rules held them and w
 it is tested with recorded inputs.
 """
 
+# Over 300 lines: one pure state machine, tested with recorded inputs; splitting it would split its state.
+
 from __future__ import annotations
 
 import bisect

@@ -6,6 +6,8 @@ signs, aggregations and the known functions with their argument counts. It check
 vector where an instant one belongs passes), and builds no tree: it only says what is wrong, and where.
 """
 
+# Over 300 lines: one grammar: the lexer and the recursive-descent parser read together.
+
 from __future__ import annotations
 
 import re

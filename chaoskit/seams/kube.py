@@ -3,6 +3,8 @@
 Only this module imports `kubernetes`; everything else takes a `Kube`.
 """
 
+# Over 300 lines: the kube seam with its fake, the one place the kubernetes client is imported: seams stay whole.
+
 from __future__ import annotations
 
 import copy

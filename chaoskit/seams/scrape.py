@@ -11,6 +11,8 @@ them: samples by labels, sums, histograms, a window between two scrapes, quantil
 histogram_quantile does.
 """
 
+# Over 300 lines: the scrape seam with its fake and the one reader of Prometheus text: seams stay whole.
+
 from __future__ import annotations
 
 import math
