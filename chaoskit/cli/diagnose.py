@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, node_exec
+from chaoskit.cli.options import cluster_env, file_option, node_exec
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.errors import EXIT_BREACHED, UsageError
@@ -28,23 +28,20 @@ from chaoskit.reports.table import renderables
 @click.option(
     "-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Report format."
 )
-@click.option(
+@file_option(
     "--output",
     "output_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report to FILE instead of stdout (html and junit are meant for files).",
+    "Write the report to FILE instead of stdout (html and junit are meant for files).",
 )
-@click.option(
+@file_option(
     "--html",
     "html_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the same diagnosis as one self-contained HTML page to FILE.",
+    "Also write the same diagnosis as one self-contained HTML page to FILE.",
 )
-@click.option(
+@file_option(
     "--junit",
     "junit_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the same diagnosis as JUnit XML to FILE (a test case per check).",
+    "Also write the same diagnosis as JUnit XML to FILE (a test case per check).",
 )
 @click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name.")
 @click.option(

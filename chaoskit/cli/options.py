@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -21,6 +22,11 @@ from chaoskit.seams.nodeexec import DockerNodeExec, NodeExec
 from chaoskit.seams.shell import Runner, SubprocessRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def file_option(flag: str, dest: str, help: str) -> Callable[[F], F]:
+    """An option naming a file chaoskit writes (a report, a record, the events)."""
+    return click.option(flag, dest, type=click.Path(dir_okay=False, path_type=Path), help=help)
 
 
 def output_option(f: F) -> F:

@@ -15,7 +15,7 @@ from rich.table import Table
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
 from chaoskit.cli.measure import print_stages
-from chaoskit.cli.options import context_of, emit, node_exec, output_option, stdout_console
+from chaoskit.cli.options import context_of, emit, file_option, node_exec, output_option, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
@@ -56,24 +56,21 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     type=click.IntRange(1, 16),
     help="How many playbooks of a suite may run at once (only those whose faults cannot meet).",
 )
-@click.option(
+@file_option(
     "--junit",
     "junit_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write JUnit XML: a testsuite per playbook, a testcase per steady-state check, step and threshold.",
+    "Write JUnit XML: a testsuite per playbook, a testcase per steady-state check, step and threshold.",
 )
-@click.option(
+@file_option(
     "--html",
     "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the self-contained HTML report of every playbook (always written; default "
+    "Where to write the self-contained HTML report of every playbook (always written; default "
     "~/.local/state/chaoskit/reports/<suite>-<time>.html).",
 )
-@click.option(
+@file_option(
     "--events",
     "events_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write every event of the run (Armed, Injected, EffectObserved, Reverting, Reverted, Recovered, "
+    "Also write every event of the run (Armed, Injected, EffectObserved, Reverting, Reverted, Recovered, "
     "Diagnosed, SteadyState, Threshold, Said) to this file as JSON lines, as they happen.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
