@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
+from chaoskit.model.score import run_score
 from chaoskit.model.slo import PhaseResult, ProbeSample
 from chaoskit.model.thresholds import ThresholdResult
 from chaoskit.model.timeline import MeasurementResult
@@ -183,8 +184,6 @@ class RunRecord:
 
     @property
     def score(self) -> float | None:
-        from chaoskit.model.score import run_score  # the score reads records: imported when first asked
-
         return run_score(self)
 
     def to_dict(self) -> dict[str, Any]:

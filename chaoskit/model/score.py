@@ -14,17 +14,45 @@ not scored: a breached one deviates the run on its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:  # a record carries its score: the record module imports this one when asked
-    from chaoskit.model.record import RunRecord
+
+class Weighed(Protocol):
+    """A step or a probe of a record, as the score reads it."""
+
+    @property
+    def weight(self) -> float: ...
+
+
+class Step(Weighed, Protocol):
+    @property
+    def held(self) -> bool: ...
+
+
+class Probe(Weighed, Protocol):
+    @property
+    def held_share(self) -> float: ...
+
+
+class Run(Protocol):
+    """A run record as the score reads it (model.record.RunRecord)."""
+
+    @property
+    def verdict(self) -> str: ...
+
+    @property
+    def steps(self) -> Sequence[Step]: ...
+
+    @property
+    def probes(self) -> Sequence[Probe]: ...
+
 
 Item = tuple[float, float]  # (weight, how much of it held: 0 to 1)
 UNSCORED = ("error", "interrupted")
 
 
-def run_items(run: RunRecord) -> list[Item] | None:
+def run_items(run: Run) -> list[Item] | None:
     """A run record's weighted items; None when it has no score."""
     if run.verdict in UNSCORED:
         return None
@@ -44,11 +72,11 @@ def score(items: Iterable[Item]) -> float | None:
     return round(100.0 * sum(w * s for w, s in pairs) / total, 1)
 
 
-def run_score(run: RunRecord) -> float | None:
+def run_score(run: Run) -> float | None:
     items = run_items(run)
     return None if items is None else score(items)
 
 
-def suite_score(runs: Iterable[RunRecord]) -> float | None:
+def suite_score(runs: Iterable[Run]) -> float | None:
     every = [i for r in runs if (items := run_items(r)) is not None for i in items]
     return score(every)
