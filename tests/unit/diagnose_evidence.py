@@ -23,7 +23,8 @@ from chaoskit.diagnosers.kit.common import HttpAnswer
 from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.diagnosers.kit.staticpod import ProcessState
 from chaoskit.diagnosers.kube_proxy import KubeProxyEvidence
-from chaoskit.diagnosers.kubelet import KubeletEvidence, _used_percent
+from chaoskit.diagnosers.kubelet import KubeletEvidence
+from chaoskit.diagnosers.kubelet.evidence import used_percent
 from chaoskit.diagnosers.scheduler import SchedulerEvidence
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.certs import parse_not_after
@@ -200,7 +201,7 @@ def kubelet(**changes: Any) -> KubeletEvidence:
         healthz_verbose=http(text("kubelet/healthz-verbose.txt")),
         metrics=Metrics.parse(text("kubelet/metrics.prom")),
         client_not_after=parse_not_after(text("kubelet/cert.txt"))["client"],
-        disk_used_percent=_used_percent(text("kubelet/df.txt")),
+        disk_used_percent=used_percent(text("kubelet/df.txt")),
         journal=text("kubelet/journal.txt"),
         node_obj=Fetched(obj("kubelet/node.json")),
         lease=Fetched(obj("kubelet/lease.json")),

@@ -1,0 +1,158 @@
+"""What the node reports of itself beside kubelet's service: resource pressure, the client certificate kubelet talks
+to the API server with, and PLEG (whether the runtime answers kubelet's relists)."""
+
+from __future__ import annotations
+
+from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
+from chaoskit.diagnosers.kit.common import (
+    expiry_findings,
+    iso,
+    rounded,
+)
+from chaoskit.diagnosers.kubelet.evidence import (
+    CLIENT_PEM,
+    KUBELET_DIR,
+    PRESSURES,
+    KubeletEvidence,
+    KubeletParams,
+    node_condition,
+    recent,
+)
+
+
+def pressure(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
+    source = f"node conditions (GET /api/v1/nodes/{ev.node}); df -P {KUBELET_DIR} on {ev.node}"
+    conditions = {k: node_condition(ev.node_obj.data, k) for k in PRESSURES} if ev.node_obj.ok else {}
+    under = {k: c for k, c in conditions.items() if c.get("status") == "True"}
+    e = Evidence(
+        "pressure",
+        source,
+        {
+            "disk_used_percent": ev.disk_used_percent,
+            **{k: c.get("status") for k, c in conditions.items()},
+            "api": None if ev.node_obj.ok else ev.node_obj.error,
+        },
+    )
+    findings = []
+    for kind, c in under.items():
+        findings.append(
+            Finding(
+                "critical",
+                "kubelet",
+                f"{kind} on {ev.node}: {c.get('message', '')}",
+                f"kubelet's eviction thresholds are crossed: the node is tainted "
+                f"node.kubernetes.io/{kind.removesuffix('Pressure').lower()}-pressure (no new pods) and kubelet "
+                "evicts pods to reclaim"
+                + (
+                    f" ({KUBELET_DIR} {ev.disk_used_percent:g}% used)"
+                    if kind == "DiskPressure" and ev.disk_used_percent is not None
+                    else ""
+                ),
+                (e,),
+                (
+                    f"du -xsh {KUBELET_DIR}/* on {ev.node}: find what fills it; crictl rmi --prune for images",
+                    "the condition clears evictionPressureTransitionPeriod after the pressure ends",
+                )
+                if kind == "DiskPressure"
+                else (f"kubectl describe node {ev.node}",),
+            )
+        )
+    if not under and ev.disk_used_percent is not None and ev.disk_used_percent >= p.disk_warning:
+        findings.append(
+            Finding(
+                "warning",
+                "kubelet",
+                f"{KUBELET_DIR} on {ev.node} is {ev.disk_used_percent:g}% full",
+                "close to kubelet's eviction threshold: DiskPressure and evictions follow",
+                (e,),
+                (f"du -xsh {KUBELET_DIR}/* on {ev.node}",),
+            )
+        )
+    return Assessed(e, tuple(findings))
+
+
+def client_cert(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
+    lines = recent(p, ev, "expired", "certificate", "x509")
+    e = Evidence(
+        "client-certificate",
+        f"openssl x509 -enddate -in {CLIENT_PEM} on {ev.node}",
+        {"not_after": iso(ev.client_not_after)},
+        log_lines=lines,
+    )
+    fix = (
+        f"if rotation is on, kubelet renews it itself while it is still valid: check "
+        f"journalctl -u kubelet | grep -i certificate on {ev.node}",
+        "an expired one cannot be renewed: rejoin the node (kubeadm join) or sign a new client certificate",
+    )
+    return Assessed(
+        e,
+        expiry_findings(
+            "kubelet",
+            f"kubelet client certificate on {ev.node}",
+            ev.client_not_after,
+            ev.collected_at,
+            p.cert_warning_days,
+            e,
+            "kubelet cannot authenticate to the API server and the node goes NotReady "
+            "(rotation should have renewed it before, at ~70-90% of its life)",
+            fix,
+        ),
+    )
+
+
+def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
+    last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")
+    since = None if last_seen is None else max(0.0, ev.collected_at - last_seen)
+    relist = ev.metrics.histogram("kubelet_pleg_relist_duration_seconds")
+    # every kubelet start logs "PLEG is not healthy: pleg has yet to be successful": only complaints PLEG has
+    # not answered since (by relisting after them) count
+    lines = recent(
+        p, ev, "PLEG is not healthy", "pleg was last seen", after=None if last_seen is None else last_seen - 1
+    )
+    ready_msg = str(node_condition(ev.node_obj.data, "Ready").get("message", "")) if ev.node_obj.ok else ""
+    e = Evidence(
+        "pleg",
+        f"kubelet_pleg_* from https://{ev.node}:10250/metrics; journalctl -u kubelet",
+        {
+            "last_active_s_ago": None if since is None else round(since, 1),
+            "metrics": "ok" if ev.metrics else ev.metrics.error[:160],
+        },
+        log_lines=lines,
+        metrics=rounded([("relist_mean_s", relist.mean if relist else None)], 5),
+    )
+    unhealthy = "PLEG is not healthy" in ready_msg or bool(lines)
+    if unhealthy or (since is not None and since > p.pleg_critical):
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "critical",
+                    "kubelet",
+                    f"PLEG is not healthy on {ev.node}"
+                    + (f" (last active {since:.0f}s ago)" if since is not None else ""),
+                    "kubelet's pod lifecycle event generator cannot relist containers: the container runtime does "
+                    "not "
+                    "answer (frozen or overloaded containerd) — the node goes NotReady and pods stop starting",
+                    (e,),
+                    (
+                        f"crictl info and crictl ps on {ev.node} (chaoskit diagnose containerd)",
+                        f"systemctl status containerd on {ev.node}; restart it if it hangs",
+                    ),
+                ),
+            ),
+        )
+    if since is not None and since > p.pleg_warning:
+        return Assessed(
+            e,
+            (
+                Finding(
+                    "warning",
+                    "kubelet",
+                    f"PLEG on {ev.node} last active {since:.0f}s ago (relists every 1 s)",
+                    "relisting is slow or stalled: the container runtime answers slowly",
+                    (e,),
+                    (f"crictl info on {ev.node}",),
+                ),
+            ),
+        )
+    return Assessed(e)
