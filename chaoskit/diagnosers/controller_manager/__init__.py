@@ -9,20 +9,28 @@ from it, or it is not running at all (chaoskit.diagnosers.kit.controllers names 
 scale-out with every controller working (chaoskit.diagnosers.kit.quotas).
 """
 
-# Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
-
 from __future__ import annotations
-
-from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import Field
 
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
+from chaoskit.diagnosers.controller_manager.evidence import (
+    DEPLOYMENTS,
+    EVENTS,
+    HEALTHZ,
+    HPAS,
+    LEASE,
+    METRICS,
+    METRICS_URL,
+    QUOTAS,
+    REPLICASETS,
+    SERVICES,
+    SLICES,
+    ControllerManagerEvidence,
+    ControllerManagerParams,
+)
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
-    HttpAnswer,
     age,
     api_unavailable,
     failing_checks,
@@ -42,61 +50,9 @@ from chaoskit.diagnosers.kit.controllers import (
 )
 from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
 from chaoskit.diagnosers.kit.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
-from chaoskit.diagnosers.kit.sources import Fetched, Sources
-from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, collect_local
-from chaoskit.model.params import FaultParams
+from chaoskit.diagnosers.kit.sources import Sources
+from chaoskit.diagnosers.kit.staticpod import assess_process, collect_local
 from chaoskit.seams.scrape import Metrics, scrape_command
-
-HEALTHZ = f"{controller_manager.HEALTHZ}?verbose"
-LEASE = controller_manager.LEASE
-DEPLOYMENTS = "/apis/apps/v1/deployments"
-HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
-REPLICASETS = "/apis/apps/v1/replicasets"
-SERVICES = "/api/v1/services"
-SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
-QUOTAS = "/api/v1/resourcequotas"
-EVENTS = "/api/v1/events"
-METRICS_URL = controller_manager.METRICS_URL
-METRICS = (
-    "workqueue_depth",
-    "workqueue_unfinished_work_seconds",
-    "workqueue_longest_running_processor_seconds",
-    "workqueue_adds_total",
-    "workqueue_work_duration_seconds_count",
-)
-EMPTY = Fetched({"items": []})  # evidence made without these reads (older recordings): nothing there to judge
-
-
-class ControllerManagerParams(FaultParams):
-    lease_grace: float = Field(default=10.0, description="Seconds past the lease duration before it counts as stale.")
-    max_queue_depth: float = Field(default=100, description="Items waiting in one work queue: more is a backlog.")
-    max_unfinished_work: float = Field(default=300, description="Seconds of work in progress in one queue: stuck.")
-    converge_after: float = Field(default=120, description="Seconds a Deployment or HPA may take to converge.")
-    window: float = Field(default=3.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
-    startup_grace: float = Field(default=20, description="Seconds after taking the lease a queue alone is not stuck.")
-    lag_after: float = Field(default=10, description="Seconds a ReplicaSet or Service may wait for its controller.")
-    hpa_lag_after: float = Field(default=25, description="Seconds an HPA may wait for its first sync (after 15 s).")
-    refusals_within: float = Field(default=600, description="Seconds a quota's refusal (FailedCreate) stays news.")
-
-
-@dataclass(frozen=True)
-class ControllerManagerEvidence:
-    node: str
-    collected_at: float
-    healthz: HttpAnswer
-    metrics: Metrics
-    process: ProcessState
-    lease: Fetched
-    deployments: Fetched
-    hpas: Fetched
-    metrics_after: Metrics = field(default_factory=lambda: Metrics.unavailable("one scrape only"))
-    window_s: float = 0.0  # at least this long between `metrics` and `metrics_after`
-    cmdline: str = ""  # the running kube-controller-manager's command line
-    replicasets: Fetched = EMPTY
-    services: Fetched = EMPTY
-    slices: Fetched = EMPTY
-    quotas: Fetched = EMPTY
-    failed_creates: Fetched = EMPTY  # FailedCreate events, cluster-wide
 
 
 @register
@@ -162,8 +118,8 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             self._controllers(ev),
             self._workqueues(ev),
             self._quotas(ev),
-            self._deployments(ev),
-            self._hpas(ev),
+            deployments(self.p, ev),
+            hpas(self.p, ev),
         ]
 
     def _healthz(self, ev: ControllerManagerEvidence) -> Assessed:
@@ -294,143 +250,3 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 )
             )
         return Assessed(e, tuple(findings))
-
-    def _deployments(self, ev: ControllerManagerEvidence) -> Assessed:
-        if not ev.deployments.ok:
-            return api_unavailable("controller-manager", "deployments", f"GET {DEPLOYMENTS}", ev.deployments.error)
-        behind: list[str] = []
-        for d in items(ev.deployments):
-            problem = _deployment_problem(d, ev.collected_at, self.p.converge_after)
-            if problem:
-                behind.append(f"{_key(d)}: {problem}")
-        e = Evidence(
-            "deployments",
-            f"GET {DEPLOYMENTS}",
-            {"deployments": len(items(ev.deployments)), "not_converging": len(behind)},
-            conditions=tuple(behind[:10]),
-        )
-        if not behind:
-            return Assessed(e)
-        lease_stale = ev.lease.ok and _lease_stale(ev, self.p.lease_grace)
-        return Assessed(
-            e,
-            (
-                Finding(
-                    "warning",
-                    "controller-manager",
-                    f"{len(behind)} Deployment(s) do not converge ({behind[0]})",
-                    (
-                        "the controller manager is not reconciling (its lease is stale)"
-                        if lease_stale
-                        else "the deployment/replicaset controllers have not brought the pods to the desired count: "
-                        "pods that "
-                        "cannot be created (quota, admission), scheduled (see scheduler) or started (see kubelet)"
-                    ),
-                    (e,),
-                    (
-                        "kubectl describe deployment and its newest ReplicaSet: the Events and conditions say why",
-                        "crictl logs of kube-controller-manager for replicaset controller errors",
-                    ),
-                ),
-            ),
-        )
-
-    def _hpas(self, ev: ControllerManagerEvidence) -> Assessed:
-        if not ev.hpas.ok:
-            return api_unavailable("controller-manager", "hpas", f"GET {HPAS}", ev.hpas.error)
-        problems: list[str] = []
-        for h in items(ev.hpas):
-            problem = _hpa_problem(h, ev.collected_at, self.p.converge_after)
-            if problem:
-                problems.append(f"{_key(h)}: {problem}")
-        e = Evidence(
-            "hpas",
-            f"GET {HPAS}",
-            {"hpas": len(items(ev.hpas)), "not_converging": len(problems)},
-            conditions=tuple(problems[:10]),
-        )
-        if not problems:
-            return Assessed(e)
-        return Assessed(
-            e,
-            (
-                Finding(
-                    "warning",
-                    "controller-manager",
-                    f"{len(problems)} HorizontalPodAutoscaler(s) do not converge ({problems[0]})",
-                    "the HPA controller cannot read metrics (metrics-server), cannot scale its target, or its target "
-                    "does "
-                    "not follow the desired replicas",
-                    (e,),
-                    (
-                        "kubectl describe hpa: the conditions AbleToScale/ScalingActive and the events",
-                        "kubectl top pods: do resource metrics exist? (metrics-server in kube-system)",
-                    ),
-                ),
-            ),
-        )
-
-
-def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata", {})
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _lease_stale(ev: ControllerManagerEvidence, grace: float) -> bool:
-    return LeaseState.of(ev.lease.data, ev.collected_at).stale(grace)
-
-
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
-def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
-    meta, spec, status = d.get("metadata", {}), d.get("spec", {}), d.get("status", {})
-    if meta.get("deletionTimestamp"):
-        return ""  # on its way out (its namespace deleted): its pods go first, nothing is to converge
-    generation, observed = int(meta.get("generation") or 0), int(status.get("observedGeneration") or 0)
-    since_change = age(_newest_time(d), now)
-    if observed < generation and (since_change is None or since_change > after):
-        return f"generation {generation} not observed (observed {observed})"
-    progressing = _condition(d, "Progressing")
-    if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
-        return f"ProgressDeadlineExceeded: {progressing.get('message', '')}"
-    wanted = int(spec.get("replicas", 1))
-    have = int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0)
-    # since the last progress or the last loss of availability: a pod that just went is not a stall of minutes
-    stalled = min(
-        (
-            a
-            for a in (
-                age(progressing.get("lastUpdateTime"), now),
-                age(_condition(d, "Available").get("lastTransitionTime"), now),
-            )
-            if a is not None
-        ),
-        default=None,
-    )
-    if min(have) < wanted and stalled is not None and stalled > after:
-        return f"{have[1]}/{wanted} available, {have[0]} updated, no progress for {stalled:.0f}s"
-    return ""
-
-
-def _hpa_problem(h: dict[str, Any], now: float, after: float) -> str:
-    for kind in ("AbleToScale", "ScalingActive"):
-        c = _condition(h, kind)
-        if c.get("status") == "False" and (age(c.get("lastTransitionTime"), now) or 0) > after:
-            return f"{kind}=False {c.get('reason', '')}: {c.get('message', '')}"[:300]
-    status = h.get("status", {})
-    desired, current = status.get("desiredReplicas"), status.get("currentReplicas")
-    since = age(status.get("lastScaleTime"), now)
-    if desired is not None and current is not None and desired != current and since is not None and since > after:
-        return f"desired {desired} replicas, current {current}, {since:.0f}s after the last scale"
-    return ""
-
-
-def _newest_time(obj: dict[str, Any]) -> str | None:
-    times = [f.get("time") for f in obj.get("metadata", {}).get("managedFields") or []]
-    strings = sorted(t for t in times if isinstance(t, str))
-    return strings[-1] if strings else None
