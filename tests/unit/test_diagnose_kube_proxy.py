@@ -12,6 +12,8 @@ import chaoskit.diagnosers.kube_proxy as kube_proxy_module
 from chaoskit.diagnosers.kit.base import UNCOLLECTED
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
+from chaoskit.diagnosers.kube_proxy.evidence import KubeProxyParams
+from chaoskit.diagnosers.kube_proxy.rules import in_flight
 from chaoskit.env import Env
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec
@@ -126,7 +128,7 @@ def test_a_change_is_in_flight_for_the_min_sync_period_and_one_sync_then_late_ho
     found = analyze(lagging(waiting, waiting + 1, slices_with("pod gone")))
     assert found[-1].startswith("warning: rules on chaoskit-worker lag" if late else "info: rules on"), found
     slow = kube_proxy(min_sync_period=30.0)
-    assert KubeProxyDiagnoser()._in_flight(slow) == 10.0, "a 30 s period: in flight up to lag_warning, no further"
+    assert in_flight(KubeProxyParams(), slow) == 10.0, "a 30 s period: in flight up to lag_warning, no further"
 
 
 def test_a_sync_after_the_last_queued_change_is_no_lag() -> None:
