@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+from chaoskit.model.timeline import api_time
+from chaoskit.seams.kube import Kube
+
 SERVICE = "kubelet"  # the systemd unit
 DIR = "/var/lib/kubelet"  # its root dir; a 4 GiB ext4 of its own in chaoskit's node image: kubelet's nodefs
 CLIENT_PEM = f"{DIR}/pki/kubelet-client-current.pem"  # its client cert and key; a symlink to the dated file
@@ -19,3 +24,19 @@ def url(node: str, path: str) -> str:
 def node_lease(node: str) -> str:
     """The Lease kubelet renews as its heartbeat."""
     return f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"
+
+
+def node_ready(kube: Kube, node: str) -> bool | None:
+    """True/False from the node's Ready condition; None when it is Unknown (heartbeats stopped)."""
+    for c in kube.get(f"/api/v1/nodes/{node}").get("status", {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return {"True": True, "False": False}.get(c.get("status"))
+    return None
+
+
+def heartbeat(kube: Kube, node: str) -> tuple[float | None, float]:
+    """How long ago kubelet on `node` last renewed its lease (None: never), and the lease's duration: kubelet renews
+    it every quarter of that."""
+    spec = kube.get(node_lease(node)).get("spec") or {}
+    renewed = api_time(spec.get("renewTime"))
+    return (None if renewed is None else max(0.0, time.time() - renewed)), float(spec.get("leaseDurationSeconds") or 40)

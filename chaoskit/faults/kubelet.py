@@ -16,12 +16,7 @@ from chaoskit.seams.certs import CA_KEY, expired_check, expired_client_pem
 
 
 def node_ready(env: Env, node: str) -> bool | None:
-    """True/False from the node's Ready condition; None when it is Unknown (heartbeats stopped)."""
-    obj = env.kube.get(f"/api/v1/nodes/{node}")
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return {"True": True, "False": False}.get(c.get("status"))
-    return None
+    return kubelet.node_ready(env.kube, node)
 
 
 @register

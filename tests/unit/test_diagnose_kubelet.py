@@ -42,6 +42,7 @@ def test_healthy_kubelet_has_no_findings() -> None:
         "service",
         "node-ready",
         "heartbeat",
+        "api-reach",
         "pressure",
         "client-certificate",
         "pleg",

@@ -25,6 +25,7 @@ from chaoskit.diagnosers.kit.common import (
 from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.diagnosers.kubelet.evidence import (
+    API_REACH,
     CLIENT_PEM,
     JOURNAL,
     KUBELET_DIR,
@@ -36,13 +37,15 @@ from chaoskit.diagnosers.kubelet.evidence import (
     used_percent,
 )
 from chaoskit.diagnosers.kubelet.node import client_cert, pleg, pressure
+from chaoskit.diagnosers.kubelet.partition import partition
 from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
 from chaoskit.seams.scrape import scrape_command
 
 
 @register
 class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
-    """kubelet on each node: service, /healthz and sync loop, Ready, heartbeat lease, pressure, client cert, PLEG."""
+    """kubelet on each node: service, /healthz and sync loop, Ready, heartbeat lease, reach to the API server,
+    pressure, client cert, PLEG."""
 
     component = "kubelet"
     per_node = True
@@ -57,6 +60,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                 "cert": cert_dates_command({"client": CLIENT_PEM}),
                 "disk": f"df -P {KUBELET_DIR} | tail -n 1",
                 "journal": f"{JOURNAL} | tail -n 400",
+                "api_reach": API_REACH,
             },
         )
         cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} "
@@ -82,6 +86,8 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             journal=s["journal"].output,
             node_obj=src.api.fetch(f"/api/v1/nodes/{node}"),
             lease=src.api.fetch(kubelet.node_lease(node)),
+            api_reach=s["api_reach"],
+            pods=src.api.fetch("/api/v1/pods", fieldSelector=f"spec.nodeName={node}"),
         )
 
     def assess(self, ev: KubeletEvidence) -> list[Assessed]:
@@ -89,6 +95,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             self._service(ev),
             self._ready(ev),
             self._heartbeat(ev),
+            partition(self.p, ev),
             pressure(self.p, ev),
             client_cert(self.p, ev),
             pleg(self.p, ev),

@@ -13,9 +13,10 @@ from pydantic import Field
 from chaoskit.components import kubelet
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
+    http_command,
     matching,
 )
-from chaoskit.diagnosers.kit.sources import Fetched
+from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.scrape import Metrics
 
@@ -23,6 +24,20 @@ KUBELET_DIR = kubelet.DIR
 CLIENT_PEM = kubelet.CLIENT_PEM
 PRESSURES = ("DiskPressure", "MemoryPressure", "PIDPressure")
 JOURNAL = kubelet.JOURNAL
+# The API server as kubelet dials it (kubelet.conf's server), asked from inside the node: whether the node reaches it.
+API_REACH = (
+    "server=$(sed -n 's/^ *server: *//p' /etc/kubernetes/kubelet.conf | head -n 1); echo \"server $server\"; "
+    + http_command("$server/livez", max_time=3).replace("'$server/livez'", '"$server/livez"')
+)
+# What kubelet logs when its requests to the API server get no answer (lease, node status, watches).
+API_ERRORS = (
+    "failed to update lease",
+    "error updating node status",
+    "client connection lost",
+    "dial tcp",
+    "context deadline exceeded",
+    "client.timeout",
+)
 _JOURNAL_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) ")
 
 
@@ -50,6 +65,8 @@ class KubeletEvidence:
     journal: str
     node_obj: Fetched
     lease: Fetched
+    api_reach: Section | None = None  # API_REACH's output in the node: `server <url>`, then curl's answer
+    pods: Fetched | None = None  # the pods bound to the node: which wait out their toleration when it is lost
 
 
 def recent(p: KubeletParams, ev: KubeletEvidence, *needles: str, after: float | None = None) -> tuple[str, ...]:
