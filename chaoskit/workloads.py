@@ -20,7 +20,19 @@ def namespace(name: str) -> Obj:
     }
 
 
-def web_deployment(ns: str, name: str = "web", replicas: int = 1, cpu_request: str = "100m") -> Obj:
+NODE_LOST_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
+def tolerations(seconds: int) -> list[Obj]:
+    """How long a pod stays bound to a lost node (the admission plugin's default is 300 s)."""
+    return [
+        {"key": k, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds} for k in NODE_LOST_TAINTS
+    ]
+
+
+def web_deployment(
+    ns: str, name: str = "web", replicas: int = 1, cpu_request: str = "100m", toleration_seconds: int | None = None
+) -> Obj:
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
@@ -33,6 +45,7 @@ def web_deployment(ns: str, name: str = "web", replicas: int = 1, cpu_request: s
                 "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
+                    **({"tolerations": tolerations(toleration_seconds)} if toleration_seconds is not None else {}),
                     # spread over both workers so cross-node traffic is exercised
                     "topologySpreadConstraints": [
                         {

@@ -185,6 +185,13 @@ class Workload(Model):
     replicas: int = Field(default=1, ge=1, le=100, description="Initial replicas of the web Deployment.")
     hpa: Hpa = Field(default_factory=Hpa, description="The HPA on the web Deployment.")
     load: Load = Field(default_factory=Load, description="The load generator.")
+    toleration_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=3600,
+        description="How long the web pods stay bound to a node that is unreachable or not ready before the node "
+        "controller evicts them (default: 300 s, which the DefaultTolerationSeconds admission plugin gives every pod).",
+    )
 
 
 class SubjectLoad(Model):

@@ -51,7 +51,20 @@ RULE_SYNC_STAGES: tuple[Stage, ...] = (
     Stage("rules_programmed", "kube-proxy", "EndpointSlice changed → the change present in the node's rules"),
     Stage("traffic_follows", "kube-proxy", "EndpointSlice changed → requests from the node follow the change"),
 )
-STAGE_COMPONENTS: dict[str, str] = {s.name: s.component for s in (*HPA_STAGES, *RULE_SYNC_STAGES)}
+# A node lost and its pods back elsewhere, in order; `not_ready` and `evicted` last as long as a setting says (the
+# node-monitor grace period, the pods' toleration of the unreachable taint), the rest is work.
+NODE_LOSS_STAGES: tuple[Stage, ...] = (
+    Stage("not_ready", "controller-manager", "last heartbeat (lease renewed) → the node's Ready condition Unknown"),
+    Stage("tainted", "controller-manager", "NotReady → tainted node.kubernetes.io/unreachable:NoExecute"),
+    Stage("evicted", "controller-manager", "tainted → the pod deleted (its toleration ran out)"),
+    Stage("replacement_created", "controller-manager", "pod deleted → its ReplicaSet's replacement created"),
+    Stage("scheduled", "scheduler", "replacement created → bound to another node (PodScheduled)"),
+    Stage("ready", "kubelet", "scheduled → Ready (containers running, readiness probe passed)"),
+    Stage("endpoint_ready", "controller-manager", "Pod Ready → ready in the Service's EndpointSlice"),
+    Stage("rules_programmed", "kube-proxy", "ready endpoint → present in each other node's dataplane rules"),
+)
+SETTING_STAGES = {"not_ready": "node-monitor-grace-period", "evicted": "tolerationSeconds"}
+STAGE_COMPONENTS: dict[str, str] = {s.name: s.component for s in (*HPA_STAGES, *RULE_SYNC_STAGES, *NODE_LOSS_STAGES)}
 
 # A percentile needs enough samples to exist at all: p99 of 5 samples would be invented.
 MIN_SAMPLES: dict[str, int] = {"p50": 2, "p90": 10, "p99": 100}
@@ -59,6 +72,12 @@ QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 
 
 RUN_SUBJECT = "scale-up"  # the subject of stages that belong to a whole scale-up, not to one of its pods
+LOST_NODE = "node/"  # the subject of a node loss's own stages (node/<name>): before any of its pods
+
+
+def run_level(subject: str) -> bool:
+    """Whether a sample belongs to a whole run (a scale-up, a lost node), before any one pod's stages."""
+    return subject == RUN_SUBJECT or subject.startswith(LOST_NODE)
 
 
 @dataclass(frozen=True)
@@ -192,10 +211,10 @@ class MeasurementResult:
         """End to end per subject: a pod's total starts where its scale-up did (the run-level stages)."""
         spans: dict[tuple[int, str], list[Sample]] = {}
         for s in self.samples:
-            if s.subject != RUN_SUBJECT:
+            if not run_level(s.subject):
                 spans.setdefault((s.run, s.subject.split("@")[0]), []).append(s)
         for s in self.samples:
-            if s.subject == RUN_SUBJECT:
+            if run_level(s.subject):
                 for (run, _), xs in spans.items():
                     if run == s.run:
                         xs.append(s)

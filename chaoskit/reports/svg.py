@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from chaoskit.model.timeline import HPA_STAGES, RULE_SYNC_STAGES, STAGE_COMPONENTS, MeasurementResult, Sample
+from chaoskit.model.timeline import (
+    HPA_STAGES,
+    NODE_LOSS_STAGES,
+    RULE_SYNC_STAGES,
+    STAGE_COMPONENTS,
+    MeasurementResult,
+    Sample,
+    run_level,
+)
 
 # Colour-blind-safe palette (Okabe-Ito, then Tableau), one colour per stage in critical-path order.
 PALETTE = (
@@ -28,7 +36,7 @@ PALETTE = (
     "#BCBD22",
 )
 ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
-STAGE_ORDER = [s.name for s in (*HPA_STAGES, *RULE_SYNC_STAGES)]
+STAGE_ORDER = list(dict.fromkeys(s.name for s in (*HPA_STAGES, *RULE_SYNC_STAGES, *NODE_LOSS_STAGES)))
 
 
 def _colours(stages: list[str]) -> dict[str, str]:
@@ -49,8 +57,8 @@ def _row(subject: str, per_node: bool) -> str:
 
 
 def _counted(rows: Mapping[tuple[int, str], list[Sample]], per_node: bool) -> str:
-    if not per_node:
-        return f"{len(rows)} pod(s)"
+    if not per_node:  # a scale-up's or a lost node's own row is no pod
+        return f"{sum(1 for _, label in rows if not run_level(label))} pod(s)"
     nodes = {label.rsplit(" · ", 1)[-1] for _, label in rows}
     return f"{len({run for run, _ in rows})} change(s) on {len(nodes)} node(s)"
 

@@ -62,7 +62,7 @@ class Stage:
         kube = self.env.kube
         self.own_namespace(ns)
         for obj in (
-            workloads.web_deployment(ns, replicas=w.replicas),
+            workloads.web_deployment(ns, replicas=w.replicas, toleration_seconds=w.toleration_seconds),
             workloads.service(ns),
             workloads.hpa(
                 ns, min_replicas=w.hpa.min_replicas, max_replicas=w.hpa.max_replicas, cpu_percent=w.hpa.cpu_percent

@@ -8,9 +8,10 @@ from typing import Any
 
 from diagnose_evidence import NO_ANSWER, iso_at, kubelet, obj, titles
 
+from chaoskit.components.node_lifecycle import go_duration, grace_period, toleration_of
 from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
-from chaoskit.diagnosers.kubelet.partition import eviction_schedule, reach_of, toleration_of
+from chaoskit.diagnosers.kubelet.partition import eviction_schedule, reach_of
 from chaoskit.faults.node import TABLE, NodePartitioned
 from chaoskit.model.params import NoParams
 
@@ -100,3 +101,10 @@ def test_a_partitioned_node_is_named_with_its_pods_evictions_and_a_stopped_kubel
     tls = Section(f"server {SERVER}\ncurl: (60) SSL certificate problem\n@@http 000", 60)
     for section in (answered, tls):
         assert not [t for t in titles(KubeletDiagnoser().analyze(kubelet(api_reach=section))) if "cut off" in t]
+
+
+def test_the_grace_period_is_read_from_the_controller_managers_flags_or_is_its_default() -> None:
+    assert go_duration("30s") == 30 and go_duration("1m0s") == 60 and go_duration("500ms") == 0.5
+    assert go_duration("soon") is None and go_duration("30") is None
+    assert grace_period(["kube-controller-manager", "--node-monitor-grace-period=30s"]) == 30
+    assert grace_period(["kube-controller-manager"]) == 50

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaoskit.components.node_lifecycle import DEFAULT_TOLERATION, UNREACHABLE, toleration_of
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, age, items
 from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.diagnosers.kubelet.evidence import API_ERRORS, KubeletEvidence, KubeletParams, recent
 from chaoskit.model.timeline import api_time
 
-UNREACHABLE = "node.kubernetes.io/unreachable"
-NOT_READY = "node.kubernetes.io/not-ready"
-DEFAULT_TOLERATION = 300  # what the DefaultTolerationSeconds admission plugin gives a pod that names none
 NO_ANSWER = (7, 28)  # curl: refused (or no route), timed out: the path is cut, not the API server's TLS or auth
 
 
@@ -25,16 +23,6 @@ def reach_of(section: Section | None) -> tuple[str, HttpAnswer | None]:
     first, _, rest = section.output.partition("\n")
     server = first.removeprefix("server ").strip() if first.startswith("server ") else ""
     return server, HttpAnswer.of(Section(rest if server else section.output, section.rc))
-
-
-def toleration_of(pod: dict[str, Any]) -> float | None:
-    """Seconds the pod stays bound to an unreachable node; None when it tolerates the taint for ever."""
-    for t in pod.get("spec", {}).get("tolerations") or []:
-        key_matches = t.get("key") == UNREACHABLE or (not t.get("key") and t.get("operator") == "Exists")
-        if key_matches and t.get("effect") in (None, "", "NoExecute"):
-            seconds = t.get("tolerationSeconds")
-            return None if seconds is None else float(seconds)
-    return float(DEFAULT_TOLERATION)  # the admission plugin adds it to every pod that names none
 
 
 def evictable(pod: dict[str, Any]) -> bool:

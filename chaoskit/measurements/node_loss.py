@@ -1,0 +1,143 @@
+"""Node loss: from a node's last heartbeat to its workload's pods serving again on other nodes, in stages each owned
+by one component (NODE_LOSS_STAGES): heartbeat stops → NotReady (the node-monitor grace period) → tainted
+`unreachable` → each pod evicted at its toleration → replacement created → scheduled → Ready → in the EndpointSlice
+→ in every other node's rules.
+
+Where each timestamp comes from, and so its precision:
+- last heartbeat: the node's Lease renewTime, stamped by kubelet's own clock in microseconds (a kind node shares the
+  host's clock);
+- NotReady, tainted, evicted, replacement created, scheduled, Ready, in the EndpointSlice: when our watch received
+  the change (ms late at most as much as the watch delay measured at the start);
+- in a node's rules: the in-node probe's reads of the rules, bracketed by the read that last saw them without the IP.
+
+Two stages are settings, not work: `not_ready` lasts the controller manager's node-monitor grace period and `evicted`
+the pod's tolerationSeconds; the result says both beside the stock budget (50 s + 300 s).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from chaoskit.components import node_lifecycle
+from chaoskit.errors import ToolError
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
+from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
+from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.model.timeline import MeasurementResult
+from chaoskit.subject import PLURAL
+
+SETTLE = 90.0  # how long stop() waits for the replacements of evicted pods still on their way to every node's rules
+STOCK_BUDGET = node_lifecycle.DEFAULT_GRACE + node_lifecycle.DEFAULT_TOLERATION
+
+
+@register
+class NodeLoss(Measurement):
+    """A node lost and its pods back elsewhere, stage by stage, each stage owned by one component."""
+
+    name = TYPE
+    Params = TargetParams
+
+    def start(self) -> None:
+        p = self.params if isinstance(self.params, TargetParams) else TargetParams()
+        kube, ns = self.env.kube, self.namespace
+        self.result = MeasurementResult(self.label, TYPE, time.time())
+        delay = calibrated(kube, self.result)
+        self.tracker = NodeLossTracker(delay.max)
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        workload = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/{PLURAL[p.kind]}/{p.deployment}", p.kind)
+        svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
+        selector = ",".join(f"{k}={v}" for k, v in workload["spec"]["selector"]["matchLabels"].items())
+        self.result.extra["settings"] = self._settings(workload)
+        self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        on, t, stop = self._locked, self.tracker, self.stop_event
+        self.watchers = [
+            Watcher(kube, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", on(t.lease), stop),
+            Watcher(kube, "/api/v1/nodes", on(t.node), stop),
+            Watcher(kube, f"/api/v1/namespaces/{ns}/pods", on(t.pod), stop, labelSelector=selector),
+            Watcher(
+                kube,
+                f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+                on(t.endpoint_slice),
+                stop,
+                labelSelector=f"kubernetes.io/service-name={p.service}",
+            ),
+        ]
+        port = int(svc["spec"]["ports"][0]["port"])
+        script = probe_script(ns, p.service, svc["spec"].get("clusterIP", ""), port, requests=False)
+        self.probes = [NodeProbe(self.env.nodes, n, script, self._locked_seen) for n in self.nodes]
+        for w in self.watchers:
+            w.start()
+        for probe in self.probes:
+            probe.start()
+        for w in self.watchers:  # a node lost right after start() must not hide in the initial list
+            if not w.wait_listed(30):
+                raise MissingPiece(f"could not list {w.path} within 30s: {w.gaps or 'no answer'}")
+
+    def _settings(self, workload: Obj) -> dict[str, Any]:
+        """The two settings the path waits on: the controller manager's grace period and the pods' toleration."""
+        try:
+            pods = self.env.kube.get(
+                "/api/v1/namespaces/kube-system/pods", labelSelector="component=kube-controller-manager"
+            )
+            command = [
+                a for c in pods["items"][0]["spec"]["containers"] for a in c.get("command", []) + c.get("args", [])
+            ]
+            grace: float | None = node_lifecycle.grace_period(command)
+        except (ToolError, IndexError, KeyError):  # a managed control plane shows no pod: its grace period is unknown
+            grace = None
+        toleration = node_lifecycle.toleration_of(workload["spec"]["template"])
+        return {
+            "node_monitor_grace_period_s": grace,
+            "toleration_s": toleration,
+            "stock_budget_s": STOCK_BUDGET,
+        }
+
+    def _locked(self, handler: Any) -> Any:
+        def call(kind: str, obj: Obj, at: float) -> None:
+            with self.lock:
+                handler(kind, obj, at)
+
+        return call
+
+    def _locked_seen(self, seen: Seen) -> None:
+        if isinstance(seen, RulesSeen):
+            with self.lock:
+                self.tracker.seen(seen)
+
+    def stop(self) -> MeasurementResult:
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + SETTLE:  # let replacements caught mid-way reach every node's rules
+            with self.lock:
+                if not (in_flight := self.tracker.in_flight(self.nodes)):
+                    break
+            time.sleep(0.5)
+        settled = time.monotonic() - t0
+        self.stop_event.set()
+        for probe in self.probes:
+            probe.stop()
+        for w in self.watchers:
+            w.join()
+        res = self.result
+        res.finished_at = time.time()
+        with self.lock:
+            res.samples = self.tracker.samples(self.nodes)
+            res.notes += self.tracker.notes()
+        settings = res.extra["settings"]
+        grace, toleration = settings["node_monitor_grace_period_s"], settings["toleration_s"]
+        res.notes.append(
+            f"settings, not work: not_ready waits the node-monitor grace period "
+            f"({'unknown' if grace is None else f'{grace:g} s'}), evicted the pods' toleration of the unreachable "
+            f"taint ({'for ever' if toleration is None else f'{toleration:g} s'}); stock: "
+            f"{node_lifecycle.DEFAULT_GRACE:g} s + {node_lifecycle.DEFAULT_TOLERATION} s = {STOCK_BUDGET:g} s"
+        )
+        if settled >= 1:
+            left = f"; {in_flight} still on its way" if in_flight else ""
+            res.notes.append(f"stopping waited {settled:.0f}s for replacements to reach every node's rules{left}")
+        res.gaps = [g for w in self.watchers for g in w.gaps]
+        if not self.tracker.losses:
+            res.notes.append("no node went NotReady while measuring: no samples")
+        return res
