@@ -1,28 +1,28 @@
-"""`chaoskit measure hpa | rule-sync`: the two measurements, driven by chaoskit on a workload of its own."""
+"""`chaoskit measure hpa | rule-sync | node-loss`: the measurements, driven by chaoskit on a workload of its own."""
 
 from __future__ import annotations
 
 import uuid
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.measure_rule_sync import precision_cell, rule_sync
+from chaoskit.cli.measure_node_loss import node_loss
+from chaoskit.cli.measure_rule_sync import rule_sync
 from chaoskit.cli.options import cluster_env, cluster_name_option, emit, stdout_console
+from chaoskit.cli.stages import print_stages
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.measurements.hpa_driver import measure as measure_hpa
-from chaoskit.model.timeline import HPA_STAGES, MeasurementResult
 from chaoskit.progress import Progress
 
 
 @click.group()
 def measure() -> None:
-    """Measure HPA-to-Ready stage by stage, or kube-proxy's rule-sync delay, on the cluster as it is."""
+    """Measure HPA-to-Ready stage by stage, kube-proxy's rule-sync delay, or a node's loss, on the cluster as it is."""
 
 
 measure.add_command(rule_sync)
+measure.add_command(node_loss)
 
 
 @measure.command()
@@ -51,43 +51,3 @@ def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, outpu
         emit(result.to_dict(), "json")
     else:
         print_stages(result, stdout_console(110))
-
-
-def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}s"
-
-
-def print_stages(result: MeasurementResult, console: Console) -> None:
-    """One row per stage on the critical path, in order; — where too few samples make a percentile up."""
-    summaries = result.summaries()
-    table = Table("stage", "owner", "count", "p50", "p90", "p99", "max", "precision", title="HPA-to-Ready")
-    for stage in HPA_STAGES:
-        sm = summaries.get(stage.name)
-        if sm is None:
-            table.add_row(stage.name, stage.component, "0", "—", "—", "—", "—", "")
-            continue
-        table.add_row(
-            stage.name,
-            stage.component,
-            str(sm.count),
-            _s(sm.p50),
-            _s(sm.p90),
-            _s(sm.p99),
-            _s(sm.max),
-            precision_cell(sm),
-        )
-    if total := summaries.get("total"):
-        table.add_row(
-            "total",
-            "",
-            str(total.count),
-            _s(total.p50),
-            _s(total.p90),
-            _s(total.p99),
-            _s(total.max),
-            precision_cell(total),
-            style="bold",
-        )
-    console.print(table)
-    for line in [*result.notes, *(f"gap {g.end - g.start:.1f}s: {g.reason}" for g in result.gaps), *result.errors]:
-        console.print(line)

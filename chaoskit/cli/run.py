@@ -14,8 +14,8 @@ from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
-from chaoskit.cli.measure import print_stages
 from chaoskit.cli.options import context_of, emit, file_option, node_exec, output_option, stdout_console
+from chaoskit.cli.stages import print_stages
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError

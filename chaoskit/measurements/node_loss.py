@@ -27,10 +27,24 @@ from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.timeline import MeasurementResult
+from chaoskit.seams.kube import Kube
 from chaoskit.subject import PLURAL
 
 SETTLE = 90.0  # how long stop() waits for the replacements of evicted pods still on their way to every node's rules
 STOCK_BUDGET = node_lifecycle.DEFAULT_GRACE + node_lifecycle.DEFAULT_TOLERATION
+
+
+def grace_period_of(kube: Kube) -> float | None:
+    """The node-monitor grace period the cluster's controller manager runs with, from its static pod's command; None
+    where no such pod shows (a managed control plane)."""
+    try:
+        pods = kube.get("/api/v1/namespaces/kube-system/pods", labelSelector="component=kube-controller-manager")
+        spec = pods["items"][0]["spec"]
+    except (ToolError, IndexError, KeyError):
+        return None
+    return node_lifecycle.grace_period(
+        [a for c in spec["containers"] for a in c.get("command", []) + c.get("args", [])]
+    )
 
 
 @register
@@ -79,20 +93,9 @@ class NodeLoss(Measurement):
 
     def _settings(self, workload: Obj) -> dict[str, Any]:
         """The two settings the path waits on: the controller manager's grace period and the pods' toleration."""
-        try:
-            pods = self.env.kube.get(
-                "/api/v1/namespaces/kube-system/pods", labelSelector="component=kube-controller-manager"
-            )
-            command = [
-                a for c in pods["items"][0]["spec"]["containers"] for a in c.get("command", []) + c.get("args", [])
-            ]
-            grace: float | None = node_lifecycle.grace_period(command)
-        except (ToolError, IndexError, KeyError):  # a managed control plane shows no pod: its grace period is unknown
-            grace = None
-        toleration = node_lifecycle.toleration_of(workload["spec"]["template"])
         return {
-            "node_monitor_grace_period_s": grace,
-            "toleration_s": toleration,
+            "node_monitor_grace_period_s": grace_period_of(self.env.kube),
+            "toleration_s": node_lifecycle.toleration_of(workload["spec"]["template"]),
             "stock_budget_s": STOCK_BUDGET,
         }
 

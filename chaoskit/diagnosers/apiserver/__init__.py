@@ -8,6 +8,8 @@ started, so a fault that is over does not keep the report red.
 from __future__ import annotations
 
 from chaoskit.components import apiserver
+from chaoskit.diagnosers.apiserver import admission
+from chaoskit.diagnosers.apiserver.admission import assess_admission
 from chaoskit.diagnosers.apiserver.evidence import (
     API,
     CLIENT_CERTS,
@@ -53,7 +55,8 @@ __all__ = [
 
 @register
 class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
-    """kube-apiserver: process and manifest, /livez and /readyz per check, certificates, 5xx, latency, watches."""
+    """kube-apiserver: process and manifest, /livez and /readyz per check, certificates, 5xx, latency, watches,
+    the admission webhooks it calls."""
 
     component = "apiserver"
     Params = ApiServerParams
@@ -89,6 +92,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             process=ProcessState.of(apiserver.PROCESS, s),
             etcd_filter_rules=tuple(line for line in s["etcd_filter"].output.splitlines() if line.startswith("-A")),
             client_view=src.api.down,
+            admission=admission.collect(src),
         )
 
     def assess(self, ev: ApiServerEvidence) -> list[Assessed]:
@@ -108,6 +112,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             errors(self.p, ev),
             latency(self.p, ev),
             client_view(ev),
+            *([assess_admission(ev.admission, ev.collected_at)] if ev.admission else []),
         ]
 
     def _readyz(self, ev: ApiServerEvidence) -> Assessed:

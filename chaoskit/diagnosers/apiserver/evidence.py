@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from chaoskit.components import apiserver
+from chaoskit.diagnosers.apiserver.admission import AdmissionEvidence
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
 )
@@ -58,3 +59,4 @@ class ApiServerEvidence:
     process: ProcessState
     etcd_filter_rules: tuple[str, ...]  # packet filter rules that touch etcd's client port
     client_view: str = ""  # why chaoskit's own API client could not reach the API server ("" when it could)
+    admission: AdmissionEvidence | None = None  # the webhooks it calls, what is behind them, what they refused
