@@ -22,6 +22,7 @@ from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import NODE_LOSS_STAGES
 from chaoskit.progress import Progress
+from chaoskit.registry import load_catalog
 from chaoskit.runner import Runner
 from chaoskit.safety import recognise
 from chaoskit.seams.shell import SubprocessRunner
@@ -61,6 +62,7 @@ def playbook(namespace: str, node: str, toleration: int, hold: float) -> Playboo
 
 
 def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
+    load_catalog()
     grace = grace_period_of(env.kube) or DEFAULT_GRACE
     pb = playbook(namespace, node, toleration, grace + toleration + MARGIN)
     nodes = env.nodes.list_nodes()

@@ -41,6 +41,7 @@ def test_healthy_controller_manager_has_no_findings() -> None:
         "controllers",
         "workqueues",
         "quotas",
+        "permissions",
         "deployments",
         "hpas",
     ]

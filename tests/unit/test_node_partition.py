@@ -8,6 +8,7 @@ from typing import Any
 
 from diagnose_evidence import NO_ANSWER, iso_at, kubelet, obj, titles
 
+from chaoskit.cli.measure_node_loss import playbook
 from chaoskit.components.node_lifecycle import go_duration, grace_period, toleration_of
 from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
@@ -108,3 +109,10 @@ def test_the_grace_period_is_read_from_the_controller_managers_flags_or_is_its_d
     assert go_duration("soon") is None and go_duration("30") is None
     assert grace_period(["kube-controller-manager", "--node-monitor-grace-period=30s"]) == 30
     assert grace_period(["kube-controller-manager"]) == 50
+
+
+def test_measure_node_loss_builds_the_catalogs_run_with_its_toleration_and_hold() -> None:
+    pb = playbook("chaoskit-node-loss-x", "worker", 10, 65.0)
+    assert pb.spec.workload.toleration_seconds == 10 and pb.spec.namespace == "chaoskit-node-loss-x"
+    (step,) = pb.spec.steps
+    assert step.fault == "node.partitioned" and [m.type for m in pb.spec.measurements] == ["node_loss"]

@@ -15,6 +15,8 @@ from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
 from chaoskit.diagnosers.controller_manager.evidence import (
+    CLUSTERROLEBINDINGS,
+    CLUSTERROLES,
     DEPLOYMENTS,
     EVENTS,
     HEALTHZ,
@@ -29,6 +31,7 @@ from chaoskit.diagnosers.controller_manager.evidence import (
     ControllerManagerEvidence,
     ControllerManagerParams,
 )
+from chaoskit.diagnosers.controller_manager.permissions import permissions
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     age,
@@ -57,7 +60,8 @@ from chaoskit.seams.scrape import Metrics, scrape_command
 
 @register
 class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, ControllerManagerParams]):
-    """kube-controller-manager: process, /healthz per controller, leader lease, work queues, Deployments and HPAs."""
+    """kube-controller-manager: process, /healthz per controller, leader lease, work queues, the controllers'
+    permissions, Deployments and HPAs."""
 
     component = "controller-manager"
     Params = ControllerManagerParams
@@ -75,6 +79,8 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 ("services", SERVICES),
                 ("slices", SLICES),
                 ("quotas", QUOTAS),
+                ("clusterroles", CLUSTERROLES),
+                ("clusterrolebindings", CLUSTERROLEBINDINGS),
             )
         }
         failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
@@ -118,6 +124,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             self._controllers(ev),
             self._workqueues(ev),
             self._quotas(ev),
+            permissions(ev),
             deployments(self.p, ev),
             hpas(self.p, ev),
         ]

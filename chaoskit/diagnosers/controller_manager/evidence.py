@@ -24,6 +24,8 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
+CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+CLUSTERROLEBINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 METRICS_URL = controller_manager.METRICS_URL
 METRICS = (
     "workqueue_depth",
@@ -65,3 +67,5 @@ class ControllerManagerEvidence:
     slices: Fetched = EMPTY
     quotas: Fetched = EMPTY
     failed_creates: Fetched = EMPTY  # FailedCreate events, cluster-wide
+    clusterroles: Fetched = EMPTY  # the controllers' roles (system:controller:*) and their bindings
+    clusterrolebindings: Fetched = EMPTY

@@ -1,0 +1,143 @@
+"""controller-manager.permission-revoked: one controller's RBAC binding removed, so the API server's authorizer
+refuses what that controller does (403) while the controller manager runs, leads and answers /healthz."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from chaoskit.env import Env
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register
+from chaoskit.model.params import FaultParams, params_of
+
+Revoked = Literal["replicaset", "deployment", "endpointslice", "horizontal-pod-autoscaler"]
+
+
+@dataclass(frozen=True)
+class Duty:
+    """What a controller may not do without its binding: the request the authorizer is asked about."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    subresource: str = ""
+
+    def words(self) -> str:
+        what = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        return f"{self.verb} {what}" + (f" ({self.group})" if self.group else "")
+
+
+DUTIES: dict[str, Duty] = {
+    "replicaset": Duty("create", "pods"),  # a ReplicaSet's scale-out stops at pod creation
+    "deployment": Duty("create", "replicasets", "apps"),  # a rollout makes no new ReplicaSet
+    "endpointslice": Duty("create", "endpointslices", "discovery.k8s.io"),  # new Services get no endpoints
+    "horizontal-pod-autoscaler": Duty("update", "deployments", "apps", "scale"),  # the HPA cannot scale
+}
+
+
+def account(controller: str) -> str:
+    """The service account the controller manager runs `controller` as (--use-service-account-credentials)."""
+    suffix = "" if controller == "horizontal-pod-autoscaler" else "-controller"
+    return f"{controller}{suffix}"
+
+
+def binding_name(controller: str) -> str:
+    return f"system:controller:{account(controller)}"
+
+
+def bootstrap_binding(controller: str) -> dict[str, Any]:
+    """The binding as the API server's RBAC bootstrap policy makes it (and would again at its next start)."""
+    name = binding_name(controller)
+    meta = {
+        "name": name,
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+    }
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account(controller), "namespace": "kube-system"}],
+    }
+
+
+class PermissionParams(FaultParams):
+    controller: Revoked = Field(
+        default="replicaset",
+        description="The controller whose ClusterRoleBinding is removed: replicaset (pods are not created), "
+        "deployment (no new ReplicaSets), endpointslice (no EndpointSlices), horizontal-pod-autoscaler (no scaling).",
+    )
+
+
+def allowed(env: Env, controller: str, namespace: str = "default") -> bool:
+    """The API server's authorizer asked whether the controller may do its duty (a SubjectAccessReview)."""
+    duty = DUTIES[controller]
+    attributes = {"namespace": namespace, "verb": duty.verb, "group": duty.group, "resource": duty.resource}
+    if duty.subresource:
+        attributes["subresource"] = duty.subresource
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": f"system:serviceaccount:kube-system:{account(controller)}", "resourceAttributes": attributes},
+    }
+    answer = env.kube.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    return bool(answer.get("status", {}).get("allowed"))
+
+
+@register
+class PermissionRevoked(Fault):
+    """One controller's ClusterRoleBinding removed: the API server refuses its requests (403) while all looks healthy.
+
+    kube-controller-manager runs each controller as its own service account (kubeadm sets
+    --use-service-account-credentials), each bound to its ClusterRole by the API server's RBAC bootstrap policy
+    (`system:controller:<name>`). A binding deleted by hand, by a sweeping cleanup or by a policy tool takes that
+    controller's permissions away until the API server next starts: the controller keeps trying and is refused
+    (`... is forbidden: User "system:serviceaccount:kube-system:replicaset-controller" cannot create resource
+    "pods"`), and since its events are refused too, no FailedCreate event says so: only the controller manager's log
+    and the authorizer do. This fault deletes `system:controller:<controller>-controller`. Effect: the authorizer,
+    asked with a SubjectAccessReview, refuses the controller its duty (the replicaset controller: create pods). The
+    revert applies the binding as the bootstrap policy makes it, and fails while the authorizer still refuses.
+    Runs kubectl on the control-plane node.
+    """
+
+    name = "controller-manager.permission-revoked"
+    component = "controller-manager"
+    named = Named("controller-manager", r"lost its permission|forbidden")
+    no_op = NoOpControl(wait=10.0)  # the authorizer's RBAC cache follows a deletion within a second
+    scope = "cluster"  # the controller works for every namespace
+    Params = PermissionParams
+    effect_timeout = 30.0
+    recovery_timeout = 60.0
+
+    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        p = params_of(params, PermissionParams)
+        duty, who = DUTIES[p.controller], f"system:serviceaccount:kube-system:{account(p.controller)}"
+        scope = ["--subresource", duty.subresource] if duty.subresource else []
+        what = f"{duty.resource}.{duty.group}" if duty.group else duty.resource
+        can = kubectl("auth", "can-i", duty.verb, what, *scope, f"--as={who}", "-n", "default")
+        restored = json.dumps(bootstrap_binding(p.controller), separators=(",", ":"))
+        return FaultPlan(
+            self.name,
+            node,
+            apply=(kubectl("delete", "clusterrolebinding", binding_name(p.controller)),),
+            revert=(
+                f"printf '%s\\n' {shlex.quote(restored)} | {kubectl('apply', '-f', '-')}",
+                # the authorizer's cache follows within a second: the revert holds until it allows again
+                # (no `exit`: the dead-man switch runs every revert line in one script)
+                f"i=0; until {can} >/dev/null 2>&1 || [ $i -ge 10 ]; do i=$((i+1)); sleep 1; done; "
+                f"{can} >/dev/null 2>&1 || {{ echo '{who} is still refused {duty.words()}' >&2; false; }}",
+            ),
+            summary=f"delete ClusterRoleBinding {binding_name(p.controller)}: {who} may not {duty.words()}",
+            params=p,
+        )
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        return not allowed(env, plan.params_as(PermissionParams).controller)
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return allowed(env, plan.params_as(PermissionParams).controller)
