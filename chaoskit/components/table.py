@@ -29,6 +29,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("kubelet", 3, ports=(kubelet.PORT, kubelet.HEALTHZ_PORT)),
     Component("kube-proxy", 6, ports=(kube_proxy.METRICS_PORT, kube_proxy.HEALTHZ_PORT)),
     Component("containerd", 2),  # answers on its socket only
+    Component("metrics-server", 7),  # an add-on: it reads the kubelets through the API server's network
     Component("reverts", -1),  # chaoskit's own dead-man switches: a fault it could not revert comes before all
 )
 

@@ -180,6 +180,7 @@ class HpaScaleUp(Measurement):
             left = f"; {in_flight} still on its way" if in_flight else ""
             res.notes.append(f"stopping waited {settled:.0f}s for pods of a scale-up to reach their end{left}")
         res.gaps = [g for w in self.watchers for g in w.gaps] + self.metrics_gaps
+        res.notes += [f"the HPA said {said}" for said in self.tracker.hpa_said]  # why a scale-up did not start
         if not self.tracker.scale_ups:
             res.notes.append("the HPA did not scale up while measuring: no samples")
         return res

@@ -93,6 +93,7 @@ class HpaTracker:
     # the Service answers GET / with the pod's name (chaoskit's workload does): without it no request tells which pod
     # answered, so a pod's path ends when every node's rules hold its IP (no first_request stage)
     answers_name_the_pod: bool = True
+    hpa_said: list[str] = field(default_factory=list)  # each AbleToScale/ScalingActive=False it reported, in order
 
     def hpa(self, kind: str, obj: Obj, at: float) -> None:
         spec, status = obj.get("spec", {}), obj.get("status", {})
@@ -101,6 +102,11 @@ class HpaTracker:
             target = metric.get("resource", {}).get("target", {})
             if target.get("averageUtilization") is not None:
                 self.target_utilization = float(target["averageUtilization"])
+        for c in status.get("conditions") or []:  # why it does not scale, in its own words
+            if c.get("type") in ("AbleToScale", "ScalingActive") and c.get("status") == "False":
+                said = f"{c['type']}=False {c.get('reason', '')}: {c.get('message', '')}"[:300]
+                if said not in self.hpa_said:
+                    self.hpa_said.append(said)
         min_replicas = int(spec.get("minReplicas", 1))
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
             self.forced_at = self.forced_at or Stamp(at, self.watch_precision)

@@ -80,6 +80,7 @@ def test_every_component_has_a_registered_diagnoser_in_troubleshooting_order() -
         "kubelet",
         "kube-proxy",
         "containerd",
+        "metrics-server",
         "reverts",
     ]
     assert components(["containerd", "apiserver"]) == ["apiserver", "containerd"]

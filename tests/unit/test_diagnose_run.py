@@ -92,7 +92,9 @@ def test_with_the_api_server_down_only_the_api_server_fails() -> None:
     status = {(r.component, r.subject): r.status for r in d.reports}
     assert status.pop(("apiserver", "chaoskit-control-plane")) == "failed"
     assert set(status.values()) == {"ok"}, {k: v for k, v in status.items() if v != "ok"}
-    assert len(d.reports) == 4 + 3 * 4  # four control-plane reports; kubelet, kube-proxy, containerd, reverts per node
+    # five cluster reports (the control plane's four, the metrics pipeline); kubelet, kube-proxy, containerd, reverts
+    # per node
+    assert len(d.reports) == 5 + 3 * 4
     api = d.reports[0]
     assert api.findings[0].title.startswith("kube-apiserver is not running: its static-pod manifest")
     assert (
