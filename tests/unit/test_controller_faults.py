@@ -15,6 +15,7 @@ from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
 from chaoskit.faults.controller_manager.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
 from chaoskit.faults.controller_manager.stuck import (
+    GONE_NAMESPACE,
     LEASE,
     MANIFEST,
     PROBE,
@@ -173,6 +174,8 @@ def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
     obj = probe_object(controller)
     obj["metadata"]["creationTimestamp"] = iso(time.time() - age)
     obj["metadata"]["generation"] = 1
+    if controller == "namespace":  # deleted as soon as it was made
+        obj["metadata"]["deletionTimestamp"] = obj["metadata"]["creationTimestamp"]
     return {**obj, "status": status}
 
 
@@ -180,6 +183,8 @@ PATHS = {
     "replicaset": f"/apis/apps/v1/namespaces/{PROBE_NAMESPACE}/replicasets/{PROBE}",
     "horizontalpodautoscaling": f"/apis/autoscaling/v2/namespaces/{PROBE_NAMESPACE}/horizontalpodautoscalers/{PROBE}",
     "endpointslice": f"{NS}/services/{PROBE}",
+    "serviceaccount": NS,  # the new namespace itself
+    "namespace": f"/api/v1/namespaces/{GONE_NAMESPACE}",
 }
 EMPTY_LISTS = {
     f"{NS}/pods": {"items": []},
@@ -239,6 +244,10 @@ def test_no_effect_when_the_controller_does_its_work() -> None:
     }
     env = _env({PATHS["endpointslice"]: _probe("endpointslice", 60), LEASE: _lease(2), **slices})
     assert not _effect("endpointslice", env)
+    account = {f"{NS}/serviceaccounts/default": {"metadata": {"name": "default"}}}
+    env = _env({PATHS["serviceaccount"]: _probe("serviceaccount", 60), LEASE: _lease(2), **account})
+    assert not _effect("serviceaccount", env)
+    assert not _effect("namespace", _env({LEASE: _lease(2)}))  # the deleted namespace is gone
 
 
 def test_no_effect_when_the_whole_process_is_down_or_frozen() -> None:

@@ -444,3 +444,24 @@ def test_a_deployment_that_just_lost_its_pods_or_is_being_deleted_is_not_stalled
     available["lastTransitionTime"] = iso_at(ev.collected_at - 600)
     d["metadata"]["deletionTimestamp"] = iso_at(ev.collected_at - 5)
     assert analyze(with_deployments(ev, d)) == []
+
+
+def test_what_the_serviceaccount_and_namespace_controllers_leave_behind() -> None:
+    from chaoskit.diagnosers.kit.controllers import namespaces_stuck_terminating, namespaces_without_default_account
+
+    now = 1_000_000.0
+    old, new = "1970-01-12T13:45:00Z", "1970-01-12T13:46:35Z"  # 100 s and 5 s before now
+    namespaces = [
+        {"metadata": {"name": "shop", "creationTimestamp": old}, "status": {"phase": "Active"}},
+        {"metadata": {"name": "fresh", "creationTimestamp": new}, "status": {"phase": "Active"}},
+        {"metadata": {"name": "served", "creationTimestamp": old}, "status": {"phase": "Active"}},
+        {
+            "metadata": {"name": "gone", "creationTimestamp": old, "deletionTimestamp": old},
+            "status": {"phase": "Terminating"},
+        },
+    ]
+    accounts = [{"metadata": {"name": "default", "namespace": "served"}}]
+    assert namespaces_without_default_account(namespaces, accounts, now, 10) == [
+        "shop: no default ServiceAccount (its pods are refused)"
+    ]
+    assert namespaces_stuck_terminating(namespaces, now, 10) == ["gone: Terminating for 100s"]

@@ -24,8 +24,10 @@ from chaoskit.diagnosers.controller_manager.evidence import (
     LEASE,
     METRICS,
     METRICS_URL,
+    NAMESPACES,
     QUOTAS,
     REPLICASETS,
+    SERVICEACCOUNTS,
     SERVICES,
     SLICES,
     ControllerManagerEvidence,
@@ -47,6 +49,8 @@ from chaoskit.diagnosers.kit.controllers import (
     lagging_hpas,
     lagging_replicasets,
     missing_controllers,
+    namespaces_stuck_terminating,
+    namespaces_without_default_account,
     services_without_slices,
     stuck_findings,
     stuck_queues,
@@ -81,8 +85,10 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 ("quotas", QUOTAS),
                 ("clusterroles", CLUSTERROLES),
                 ("clusterrolebindings", CLUSTERROLEBINDINGS),
+                ("namespaces", NAMESPACES),
             )
         }
+        reads["default_accounts"] = src.api.fetch(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
         failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
         wait = max(0.0, self.p.window - (src.clock() - started))  # the API reads count towards the window
         # no window to measure when the first scrape got no answer: a second one would only wait out its timeout
@@ -182,6 +188,11 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             "endpointslice-controller": services_without_slices(
                 items(ev.services), items(ev.slices), now, self.p.lag_after
             ),
+            "serviceaccount-controller": namespaces_without_default_account(
+                items(ev.namespaces), items(ev.default_accounts), now, self.p.lag_after
+            ),
+            # only evidence beside a controller found stuck or missing: a namespace still emptying is no finding alone
+            "namespace-controller": namespaces_stuck_terminating(items(ev.namespaces), now, self.p.lag_after),
         }
         spec = (ev.lease.data or {}).get("spec", {}) if ev.lease.ok else {}
         acquired = age(spec.get("acquireTime"), now)

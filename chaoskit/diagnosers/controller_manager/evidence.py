@@ -24,6 +24,8 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
+NAMESPACES = "/api/v1/namespaces"
+SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
 CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 CLUSTERROLEBINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 METRICS_URL = controller_manager.METRICS_URL
@@ -69,3 +71,5 @@ class ControllerManagerEvidence:
     failed_creates: Fetched = EMPTY  # FailedCreate events, cluster-wide
     clusterroles: Fetched = EMPTY  # the controllers' roles (system:controller:*) and their bindings
     clusterrolebindings: Fetched = EMPTY
+    namespaces: Fetched = EMPTY
+    default_accounts: Fetched = EMPTY  # every namespace's `default` ServiceAccount

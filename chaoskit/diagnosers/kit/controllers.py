@@ -84,6 +84,7 @@ CONTROLLERS = (
         "--concurrent-statefulset-syncs",
     ),
     Controller("job-controller", "job", "job", "Job controller", "--concurrent-job-syncs"),
+    Controller("serviceaccount-controller", "serviceaccount", "serviceaccount", "ServiceAccount controller"),
 )
 BY_QUEUE = {c.queue: c for c in CONTROLLERS}
 _CHECK = re.compile(r"^\[[+-]\](\S+-controller)\b", re.M)
@@ -186,6 +187,30 @@ def services_without_slices(services: Iterable[Obj], slices: Iterable[Obj], now:
             continue
         if (meta.get("namespace"), meta.get("name")) not in have and (age(_newest_write(svc), now) or 0) > after:
             out.append(f"{_key(svc)}: no EndpointSlice")
+    return out
+
+
+def namespaces_without_default_account(
+    namespaces: Iterable[Obj], accounts: Iterable[Obj], now: float, after: float
+) -> list[str]:
+    """Active namespaces that have had no `default` ServiceAccount for `after` seconds: their pods are refused."""
+    have = {a.get("metadata", {}).get("namespace") for a in accounts if a.get("metadata", {}).get("name") == "default"}
+    return [
+        f"{ns['metadata']['name']}: no default ServiceAccount (its pods are refused)"
+        for ns in namespaces
+        if ns.get("status", {}).get("phase") == "Active"
+        and ns["metadata"]["name"] not in have
+        and (age(ns["metadata"].get("creationTimestamp"), now) or 0) > after
+    ]
+
+
+def namespaces_stuck_terminating(namespaces: Iterable[Obj], now: float, after: float) -> list[str]:
+    """Namespaces deleted over `after` seconds ago and still there."""
+    out = []
+    for ns in namespaces:
+        since = age(ns.get("metadata", {}).get("deletionTimestamp"), now)
+        if since is not None and since > after:
+            out.append(f"{ns['metadata']['name']}: Terminating for {since:.0f}s")
     return out
 
 

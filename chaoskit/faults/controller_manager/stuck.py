@@ -24,9 +24,10 @@ from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.scrape import Metrics, scrape_command
 
-StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice"]
+StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice", "serviceaccount", "namespace"]
 PROBE = "chaoskit-stuck-probe"
 PROBE_NAMESPACE = "chaoskit-stuck-probe"
+GONE_NAMESPACE = "chaoskit-stuck-probe-gone"  # the namespace controller's probe: made, then deleted at once
 FAULT_LABEL = "chaoskit.dev/fault"
 MANIFEST = controller_manager.MANIFEST
 ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
@@ -82,6 +83,10 @@ STUCK: dict[StuckName, StuckController] = {
     ),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
     "endpointslice": StuckController("endpointslice", "endpoint_slice", "", 10.0),
+    # left out: a new namespace gets no `default` ServiceAccount, and the API server refuses every pod there
+    "serviceaccount": StuckController("serviceaccount", "serviceaccount", "", 10.0),
+    # left out: a deleted namespace is never emptied and stays Terminating
+    "namespace": StuckController("namespace", "namespace", "", 10.0),
 }
 
 
@@ -89,7 +94,8 @@ class ControllerStuckParams(FaultParams):
     controller: StuckName = Field(
         default="replicaset",
         description="The controller that stops working: replicaset (no worker: --concurrent-replicaset-syncs=0), "
-        "horizontalpodautoscaling or endpointslice (not started: --controllers=...,-<name>).",
+        "horizontalpodautoscaling, endpointslice, serviceaccount or namespace (not started: "
+        "--controllers=...,-<name>).",
     )
 
 
@@ -106,6 +112,11 @@ def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
 def probe_object(controller: StuckName) -> dict[str, Any]:
     """What the stuck controller would reconcile at once if it worked; it costs no node anything either way."""
     meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+    if controller == "serviceaccount":  # the probe is the new namespace itself, which gets no `default` account
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"probe": "serviceaccount"}}
+    if controller == "namespace":  # deleted right after it is made (probe_lines): it must go, and cannot
+        gone = {"name": GONE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": gone}
     if controller == "replicaset":
         labels = {"app": PROBE}
         pod = {
@@ -138,6 +149,8 @@ def _probe_path(controller: StuckName) -> str:
         "replicaset": f"/apis/apps/v1/{ns}/replicasets/{PROBE}",
         "horizontalpodautoscaling": f"/apis/autoscaling/v2/{ns}/horizontalpodautoscalers/{PROBE}",
         "endpointslice": f"/api/v1/{ns}/services/{PROBE}",
+        "serviceaccount": f"/api/v1/{ns}",
+        "namespace": f"/api/v1/namespaces/{GONE_NAMESPACE}",
     }[controller]
 
 
@@ -157,6 +170,11 @@ def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
         return not status.get("observedGeneration") and not pods
     if controller == "horizontalpodautoscaling":
         return not status.get("conditions") and not status.get("observedGeneration")
+    if controller == "serviceaccount":
+        return env.kube.find(f"/api/v1/namespaces/{PROBE_NAMESPACE}/serviceaccounts/default") is None
+    if controller == "namespace":
+        deleted = api_time(probe.get("metadata", {}).get("deletionTimestamp"))
+        return deleted is not None and now - deleted >= lag
     slices = env.kube.get(
         f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
         labelSelector=f"kubernetes.io/service-name={PROBE}",
@@ -192,16 +210,20 @@ class ControllerStuck(Fault):
     (`--concurrent-horizontal-pod-autoscaler-syncs` must be greater than 0, `--concurrent-service-endpoint-syncs`
     not less than 1), so the controller is left out with `--controllers=...,-<name>`: it never starts and has no
     work queue; HPAs keep their last status, and Services get no EndpointSlice (scaled-out pods are Ready but never
-    in the Service). Once the new process leads, a probe the controller would reconcile at once is created in
+    in the Service). The document's controller table also lists the ServiceAccount and Namespace controllers, left
+    out the same way: `serviceaccount` (a new namespace gets no `default` ServiceAccount, so the API server refuses
+    every pod there) and `namespace` (a deleted namespace is never emptied and stays Terminating). Once the new
+    process leads, a probe the controller would reconcile at once is created in
     namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
-    selecting nothing). Effect: the probe goes unreconciled (no observedGeneration nor pods, or no EndpointSlice,
-    10 s on; no HPA conditions, 10 s past the HPA sync period its manifest sets: 25 s stock, 15 s on chaoskit's
-    cluster) while kube-controller-manager's /healthz is ok and its lease is fresh. The restart and the new
-    process's takeover of the lease take about 5 s (the old pod is let go before the new manifest comes, and the dead
-    holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to let go; a deadline must be at
-    least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout, is). The revert puts the
-    original manifest back the same way (the API only speeds it up), then deletes the probe and its namespace. Runs
-    kubectl on the control-plane node.
+    selecting nothing; for `serviceaccount` the new namespace itself, for `namespace` a namespace made and deleted at
+    once). Effect: the probe goes unreconciled (no observedGeneration nor pods, no EndpointSlice, no `default`
+    ServiceAccount, or still Terminating, 10 s on; no HPA conditions, 10 s past the HPA sync period its manifest
+    sets: 25 s stock, 15 s on chaoskit's cluster) while kube-controller-manager's /healthz is ok and its lease is
+    fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go before the
+    new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to
+    let go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s effect
+    timeout, is). The revert puts the original manifest back the same way (the API only speeds it up), then deletes
+    the probe and its namespace. Runs kubectl on the control-plane node.
     """
 
     name = "controller-manager.controller-stuck"
@@ -230,18 +252,27 @@ class ControllerStuck(Fault):
         )
         probe = json.dumps(probe_object(p.controller), separators=(",", ":"))
         kind = probe_object(p.controller)["kind"].lower()
+        gone = ("namespace", GONE_NAMESPACE, "--ignore-not-found", "--wait=false")
+        made = (kubectl("delete", *gone),) if p.controller == "namespace" else ()  # deleted at once: it must go
+        removed = (
+            kubectl("delete", *gone)
+            if p.controller == "namespace"
+            else kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found")
+        )
         return FaultPlan(
             self.name,
             node,
             apply=(
                 f"mkdir -p {PARKED} && test ! -e {ORIGINAL} && cp -p {MANIFEST} {ORIGINAL}",
                 restart,  # the probe must only ever meet the new process: the old one would reconcile it
-                ensure_namespace(ns, self.name),
+                # (a stuck namespace controller would never let a terminating one go: its probe is a namespace)
+                *((ensure_namespace(ns, self.name),) if p.controller != "namespace" else ()),
                 f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
+                *made,
             ),
             revert=(
                 f"rm -f {EDITED}; {swap(ORIGINAL)}",
-                tolerating_absent(kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found")),
+                tolerating_absent(removed),
                 delete_namespace_if_ours(ns, self.name),
             ),
             summary=f"restart kube-controller-manager without the {p.controller} controller's work "
