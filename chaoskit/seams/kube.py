@@ -268,6 +268,7 @@ _RESOURCES = {
     "Secret": ("secrets", True),
     "ClusterRole": ("clusterroles", False),
     "ClusterRoleBinding": ("clusterrolebindings", False),
+    "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", False),
 }
 
 
