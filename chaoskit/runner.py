@@ -38,6 +38,7 @@ from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import Runner as ShellRunner
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import ResolvedStep, resolve_groups
+from chaoskit.subject import Subject
 
 
 class Runner:
@@ -62,7 +63,7 @@ class Runner:
         self.run_id = uuid.uuid4().hex[:8]
         self.stage = Stage(env, journal, emit)
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
-        self.diagnostician = Diagnostician(env, nodes, emit, self.peers)
+        self.diagnostician = Diagnostician(env, nodes, emit, self.peers, self._users_subject)
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
     def run(self, pb: Playbook) -> RunRecord:
@@ -178,6 +179,11 @@ class Runner:
 
     def _excused(self) -> set[str]:
         return self.peers.excused(self.run_id)  # read at each poll: the suite's runs come and go
+
+    def _users_subject(self) -> Subject | None:
+        """Your subject, judged beside the components (chaoskit's own workload is not the system under test)."""
+        found = self.stage.subject
+        return None if found is None or found.ours else found
 
     def _diagnose(self, rec: RunRecord, when: str, diagnostician: Diagnostician | None) -> None:
         """A diagnosis of every component into the run record; never fails the run (it reports, it does not judge)."""

@@ -17,10 +17,13 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, file_option, node_exec
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
+from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.progress import Progress
 from chaoskit.reports import FORMATS, render
 from chaoskit.reports.table import renderables
+from chaoskit.subject import Subject, resolve
 
 
 @click.command()
@@ -59,6 +62,13 @@ from chaoskit.reports.table import renderables
     help="Seconds for collecting the evidence: whatever hangs longer (a frozen API server or etcd) is "
     "reported as unanswered.",
 )
+@click.option(
+    "--subject",
+    "subject_ref",
+    metavar="NAMESPACE/NAME",
+    help="Also judge your Deployment (its HPA and Service found as a playbook's subject finds them): its "
+    "conditions, its HPA's, its Service's endpoints, its PodDisruptionBudgets.",
+)
 @click.pass_obj
 def diagnose(
     g: Globals,
@@ -70,6 +80,7 @@ def diagnose(
     cluster: str,
     record_path: Path | None,
     budget: float,
+    subject_ref: str | None,
 ) -> None:
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
@@ -88,8 +99,10 @@ def diagnose(
         raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")
     record = _record(record_path) if record_path else None
     progress = Progress()
+    env = cluster_env(g, cluster)
+    yours = _subject(env, subject_ref) if subject_ref else None
     result = run_diagnosis(
-        cluster_env(g, cluster), control_plane, [n.name for n in nodes], components, budget=budget, say=progress.info
+        env, control_plane, [n.name for n in nodes], components, budget=budget, say=progress.info, subject=yours
     )
     for extra, path in (("html", html_file), ("junit", junit_file)):
         if path is not None:
@@ -104,6 +117,13 @@ def diagnose(
         click.echo(render(result, fmt, record), nl=False)
     if not result.ok:
         raise click.exceptions.Exit(EXIT_BREACHED)
+
+
+def _subject(env: Env, ref: str) -> Subject:
+    namespace, _, name = ref.partition("/")
+    if not namespace or not name:
+        raise UsageError(f"--subject {ref!r}: give NAMESPACE/NAME of your Deployment")
+    return resolve(env.kube, SubjectSpec(namespace=namespace, deployment=name))
 
 
 def _record(path: Path) -> dict[str, object]:

@@ -27,8 +27,12 @@ from chaoskit.diagnosers.kit.base import (
 )
 from chaoskit.diagnosers.kit.budget import Budget, leashed
 from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
+from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
+from chaoskit.diagnosers.subject import collect as collect_subject
+from chaoskit.diagnosers.subject import report as subject_report
 from chaoskit.env import Env
 from chaoskit.registry import load_catalog
+from chaoskit.subject import Subject
 
 BUDGET = 12.0  # seconds for the whole collection: a healthy cluster needs about 8 (two scrapes 5 s apart)
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
@@ -52,6 +56,7 @@ def diagnose(
     api_timeout: float = API_TIMEOUT,
     budget: float = BUDGET,
     say: Callable[[str], None] = lambda _: None,
+    subject: Subject | None = None,
 ) -> Diagnosis:
     names = components(wanted)
     started, t0 = time.time(), time.monotonic()
@@ -69,7 +74,16 @@ def diagnose(
         o.value if o.value is not None else _unfinished(*job, budget, o.error)
         for job, o in zip(jobs, outcomes, strict=True)
     ]
+    if subject is not None:  # after the components: they are the likelier cause of what ails it
+        reports.append(_subject(src, subject))
     return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)
+
+
+def _subject(src: Sources, s: Subject) -> ComponentReport:
+    try:
+        return subject_report(collect_subject(src, s))
+    except Exception as exc:  # as for a component: one broken look must not cost the others
+        return collection_failed(SUBJECT, f"{s.kind} {s.namespace}/{s.name}", exc)
 
 
 def _said_probe(say: Callable[[str], None], probe: Fetched, down: str) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
@@ -17,6 +18,7 @@ from chaoskit.faults.base import Fault
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.run.peers import Peers
 from chaoskit.seams.nodeexec import Node
+from chaoskit.subject import Subject
 
 # When the diagnosis first looks at a fault whose effect has not shown yet: about one look's length. A look begun
 # before a quick effect (an API server stopping, an etcd outage reaching /readyz) is spent on a cluster that does not
@@ -48,11 +50,14 @@ def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[F
     )
 
 
-def diagnose_cluster(env: Env, nodes: list[Node], when: str, emit: Emit) -> Diagnosis | None:
-    """A diagnosis of every component, said in one line; None when it broke (it must not cost the experiment)."""
+def diagnose_cluster(
+    env: Env, nodes: list[Node], when: str, emit: Emit, subject: Subject | None = None
+) -> Diagnosis | None:
+    """A diagnosis of every component (and of your subject, when the run has one), said in one line; None when it
+    broke (it must not cost the experiment)."""
     control_plane = next((n.name for n in nodes if n.role == "control-plane"), nodes[0].name)
     try:
-        found = diagnose(env, control_plane, [n.name for n in nodes])
+        found = diagnose(env, control_plane, [n.name for n in nodes], subject=subject)
     except Exception as exc:  # a broken diagnoser reports, it does not stop a run
         emit(Diagnosed(when, error=f"{type(exc).__name__}: {exc}"))
         return None
@@ -85,9 +90,10 @@ class Diagnostician:
     nodes: list[Node]
     emit: Emit
     peers: Peers
+    subject: Callable[[], Subject | None] = lambda: None  # your subject once the run found it (never chaoskit's)
 
     def look(self, when: str) -> Diagnosis | None:
-        return diagnose_cluster(self.env, self.nodes, when, self.emit)
+        return diagnose_cluster(self.env, self.nodes, when, self.emit, self.subject())
 
     def during(self, rec: RunRecord, held: Held, stop: threading.Event) -> None:
         """While the fault holds: diagnose until the top finding names it (past what other faults held now explain),

@@ -11,7 +11,9 @@ from typing import Any
 
 from junitparser import JUnitXml
 
+from chaoskit import workloads
 from chaoskit.diagnosers.run import components as registered
+from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import CLUSTER, chaoskit
 
 
@@ -48,3 +50,29 @@ def test_healthy_cluster_diagnoses_ok_everywhere_and_its_reports_parse(tmp_path:
     assert "<script" not in html.read_text() and "<svg" not in html.read_text()  # no run record, no timeline
     xml = JUnitXml.fromfile(str(junit))
     assert {s.name for s in xml} == components and xml.tests > 40
+
+
+def test_your_subject_not_available_with_every_component_ok_is_named_with_its_cause(kube: Kube, ns: str) -> None:
+    # an image this offline cluster cannot pull: the pods never start, and no Kubernetes component is at fault
+    broken = workloads.web_deployment(ns, "shop")
+    broken["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.invalid/shop:never"
+    broken["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    kube.apply(broken)
+    kube.apply(workloads.service(ns, "shop"))
+    kube.wait(
+        "the Deployment to report itself not Available",
+        lambda: any(
+            c["type"] == "Available" and c["status"] == "False"
+            for c in kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/shop").get("status", {}).get("conditions")
+            or []
+        ),
+        60,
+    )
+    done = chaoskit("diagnose", "--cluster", CLUSTER, "--subject", f"{ns}/shop", "-o", "json", timeout=180)
+    doc = json.loads(done.stdout)["diagnosis"]
+    (mine,) = [r for r in doc["reports"] if r["component"] == "subject"]
+    titles = [f"{f['severity']}: {f['title']}" for f in mine["findings"]]
+    assert mine["subject"] == f"Deployment {ns}/shop" and mine["status"] == "failed", titles
+    assert f"critical: Deployment {ns}/shop is not Available (0/1 available)" in titles
+    assert f"critical: Service {ns}/shop has no ready endpoint" in titles
+    assert done.returncode == 1
