@@ -75,13 +75,11 @@ def web_deployment(
     }
 
 
-def service(ns: str, name: str = "web") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": PORT, "name": "http"}]},
-    }
+def service(ns: str, name: str = "web", session_affinity: bool = False) -> Obj:
+    spec: Obj = {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": PORT, "name": "http"}]}
+    if session_affinity:  # kube-proxy keeps each client IP on the pod it first reached (10800 s stock)
+        spec["sessionAffinity"] = "ClientIP"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
 def hpa(ns: str, target: str = "web", min_replicas: int = 1, max_replicas: int = 6, cpu_percent: int = 50) -> Obj:

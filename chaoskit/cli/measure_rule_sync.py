@@ -45,11 +45,24 @@ WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and w
     show_default=True,
     help="Seconds each change may take to converge on every node.",
 )
+@click.option(
+    "--session-affinity",
+    is_flag=True,
+    help="The measured Service keeps each client on its pod (sessionAffinity ClientIP): requests are then timed "
+    "following removed endpoints only, since no client moves to an added one.",
+)
 @cluster_name_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def rule_sync(
-    g: Globals, changes_text: str, repeat: int, namespace: str | None, timeout: float, name: str, output: str
+    g: Globals,
+    changes_text: str,
+    repeat: int,
+    namespace: str | None,
+    timeout: float,
+    session_affinity: bool,
+    name: str,
+    output: str,
 ) -> None:
     """Measure kube-proxy's rule-sync delay: deploy a workload of its own, make each endpoint change in turn and
     time, per node, the rules holding the new endpoints and the requests following them; kube-proxy's own SLI
@@ -72,6 +85,7 @@ def rule_sync(
             repeat,
             converge_timeout=timeout,
             say=progress.info,
+            session_affinity=session_affinity,
         )
     if output == "json":
         emit(result.to_dict(), "json")

@@ -68,7 +68,15 @@ class RuleSync(Measurement):
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", f"Service {ns}/{p.service}")
         self.result = MeasurementResult(self.label, TYPE, time.time())
         delay = calibrated(kube, self.result)
-        self.tracker = RuleSyncTracker(self.result.started_at, traffic=p.first_request, watch_precision=delay.max)
+        affinity = svc["spec"].get("sessionAffinity") == "ClientIP"
+        self.tracker = RuleSyncTracker(
+            self.result.started_at, traffic=p.first_request, affinity=affinity, watch_precision=delay.max
+        )
+        if affinity and p.first_request:
+            self.result.notes.append(
+                f"Service {ns}/{p.service} has sessionAffinity ClientIP: kube-proxy keeps each node's requests on the "
+                "pod they first reached, so traffic_follows is timed only for changes that remove an endpoint"
+            )
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])

@@ -56,11 +56,12 @@ class Workload:
     namespace: str
     replicas: int = BASE_REPLICAS
     name: str = "web"
+    session_affinity: bool = False  # the Service keeps each client on its pod (sessionAffinity ClientIP)
 
     def deploy(self, timeout: float = READY_TIMEOUT) -> None:
         self.kube.apply(workloads.namespace(self.namespace))
         self.kube.apply(workloads.web_deployment(self.namespace, self.name, replicas=self.replicas))
-        self.kube.apply(workloads.service(self.namespace, self.name))
+        self.kube.apply(workloads.service(self.namespace, self.name, session_affinity=self.session_affinity))
         self.kube.wait(f"{self.replicas} ready pods of {self.namespace}/{self.name}", self.settled, timeout, 1.0)
 
     def pods(self) -> list[dict[str, Any]]:
@@ -130,10 +131,11 @@ def run_changes(
     *,
     converge_timeout: float = CONVERGE_TIMEOUT,
     say: Callable[[str], None] = lambda _: None,
+    session_affinity: bool = False,
 ) -> MeasurementResult:
     """Deploy, measure every change in turn (`repeat` times over), stop; the namespace is deleted whatever happens."""
     sequence = [c for _ in range(repeat) for c in changes]
-    workload = Workload(env.kube, namespace, initial_replicas(sequence))
+    workload = Workload(env.kube, namespace, initial_replicas(sequence), session_affinity=session_affinity)
     try:
         say(f"deploying {workload.replicas} replicas of {workload.name} in namespace {namespace}")
         workload.deploy()

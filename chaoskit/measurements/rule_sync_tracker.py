@@ -125,6 +125,9 @@ class RuleSyncTracker:
 
     started_at: float
     traffic: bool = True  # requests are sent and their answers name their pod: traffic_follows is measured
+    # the Service keeps each client on the pod it first reached (sessionAffinity ClientIP): a node's requests never
+    # move to an added endpoint, so traffic can only be seen following a removal
+    affinity: bool = False
     watch_precision: float = CLOCK_RESOLUTION  # how late a change's watch event may arrive: measured, per run
     slices: dict[str, SliceView] = field(default_factory=dict)
     pod_of: dict[str, str] = field(default_factory=dict)  # endpoint IP -> pod, from every endpoint ever seen
@@ -207,15 +210,19 @@ class RuleSyncTracker:
         end = self.rules_end(change, node)
         return None if end is None else end.at
 
+    def traffic_measurable(self, change: EndpointChange) -> bool:
+        """Whether requests can be seen following `change`: with affinity, only one that removes an endpoint."""
+        return self.traffic and (not self.affinity or bool(change.removed))
+
     def traffic_end(self, change: EndpointChange, node: str) -> End | None:
-        if not self.traffic:
+        if not self.traffic_measurable(change):
             return None
         answers, rounds = self.answers.get(node, NodeAnswers()), self.rounds.get(node, Rounds())
         since = self.changes[change.number - 2].at if change.number > 1 else self.started_at
         ends: list[End] = []
-        if change.added and len(change.added_pods) < len(change.added):
+        if change.added and len(change.added_pods) < len(change.added) and not self.affinity:
             return None  # an endpoint without a pod name: its answers cannot be told apart
-        for pod in sorted(change.added_pods):
+        for pod in sorted(() if self.affinity else change.added_pods):  # affinity: no client moves to a new pod
             first = _first_at_or_after(answers.by_pod.get(pod, []), since)
             if first is None:
                 return None
@@ -252,7 +259,8 @@ class RuleSyncTracker:
     def converged(self, nodes: Iterable[str]) -> bool:
         """Every timed change reached both stage ends (the rules' alone without traffic) on every node."""
         return all(
-            self.rules_programmed(c, n) is not None and (not self.traffic or self.traffic_follows(c, n) is not None)
+            self.rules_programmed(c, n) is not None
+            and (not self.traffic_measurable(c) or self.traffic_follows(c, n) is not None)
             for c in self.changes
             if not c.late
             for n in nodes
@@ -314,7 +322,7 @@ class RuleSyncTracker:
             for node in nodes:
                 if self.rules_programmed(c, node) is None:
                     out.append(f"change {c.number} on {node}: the rules never held the new endpoints while measured")
-                elif self.traffic and self.traffic_follows(c, node) is None:
+                elif self.traffic_measurable(c) and self.traffic_follows(c, node) is None:
                     out.append(f"change {c.number} on {node}: requests did not follow the change while measured")
         return out[:40]
 

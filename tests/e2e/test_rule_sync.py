@@ -181,3 +181,38 @@ def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_
         assert frozen - 1.0 <= follows.pop(node) <= frozen + 5.0, change
         assert all(v < 4.0 for v in follows.values()), (change, follows)
     assert_measured_precision(result)
+
+
+def _answering_pods(env: Env, node: str, cluster_ip: str, requests: int = 20) -> set[str]:
+    """The pods that answered `requests` requests to the Service from `node` (the web pods answer with their name)."""
+    ask = f"for i in $(seq {requests}); do curl -s --max-time 2 http://{cluster_ip}/ | head -n 1; done"
+    done = env.nodes.run(node, ["bash", "-c", ask], check=False, timeout=60)
+    return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+
+
+def test_session_affinity_keeps_a_client_on_its_pod_and_the_measurement_times_what_can_follow(
+    env: Env, ns: str
+) -> None:
+    workload = Workload(env.kube, ns, replicas=3, session_affinity=True)
+    workload.deploy()
+    ip = env.kube.get(f"/api/v1/namespaces/{ns}/services/web")["spec"]["clusterIP"]
+    env.kube.wait("the new Service answering from the node", lambda: _answering_pods(env, "chaoskit-worker", ip, 1), 60)
+    kept = _answering_pods(env, "chaoskit-worker", ip)
+    env.kube.patch(f"/api/v1/namespaces/{ns}/services/web", {"spec": {"sessionAffinity": "None"}})
+    time.sleep(3)  # kube-proxy's next sync drops the affinity rules
+    spread = _answering_pods(env, "chaoskit-worker", ip)
+    print(f"\nwith ClientIP affinity: {sorted(kept)}; without: {sorted(spread)}")
+    assert len(kept) == 1, "kube-proxy's affinity keeps one client IP on one pod"
+    assert len(spread) > 1, "without it, 20 requests over 3 pods reach more than one"
+
+    result = run_changes(env, f"{ns}-m", ("scale-up", "pod-deleted"), session_affinity=True)
+    print("\n" + report("iptables, sessionAffinity ClientIP", result) + "\n" + "\n".join(result.notes))
+    assert all(a["converged"] for a in result.extra["actions"]), result.notes
+    assert any("sessionAffinity ClientIP" in n for n in result.notes)
+    changes = [c for c in result.extra["changes"] if not c["late"]]
+    nodes = sorted(result.extra["nodes"])
+    programmed = by_node(result, "rules_programmed")
+    assert sorted(programmed) == nodes and all(len(xs) == len(changes) for xs in programmed.values())
+    removals = [c for c in changes if c["removed"]]
+    followed = by_node(result, "traffic_follows")
+    assert removals and all(len(followed.get(n, [])) == len(removals) for n in nodes), (removals, followed)

@@ -620,3 +620,29 @@ def test_a_deleted_pod_is_the_oldest_ready_one_never_the_one_a_scale_up_just_add
     )
     assert Workload(kube, "ns").change("pod-deleted") == "deleted pod web-b"  # by name first: web-a, the newest
     assert ("DELETE", f"{base}/web-b") in kube.calls
+
+
+def test_with_session_affinity_no_client_moves_to_an_added_pod_so_only_removals_are_timed_for_traffic() -> None:
+    t = tracker_with_rules()
+    t.affinity = True
+    t.endpoint_slice("MODIFIED", eps(A, B, C), 10.0)  # c added: each node's requests stay on the pod they reached
+    for n in NODES:
+        rules(t, n, 10.4, ABC)
+        rounds(t, n, 10.3, 10.5)
+        answer(t, n, 10.55, "a")
+    assert t.converged(NODES) and not t.incomplete(NODES)  # the rules alone end an added endpoint's change
+    assert {s.stage for s in t.samples(NODES)} == {"rules_programmed"}
+    t.endpoint_slice("MODIFIED", eps(B, C), 20.0)  # a removed: its clients fall to another pod
+    rounds(t, "w1", 20.05, 20.25, 20.4)
+    answer(t, "w1", 20.1, "a")
+    rules(t, "w1", 20.3, frozenset({"10.0.0.2", "10.0.0.3"}))
+    answer(t, "w1", 20.45, "b")
+    assert stage(t, "traffic_follows", "2@w1") == pytest.approx(0.45)
+
+
+def test_the_rules_of_a_service_with_affinity_are_read_as_any_other() -> None:
+    from chaoskit.components.kube_proxy import iptables_rules
+
+    services, endpoints = iptables_rules((DATA / "evidence" / "kube-proxy" / "rules-iptables-affinity.txt").read_text())
+    assert services == {("10.96.23.57", "tcp", 80)}
+    assert endpoints == {("10.244.2.20", "tcp", 8080), ("10.244.3.19", "tcp", 8080)}  # the `-m recent` jumps too
