@@ -84,8 +84,9 @@ def diagnose(
 ) -> None:
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
-    COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd, reverts
-    (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server
+    COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd,
+    metrics-server (the resource metrics pipeline), reverts (chaoskit's own dead-man switches: one that gave up or is
+    retrying) (default: all). Works when the API server
     is down: the API server's report then fails on node-local evidence, and the others say which API-side
     evidence was unavailable.
 
