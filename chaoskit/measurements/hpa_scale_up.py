@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from chaoskit.errors import ToolError
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
-from chaoskit.measurements.probe import NodeProbe, Seen, probe_script
+from chaoskit.measurements.observed import Observers
+from chaoskit.measurements.probe import NodeProbe, probe_script
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
 from chaoskit.subject import PLURAL
@@ -57,7 +57,8 @@ class HpaScaleUp(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         delay = calibrated(kube, self.result)
         self.tracker = HpaTracker(self.result.started_at, time.time, delay.max, answers_name_the_pod=p.first_request)
-        self.stop_event = threading.Event()
+        self.seen = Observers()
+        self.stop_event, self.lock = self.seen.stop_event, self.seen.lock  # the metrics poll's too
         hpa_name = p.hpa or p.deployment
         hpa = must_get(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa_name}", "HPA")
         plural = PLURAL[p.kind]
@@ -72,29 +73,23 @@ class HpaScaleUp(Measurement):
         selector = ",".join(f"{k}={v}" for k, v in deploy["spec"]["selector"]["matchLabels"].items())
         self.request_cores = _requested_cores(deploy)
         self.selector = selector
-        self.watchers = self._watchers(p, hpa_name, plural, selector)
-        self.lock = threading.Lock()
+        self.seen.watchers = self._watchers(p, hpa_name, plural, selector)
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
         script = probe_script(
             ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]), requests=p.first_request
         )
-        self.probes = [NodeProbe(self.env.nodes, n, script, self._locked_seen) for n in self.nodes]
+        seen = self.seen.locked_one(self.tracker.seen)
+        self.seen.probes = [NodeProbe(self.env.nodes, n, script, seen) for n in self.nodes]
         self.metrics_gaps: list[Gap] = []
         self.poller = threading.Thread(target=self._poll_metrics, name="metrics poll", daemon=True)
-        for w in self.watchers:
-            w.start()
-        for probe in self.probes:
-            probe.start()
         self.poller.start()
-        for w in self.watchers:  # a change made right after start() must not hide in the initial list
-            if not w.wait_listed(30):
-                raise MissingPiece(f"could not list {w.path} within 30s: {w.gaps or 'no answer'}")
+        self.seen.start()
 
     def _watchers(self, p: TargetParams, hpa_name: str, plural: str, selector: str) -> list[Watcher]:
         """One watch per object the HPA-to-Ready path passes through: HPA, workload, ReplicaSets, pods, slices."""
         kube, ns, stop = self.env.kube, self.namespace, self.stop_event
         base = f"/namespaces/{ns}"
-        on = self._locked
+        on = self.seen.locked
         t = self.tracker
         return [
             Watcher(
@@ -122,17 +117,6 @@ class HpaScaleUp(Measurement):
             ),
         ]
 
-    def _locked(self, handler: Any) -> Any:
-        def call(kind: str, obj: Obj, at: float) -> None:
-            with self.lock:
-                handler(kind, obj, at)
-
-        return call
-
-    def _locked_seen(self, seen: Seen) -> None:
-        with self.lock:
-            self.tracker.seen(seen)
-
     def _poll_metrics(self) -> None:
         path = f"/apis/metrics.k8s.io/v1beta1/namespaces/{self.namespace}/pods"
         last_stamp, down_since = 0.0, None
@@ -155,18 +139,9 @@ class HpaScaleUp(Measurement):
                 self.tracker.metric(last_stamp, utilization)
 
     def stop(self) -> MeasurementResult:
-        t0 = time.monotonic()
-        while time.monotonic() < t0 + SETTLE:  # let a scale-up caught mid-way reach the end of its path
-            with self.lock:
-                if not (in_flight := self.tracker.in_flight(self.nodes)):
-                    break
-            time.sleep(0.5)
-        settled = time.monotonic() - t0
-        self.stop_event.set()
-        for probe in self.probes:
-            probe.stop()
-        for w in self.watchers:
-            w.join()
+        # let a scale-up caught mid-way reach the end of its path
+        settled, in_flight = self.seen.settle(lambda: self.tracker.in_flight(self.nodes), SETTLE)
+        self.seen.stop()
         self.poller.join(timeout=METRICS_POLL + 5)
         res = self.result
         res.finished_at = time.time()
@@ -179,7 +154,7 @@ class HpaScaleUp(Measurement):
         if settled >= 1:
             left = f"; {in_flight} still on its way" if in_flight else ""
             res.notes.append(f"stopping waited {settled:.0f}s for pods of a scale-up to reach their end{left}")
-        res.gaps = [g for w in self.watchers for g in w.gaps] + self.metrics_gaps
+        res.gaps = self.seen.gaps + self.metrics_gaps
         res.notes += [f"the HPA said {said}" for said in self.tracker.hpa_said]  # why a scale-up did not start
         if not self.tracker.scale_ups:
             res.notes.append("the HPA did not scale up while measuring: no samples")

@@ -16,14 +16,14 @@ the pod's tolerationSeconds; the result says both beside the stock budget (50 s 
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from chaoskit.components import node_lifecycle
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.base import Measurement, TargetParams, must_get, register
 from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
+from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.timeline import MeasurementResult
@@ -60,36 +60,34 @@ class NodeLoss(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         delay = calibrated(kube, self.result)
         self.tracker = NodeLossTracker(delay.max)
-        self.lock = threading.Lock()
-        self.stop_event = threading.Event()
         workload = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/{PLURAL[p.kind]}/{p.deployment}", p.kind)
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         selector = ",".join(f"{k}={v}" for k, v in workload["spec"]["selector"]["matchLabels"].items())
         self.result.extra["settings"] = self._settings(workload)
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
-        on, t, stop = self._locked, self.tracker, self.stop_event
-        self.watchers = [
-            Watcher(kube, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", on(t.lease), stop),
-            Watcher(kube, "/api/v1/nodes", on(t.node), stop),
-            Watcher(kube, f"/api/v1/namespaces/{ns}/pods", on(t.pod), stop, labelSelector=selector),
+        self.seen = o = Observers()
+        t, stop = self.tracker, o.stop_event
+        o.watchers = [
+            Watcher(kube, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", o.locked(t.lease), stop),
+            Watcher(kube, "/api/v1/nodes", o.locked(t.node), stop),
+            Watcher(kube, f"/api/v1/namespaces/{ns}/pods", o.locked(t.pod), stop, labelSelector=selector),
             Watcher(
                 kube,
                 f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
-                on(t.endpoint_slice),
+                o.locked(t.endpoint_slice),
                 stop,
                 labelSelector=f"kubernetes.io/service-name={p.service}",
             ),
         ]
         port = int(svc["spec"]["ports"][0]["port"])
         script = probe_script(ns, p.service, svc["spec"].get("clusterIP", ""), port, requests=False)
-        self.probes = [NodeProbe(self.env.nodes, n, script, self._locked_seen) for n in self.nodes]
-        for w in self.watchers:
-            w.start()
-        for probe in self.probes:
-            probe.start()
-        for w in self.watchers:  # a node lost right after start() must not hide in the initial list
-            if not w.wait_listed(30):
-                raise MissingPiece(f"could not list {w.path} within 30s: {w.gaps or 'no answer'}")
+        rules = o.locked_one(self._rules)
+        o.probes = [NodeProbe(self.env.nodes, n, script, rules) for n in self.nodes]
+        o.start()
+
+    def _rules(self, seen: Seen) -> None:
+        if isinstance(seen, RulesSeen):  # the probe reads the rules only
+            self.tracker.seen(seen)
 
     def _settings(self, workload: Obj) -> dict[str, Any]:
         """The two settings the path waits on: the controller manager's grace period and the pods' toleration."""
@@ -99,34 +97,13 @@ class NodeLoss(Measurement):
             "stock_budget_s": STOCK_BUDGET,
         }
 
-    def _locked(self, handler: Any) -> Any:
-        def call(kind: str, obj: Obj, at: float) -> None:
-            with self.lock:
-                handler(kind, obj, at)
-
-        return call
-
-    def _locked_seen(self, seen: Seen) -> None:
-        if isinstance(seen, RulesSeen):
-            with self.lock:
-                self.tracker.seen(seen)
-
     def stop(self) -> MeasurementResult:
-        t0 = time.monotonic()
-        while time.monotonic() < t0 + SETTLE:  # let replacements caught mid-way reach every node's rules
-            with self.lock:
-                if not (in_flight := self.tracker.in_flight(self.nodes)):
-                    break
-            time.sleep(0.5)
-        settled = time.monotonic() - t0
-        self.stop_event.set()
-        for probe in self.probes:
-            probe.stop()
-        for w in self.watchers:
-            w.join()
+        # let replacements caught mid-way reach every node's rules
+        settled, in_flight = self.seen.settle(lambda: self.tracker.in_flight(self.nodes), SETTLE)
+        self.seen.stop()
         res = self.result
         res.finished_at = time.time()
-        with self.lock:
+        with self.seen.lock:
             res.samples = self.tracker.samples(self.nodes)
             res.notes += self.tracker.notes()
         settings = res.extra["settings"]
@@ -140,7 +117,7 @@ class NodeLoss(Measurement):
         if settled >= 1:
             left = f"; {in_flight} still on its way" if in_flight else ""
             res.notes.append(f"stopping waited {settled:.0f}s for replacements to reach every node's rules{left}")
-        res.gaps = [g for w in self.watchers for g in w.gaps]
+        res.gaps = self.seen.gaps
         if not self.tracker.losses:
             res.notes.append("no node went NotReady while measuring: no samples")
         return res

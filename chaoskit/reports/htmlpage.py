@@ -10,13 +10,13 @@ from markupsafe import Markup
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.model.timeline import STAGE_COMPONENTS
 from chaoskit.reports.common import TEMPLATES, Record, findings, measurements
-from chaoskit.reports.svg import timeline_svg
+from chaoskit.reports.svg import DRAWN, timeline_svg
 
 
 def render_html(diagnosis: Diagnosis, record: Record | None = None) -> str:
     runs: list[dict[str, Any]] = []
     for m in measurements(record):
-        svg = timeline_svg(m) if m.type == "hpa_scale_up" else ""
+        svg = timeline_svg(m) if m.type in DRAWN else ""
         runs.append({"m": m, "summaries": m.summaries(), "svg": Markup(svg)})  # noqa: S704 - our own escaped SVG
     return TEMPLATES.get_template("report.html.j2").render(
         d=diagnosis,

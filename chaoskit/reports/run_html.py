@@ -13,7 +13,7 @@ from markupsafe import Markup
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.model.record import StepRecord
 from chaoskit.reports.common import TEMPLATES, Record, measurements, seconds
-from chaoskit.reports.svg import probe_svg, timeline_svg
+from chaoskit.reports.svg import DRAWN, probe_svg, timeline_svg
 
 VERDICT_COLOUR = {
     "passed": "#2da44e",
@@ -77,7 +77,7 @@ def render_run_html(record: Record) -> str:
     timelines = {
         str(r["playbook"]): [
             Markup(timeline_svg(m))  # noqa: S704 - our SVG
-            for m in [*measurements(r, "hpa_scale_up"), *measurements(r, "rule_sync")]
+            for m in [m for kind in DRAWN for m in measurements(r, kind)]
         ]
         for r in runs
     }

@@ -36,11 +36,18 @@ PALETTE = (
     "#BCBD22",
 )
 ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
-STAGE_ORDER = list(dict.fromkeys(s.name for s in (*HPA_STAGES, *RULE_SYNC_STAGES, *NODE_LOSS_STAGES)))
+DRAWN = ("hpa_scale_up", "node_loss", "rule_sync")  # the measurements whose stages a report draws as a timeline
+# each measurement's stages in their critical-path order: its colours and its legend follow it
+STAGE_ORDERS = {
+    "hpa_scale_up": [s.name for s in HPA_STAGES],
+    "rule_sync": [s.name for s in RULE_SYNC_STAGES],
+    "node_loss": [s.name for s in NODE_LOSS_STAGES],
+}
 
 
-def _colours(stages: list[str]) -> dict[str, str]:
-    ordered = sorted(stages, key=lambda s: (STAGE_ORDER.index(s) if s in STAGE_ORDER else len(STAGE_ORDER), s))
+def _colours(stages: list[str], kind: str) -> dict[str, str]:
+    order = STAGE_ORDERS.get(kind, [])
+    ordered = sorted(stages, key=lambda s: (order.index(s) if s in order else len(order), s))
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(ordered)}
 
 
@@ -76,7 +83,7 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
     t0, t1 = min(s.start for s in samples), max(s.end for s in samples)
     span = max(t1 - t0, 1e-3)
     plot = width - LABEL - 2 * PAD
-    stages = _colours(list(dict.fromkeys(s.stage for s in samples)))
+    stages = _colours(list(dict.fromkeys(s.stage for s in samples)), m.type)
     legend_top = PAD + 24 + len(rows) * ROW + 26
     height = legend_top + len(stages) * LEGEND_ROW + PAD
 
