@@ -17,6 +17,7 @@ from chaoskit.faults.controller_manager.quota import QUOTA, QuotaExhausted, Quot
 from chaoskit.faults.controller_manager.stuck import (
     GONE_NAMESPACE,
     LEASE,
+    LOST_NODE,
     MANIFEST,
     PROBE,
     PROBE_NAMESPACE,
@@ -176,6 +177,8 @@ def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
     obj["metadata"]["generation"] = 1
     if controller == "namespace":  # deleted as soon as it was made
         obj["metadata"]["deletionTimestamp"] = obj["metadata"]["creationTimestamp"]
+    if controller == "nodelifecycle":  # Ready once, as the plan's status line leaves it
+        status = {"conditions": [{"type": "Ready", "status": "True"}], **status}
     return {**obj, "status": status}
 
 
@@ -185,6 +188,7 @@ PATHS = {
     "endpointslice": f"{NS}/services/{PROBE}",
     "serviceaccount": NS,  # the new namespace itself
     "namespace": f"/api/v1/namespaces/{GONE_NAMESPACE}",
+    "nodelifecycle": f"/api/v1/nodes/{LOST_NODE}",
 }
 EMPTY_LISTS = {
     f"{NS}/pods": {"items": []},
@@ -192,7 +196,7 @@ EMPTY_LISTS = {
 }
 
 
-def stuck_env(controller: StuckName, age: float = 60, hpa_sync: str = "", **status: Any) -> Env:
+def stuck_env(controller: StuckName, age: float = 90, hpa_sync: str = "", **status: Any) -> Env:
     return _env(
         {PATHS[controller]: _probe(controller, age, **status), LEASE: _lease(2), **EMPTY_LISTS}, hpa_sync=hpa_sync
     )
@@ -248,6 +252,8 @@ def test_no_effect_when_the_controller_does_its_work() -> None:
     env = _env({PATHS["serviceaccount"]: _probe("serviceaccount", 60), LEASE: _lease(2), **account})
     assert not _effect("serviceaccount", env)
     assert not _effect("namespace", _env({LEASE: _lease(2)}))  # the deleted namespace is gone
+    unknown = {"conditions": [{"type": "Ready", "status": "Unknown"}]}
+    assert not _effect("nodelifecycle", stuck_env("nodelifecycle", **unknown))  # marked lost, as it should be
 
 
 def test_no_effect_when_the_whole_process_is_down_or_frozen() -> None:

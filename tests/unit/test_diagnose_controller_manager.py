@@ -465,3 +465,34 @@ def test_what_the_serviceaccount_and_namespace_controllers_leave_behind() -> Non
         "shop: no default ServiceAccount (its pods are refused)"
     ]
     assert namespaces_stuck_terminating(namespaces, now, 10) == ["gone: Terminating for 100s"]
+
+
+def test_a_node_without_heartbeats_still_ready_and_untainted_is_what_a_missing_lifecycle_controller_leaves() -> None:
+    from chaoskit.diagnosers.kit.controllers import nodes_not_marked_lost
+
+    now = 1_000_000.0
+    old, new = "1970-01-12T13:45:00Z", "1970-01-12T13:46:35Z"  # 100 s and 5 s before now
+
+    def node(name: str, ready: str, *, taint: bool = False) -> dict[str, Any]:
+        taints = [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}] if taint else []
+        conditions = [{"type": "Ready", "status": ready}]
+        return {
+            "metadata": {"name": name, "creationTimestamp": old},
+            "spec": {"taints": taints},
+            "status": {"conditions": conditions},
+        }
+
+    nodes = [
+        node("alive", "True"),
+        node("probe", "True"),
+        node("marked", "Unknown", taint=True),
+        node("silent", "True"),
+    ]
+    leases = [
+        {"metadata": {"name": "alive"}, "spec": {"renewTime": new}},
+        {"metadata": {"name": "silent"}, "spec": {"renewTime": old}},
+    ]
+    assert nodes_not_marked_lost(nodes, leases, now, 40) == [
+        "node probe: no heartbeat for 100s, still Ready and untainted",  # no lease at all: since it was made
+        "node silent: no heartbeat for 100s, still Ready and untainted",
+    ]

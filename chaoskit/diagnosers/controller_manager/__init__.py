@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.node_lifecycle import grace_period
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
 from chaoskit.diagnosers.controller_manager.evidence import (
     CLUSTERROLEBINDINGS,
@@ -25,6 +26,8 @@ from chaoskit.diagnosers.controller_manager.evidence import (
     METRICS,
     METRICS_URL,
     NAMESPACES,
+    NODE_LEASES,
+    NODES,
     QUOTAS,
     REPLICASETS,
     SERVICEACCOUNTS,
@@ -51,6 +54,7 @@ from chaoskit.diagnosers.kit.controllers import (
     missing_controllers,
     namespaces_stuck_terminating,
     namespaces_without_default_account,
+    nodes_not_marked_lost,
     services_without_slices,
     stuck_findings,
     stuck_queues,
@@ -86,6 +90,8 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 ("clusterroles", CLUSTERROLES),
                 ("clusterrolebindings", CLUSTERROLEBINDINGS),
                 ("namespaces", NAMESPACES),
+                ("nodes", NODES),
+                ("node_leases", NODE_LEASES),
             )
         }
         reads["default_accounts"] = src.api.fetch(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
@@ -193,6 +199,9 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             ),
             # only evidence beside a controller found stuck or missing: a namespace still emptying is no finding alone
             "namespace-controller": namespaces_stuck_terminating(items(ev.namespaces), now, self.p.lag_after),
+            "node-lifecycle-controller": nodes_not_marked_lost(
+                items(ev.nodes), items(ev.node_leases), now, grace_period(ev.cmdline.split()) + self.p.lag_after
+            ),
         }
         spec = (ev.lease.data or {}).get("spec", {}) if ev.lease.ok else {}
         acquired = age(spec.get("acquireTime"), now)

@@ -25,6 +25,8 @@ SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
 NAMESPACES = "/api/v1/namespaces"
+NODES = "/api/v1/nodes"
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
 CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 CLUSTERROLEBINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
@@ -73,3 +75,5 @@ class ControllerManagerEvidence:
     clusterrolebindings: Fetched = EMPTY
     namespaces: Fetched = EMPTY
     default_accounts: Fetched = EMPTY  # every namespace's `default` ServiceAccount
+    nodes: Fetched = EMPTY
+    node_leases: Fetched = EMPTY  # the kubelets' heartbeats

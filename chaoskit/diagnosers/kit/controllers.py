@@ -214,6 +214,21 @@ def namespaces_stuck_terminating(namespaces: Iterable[Obj], now: float, after: f
     return out
 
 
+def nodes_not_marked_lost(nodes: Iterable[Obj], leases: Iterable[Obj], now: float, after: float) -> list[str]:
+    """Nodes whose heartbeat lease has not been renewed (or ever made) for `after` seconds, yet still Ready and not
+    tainted unreachable: no node lifecycle controller called them lost."""
+    renewed = {str(x.get("metadata", {}).get("name")): (x.get("spec") or {}).get("renewTime") for x in leases}
+    out = []
+    for n in nodes:
+        meta = n.get("metadata", {})
+        ready: Obj = next((c for c in n.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+        tainted = any(t.get("key") == "node.kubernetes.io/unreachable" for t in n.get("spec", {}).get("taints") or [])
+        silent = age(renewed.get(str(meta.get("name"))) or meta.get("creationTimestamp"), now)
+        if ready.get("status") == "True" and not tainted and silent is not None and silent > after:
+            out.append(f"node {meta.get('name')}: no heartbeat for {silent:.0f}s, still Ready and untainted")
+    return out
+
+
 def stuck_findings(
     queues: list[StuckQueue],
     missing: list[Controller],

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
@@ -24,10 +25,13 @@ from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.scrape import Metrics, scrape_command
 
-StuckName = Literal["replicaset", "horizontalpodautoscaling", "endpointslice", "serviceaccount", "namespace"]
+StuckName = Literal[
+    "replicaset", "horizontalpodautoscaling", "endpointslice", "serviceaccount", "namespace", "nodelifecycle"
+]
 PROBE = "chaoskit-stuck-probe"
 PROBE_NAMESPACE = "chaoskit-stuck-probe"
 GONE_NAMESPACE = "chaoskit-stuck-probe-gone"  # the namespace controller's probe: made, then deleted at once
+LOST_NODE = "chaoskit-stuck-probe-node"  # the node lifecycle controller's probe: a Node no kubelet ever renews
 FAULT_LABEL = "chaoskit.dev/fault"
 MANIFEST = controller_manager.MANIFEST
 ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
@@ -87,6 +91,11 @@ STUCK: dict[StuckName, StuckController] = {
     "serviceaccount": StuckController("serviceaccount", "serviceaccount", "", 10.0),
     # left out: a deleted namespace is never emptied and stays Terminating
     "namespace": StuckController("namespace", "namespace", "", 10.0),
+    # left out: a node whose heartbeats stop is never marked NotReady nor tainted, and keeps its pods; a working one
+    # marks the probe node Unknown one grace period after it first saw it, then at its next look (5 s)
+    "nodelifecycle": StuckController(
+        "nodelifecycle", "node_lifecycle_controller", "", 15.0, "--node-monitor-grace-period", 50.0
+    ),
 }
 
 
@@ -94,7 +103,7 @@ class ControllerStuckParams(FaultParams):
     controller: StuckName = Field(
         default="replicaset",
         description="The controller that stops working: replicaset (no worker: --concurrent-replicaset-syncs=0), "
-        "horizontalpodautoscaling, endpointslice, serviceaccount or namespace (not started: "
+        "horizontalpodautoscaling, endpointslice, serviceaccount, namespace or nodelifecycle (not started: "
         "--controllers=...,-<name>).",
     )
 
@@ -117,6 +126,9 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
     if controller == "namespace":  # deleted right after it is made (probe_lines): it must go, and cannot
         gone = {"name": GONE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": gone}
+    if controller == "nodelifecycle":  # Ready once (status_lines), then never heard from: it must be called lost
+        lost = {"name": LOST_NODE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": lost, "spec": {}}
     if controller == "replicaset":
         labels = {"app": PROBE}
         pod = {
@@ -143,6 +155,21 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
 
 
+def ready_once() -> str:
+    """A line giving the probe node the status a kubelet posts once, Ready now, and then never again."""
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "chaoskit's probe: Ready once, never heard from again",
+        "lastHeartbeatTime": "NOW",
+        "lastTransitionTime": "NOW",
+    }
+    status = shlex.quote(json.dumps({"status": {"conditions": [ready]}}, separators=(",", ":")))
+    patch = kubectl("patch", "node", LOST_NODE, "--subresource=status", "--type=merge")
+    return f'now=$(date -u +%Y-%m-%dT%H:%M:%SZ) && {patch} -p "$(printf %s {status} | sed "s/NOW/$now/g")"'
+
+
 def _probe_path(controller: StuckName) -> str:
     ns = f"namespaces/{PROBE_NAMESPACE}"
     return {
@@ -151,6 +178,7 @@ def _probe_path(controller: StuckName) -> str:
         "endpointslice": f"/api/v1/{ns}/services/{PROBE}",
         "serviceaccount": f"/api/v1/{ns}",
         "namespace": f"/api/v1/namespaces/{GONE_NAMESPACE}",
+        "nodelifecycle": f"/api/v1/nodes/{LOST_NODE}",
     }[controller]
 
 
@@ -175,6 +203,10 @@ def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
     if controller == "namespace":
         deleted = api_time(probe.get("metadata", {}).get("deletionTimestamp"))
         return deleted is not None and now - deleted >= lag
+    if controller == "nodelifecycle":  # still Ready and untainted a grace period and more after its last heartbeat
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        tainted = any(t.get("key") == UNREACHABLE for t in probe.get("spec", {}).get("taints") or [])
+        return bool(ready) and ready[0].get("status") == "True" and not tainted
     slices = env.kube.get(
         f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
         labelSelector=f"kubernetes.io/service-name={PROBE}",
@@ -210,20 +242,22 @@ class ControllerStuck(Fault):
     (`--concurrent-horizontal-pod-autoscaler-syncs` must be greater than 0, `--concurrent-service-endpoint-syncs`
     not less than 1), so the controller is left out with `--controllers=...,-<name>`: it never starts and has no
     work queue; HPAs keep their last status, and Services get no EndpointSlice (scaled-out pods are Ready but never
-    in the Service). The document's controller table also lists the ServiceAccount and Namespace controllers, left
-    out the same way: `serviceaccount` (a new namespace gets no `default` ServiceAccount, so the API server refuses
-    every pod there) and `namespace` (a deleted namespace is never emptied and stays Terminating). Once the new
-    process leads, a probe the controller would reconcile at once is created in
-    namespace chaoskit-stuck-probe (a ReplicaSet whose pods are gated, an HPA of a missing Deployment, a Service
-    selecting nothing; for `serviceaccount` the new namespace itself, for `namespace` a namespace made and deleted at
-    once). Effect: the probe goes unreconciled (no observedGeneration nor pods, no EndpointSlice, no `default`
-    ServiceAccount, or still Terminating, 10 s on; no HPA conditions, 10 s past the HPA sync period its manifest
-    sets: 25 s stock, 15 s on chaoskit's cluster) while kube-controller-manager's /healthz is ok and its lease is
-    fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go before the
-    new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to
-    let go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s effect
-    timeout, is). The revert puts the original manifest back the same way (the API only speeds it up), then deletes
-    the probe and its namespace. Runs kubectl on the control-plane node.
+    in the Service). The document's controller table also lists the ServiceAccount, Namespace and node lifecycle
+    controllers, left out the same way: `serviceaccount` (a new namespace gets no `default` ServiceAccount, so the
+    API server refuses every pod there), `namespace` (a deleted namespace is never emptied and stays Terminating)
+    and `nodelifecycle` (a node whose heartbeats stop is never marked NotReady nor tainted). Once the new process
+    leads, a probe the controller would reconcile at once is created in namespace chaoskit-stuck-probe (a ReplicaSet
+    whose pods are gated, an HPA of a missing Deployment, a Service selecting nothing; for `serviceaccount` the new
+    namespace itself, for `namespace` a namespace made and deleted at once, for `nodelifecycle` a Node object given a
+    Ready status once and never again). Effect: the probe goes unreconciled (no observedGeneration nor pods, no
+    EndpointSlice, no `default` ServiceAccount, or still Terminating, 10 s on; the probe node still Ready and untainted
+    15 s past the node-monitor grace period its manifest sets; no HPA conditions, 10 s past the HPA sync period its
+    manifest sets: 25 s stock, 15 s on chaoskit's cluster) while kube-controller-manager's /healthz is ok and its lease
+    is fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go before the
+    new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to let
+    go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout,
+    is). The revert puts the original manifest back the same way (the API only speeds it up), then deletes the probe and
+    its namespace. Runs kubectl on the control-plane node.
     """
 
     name = "controller-manager.controller-stuck"
