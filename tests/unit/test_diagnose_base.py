@@ -38,7 +38,7 @@ from chaoskit.seams.certs import DAY, expiry, parse_not_after
 from chaoskit.seams.kube import FakeKube, Kube, KubeError
 from chaoskit.seams.nodeexec import FakeNodeExec
 from chaoskit.seams.scrape import Histogram, Metrics, windowed
-from chaoskit.seams.shell import FakeRunner
+from chaoskit.seams.shell import Completed, FakeRunner
 
 REFUSED = (
     "GET /readyz: MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=9): Max retries exceeded (Caused "
@@ -375,3 +375,20 @@ def test_a_health_answer_cut_off_by_a_loaded_node_gives_no_verdict_but_a_refused
     # kubelet's systemctl look cut off: no "kubelet is not running (systemd: unknown)"
     service = KubeletDiagnoser().analyze(evidence.kubelet(service="unknown", unread="cut off after 10.5s"))
     assert [(f.severity, f.title) for f in service] == [("warning", UNCOLLECTED)]
+
+
+def test_scripts_side_by_side_run_at_once_so_a_look_costs_the_slowest_not_their_sum() -> None:
+    import threading
+
+    from chaoskit.diagnosers.kit.sources import _MARK, _RC
+
+    both = threading.Barrier(2, timeout=5)  # each script waits for the other to start: never one after the other
+
+    def responder(argv: tuple[str, ...]) -> Completed:
+        both.wait()
+        node = next(a for a in argv if a in ("w", "cp"))
+        return Completed(argv, 0, f"{_MARK}who\n{node}\n\n{_RC}0\n")
+
+    src = Sources.of(Env(FakeKube(), FakeNodeExec(FakeRunner(responder=responder)), "chaoskit"), "cp", ("cp", "w"))
+    here, there = src.side_by_side(("w", {"who": "hostname"}), ("cp", {"who": "hostname"}))
+    assert (here["who"].text, there["who"].text) == ("w", "cp")

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, leashed
@@ -270,6 +271,16 @@ class Sources:
         if not found and done.returncode != 0:  # the shell never started: the node container is gone or stopped
             return _not_run(node, commands, done.output.strip()[-200:] or f"exit {done.returncode}")
         return {name: found.get(name, NOT_RUN) for name in commands}
+
+    def side_by_side(self, *scripts: tuple[str, Mapping[str, str]]) -> list[dict[str, Section]]:
+        """Several nodes' scripts (node, commands) at once: the look costs the slowest, not their sum (a node cut off
+        from the control plane makes the control plane's questions about it wait out their timeouts)."""
+        jobs = [partial(self.sections, node, commands) for node, commands in scripts]
+        outcomes = leashed(jobs, self.budget.cap(60) + 1, name="chaoskit-sections")
+        return [
+            o.value if o.value is not None else _not_run(node, commands, f"{o.error or 'not finished in time'}")
+            for (node, commands), o in zip(scripts, outcomes, strict=True)
+        ]
 
 
 def _not_run(node: str, commands: Mapping[str, str], reason: str) -> dict[str, Section]:

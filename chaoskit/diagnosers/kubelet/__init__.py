@@ -52,24 +52,26 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     Params = KubeletParams
 
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
-        s = src.sections(
-            node,
-            {
-                "service": "systemctl is-active kubelet; systemctl show kubelet -p NRestarts --value",
-                "healthz": http_command(kubelet.HEALTHZ, max_time=3),
-                "cert": cert_dates_command({"client": CLIENT_PEM}),
-                "disk": f"df -P {KUBELET_DIR} | tail -n 1",
-                "journal": f"{JOURNAL} | tail -n 400",
-                "api_reach": API_REACH,
-            },
-        )
         cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} "
-        remote = src.sections(
-            src.control_plane,
-            {
-                "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
-                "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
-            },
+        s, remote = src.side_by_side(
+            (
+                node,
+                {
+                    "service": "systemctl is-active kubelet; systemctl show kubelet -p NRestarts --value",
+                    "healthz": http_command(kubelet.HEALTHZ, max_time=3),
+                    "cert": cert_dates_command({"client": CLIENT_PEM}),
+                    "disk": f"df -P {KUBELET_DIR} | tail -n 1",
+                    "journal": f"{JOURNAL} | tail -n 400",
+                    "api_reach": API_REACH,
+                },
+            ),
+            (  # kubelet's authenticated endpoints, asked from the control plane as the API server would
+                src.control_plane,
+                {
+                    "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
+                    "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
+                },
+            ),
         )
         service = s["service"].output.split()
         return KubeletEvidence(
