@@ -25,6 +25,7 @@ from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.diagnosers.etcd import EtcdParams
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
+from chaoskit.diagnosers.kit.controllers import CONTROLLERS
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
@@ -120,11 +121,7 @@ def _web(kube: Kube, ns: str, replicas: int = 1) -> None:
     kube.wait("web in its Service", lambda: _ready_in_service(kube, ns) >= replicas, 60)
 
 
-HEALTHZ_CHECK = {
-    "replicaset": "replicaset-controller",
-    "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
-    "endpointslice": "endpointslice-controller",
-}
+HEALTHZ_CHECK = {c.alias: c.check for c in CONTROLLERS}  # its --controllers name -> its /healthz check
 
 
 def _looks_healthy(controller: str, lease: tuple[str, float, str, float], healthz: str) -> None:
@@ -174,7 +171,7 @@ def _while_stuck(h: Holding) -> dict[str, Any]:
 
 def test_in_the_catalog_each_stuck_controller_left_its_process_leading_healthy_and_unblamed(catalog: Catalog) -> None:
     steps = catalog.steps("controller-manager.controller-stuck")
-    assert len(steps) >= 2, "the catalog's controller-stuck playbook runs the HPA and ReplicaSet controllers"
+    assert len(steps) >= 5, "the catalog stops the HPA, ReplicaSet, ServiceAccount, Namespace and lifecycle controllers"
     for run, step in steps:
         controller = next(c for c in STUCK if f"without the {c} controller" in step["summary"])
         seen = catalog.seen.get((run["playbook"], step["step"]), {})
