@@ -392,3 +392,11 @@ def test_the_manifest_comes_back_while_the_api_server_is_down(node: Path) -> Non
     _kubectl(node, "echo 'The connection to the server was refused' >&2; exit 1")
     assert _run(node, plan.revert[0]).returncode == 0  # the lease is only cut where the API answers
     assert manifest.read_text() == original
+
+
+def test_the_node_lifecycle_probe_is_a_node_given_one_heartbeat_and_deleted_by_the_revert() -> None:
+    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller="nodelifecycle"))
+    assert '"kind":"Node"' in plan.apply[-2] and "--subresource=status" in plan.apply[-1]
+    assert any(f"delete node {LOST_NODE} --ignore-not-found" in line for line in plan.revert)
+    gone = ControllerStuck().plan(CP, ControllerStuckParams(controller="namespace"))
+    assert f"delete namespace {GONE_NAMESPACE}" in gone.apply[-1]

@@ -170,6 +170,16 @@ def ready_once() -> str:
     return f'now=$(date -u +%Y-%m-%dT%H:%M:%SZ) && {patch} -p "$(printf %s {status} | sed "s/NOW/$now/g")"'
 
 
+def daemon_pods_gone() -> str:
+    """A line deleting the pods DaemonSets made for the probe node: a DaemonSet that tolerates every taint (a pod
+    network's) gives it one, which never runs and outlives the node unless deleted."""
+    aimed = ".spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*]"
+    columns = f"custom-columns=NS:.metadata.namespace,NAME:.metadata.name,NODE:{aimed}.matchFields[*].values[*]"
+    listed = kubectl("get", "pods", "-A", "--no-headers", "-o", columns)
+    delete = kubectl("delete", "pod", "--ignore-not-found", "--wait=false")
+    return f'{listed} | while read -r ns name node; do [ "$node" != {LOST_NODE} ] || {delete} -n "$ns" "$name"; done'
+
+
 def _probe_path(controller: StuckName) -> str:
     ns = f"namespaces/{PROBE_NAMESPACE}"
     return {
@@ -287,12 +297,13 @@ class ControllerStuck(Fault):
         probe = json.dumps(probe_object(p.controller), separators=(",", ":"))
         kind = probe_object(p.controller)["kind"].lower()
         gone = ("namespace", GONE_NAMESPACE, "--ignore-not-found", "--wait=false")
-        made = (kubectl("delete", *gone),) if p.controller == "namespace" else ()  # deleted at once: it must go
-        removed = (
-            kubectl("delete", *gone)
-            if p.controller == "namespace"
-            else kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found")
-        )
+        # the namespace probe is deleted at once (it must go); the node probe is given its one heartbeat
+        made = {"namespace": (kubectl("delete", *gone),), "nodelifecycle": (ready_once(),)}.get(p.controller, ())
+        removed = {
+            "namespace": kubectl("delete", *gone),
+            "nodelifecycle": f"{kubectl('delete', 'node', LOST_NODE, '--ignore-not-found', '--wait=false')} && "
+            + daemon_pods_gone(),
+        }.get(p.controller, kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found"))
         return FaultPlan(
             self.name,
             node,
