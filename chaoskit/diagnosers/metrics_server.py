@@ -8,13 +8,12 @@ server's side (the APIService, the metrics API itself, the Deployment behind it)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field
 
 from chaoskit.components import metrics_server
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.kit.common import age, items
+from chaoskit.diagnosers.kit.common import age, condition_of, items
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.model.params import FaultParams
 
@@ -41,19 +40,12 @@ class MetricsServerEvidence:
     hpas: Fetched
 
 
-def condition(obj: Any, kind: str) -> dict[str, Any]:
-    for c in (obj or {}).get("status", {}).get("conditions") or [] if isinstance(obj, dict) else []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
 def blind_hpas(hpas: Fetched, now: float, longer_than: float = 0.0) -> list[str]:
     """HPAs whose controller has said for longer than `longer_than` seconds that it cannot read their metrics:
     ns/name and the condition's own words."""
     out = []
     for h in items(hpas) if hpas.ok else []:
-        active = condition(h, "ScalingActive")
+        active = condition_of(h, "ScalingActive")
         since = age(active.get("lastTransitionTime"), now)
         if active.get("status") == "False" and active.get("reason") in BLIND and (since or 0) >= longer_than:
             meta = h.get("metadata", {})
@@ -85,7 +77,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
         return [self._pipeline(ev)]
 
     def _pipeline(self, ev: MetricsServerEvidence) -> Assessed:
-        available = condition(ev.apiservice.data, "Available") if ev.apiservice.ok else {}
+        available = condition_of(ev.apiservice.data, "Available") if ev.apiservice.ok else {}
         samples = items(ev.node_metrics) if ev.node_metrics.ok else []
         ages = [a for a in (age(s.get("timestamp"), ev.collected_at) for s in samples) if a is not None]
         spec = (ev.deployment.data or {}) if ev.deployment.ok else {}

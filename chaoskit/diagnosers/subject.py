@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit.diagnosers.kit.base import Assessed, ComponentReport, Evidence, Finding
-from chaoskit.diagnosers.kit.common import items
+from chaoskit.diagnosers.kit.common import condition_of, items
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.subject import PLURAL, Subject
 
@@ -55,13 +55,6 @@ def collect(src: Sources, s: Subject) -> SubjectEvidence:
     )
 
 
-def _condition(obj: Any, kind: str) -> dict[str, Any]:
-    for c in (obj or {}).get("status", {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
 def _said(c: dict[str, Any]) -> str:
     return f"{c.get('type')}={c.get('status')} {c.get('reason', '')}: {c.get('message', '')}".strip()[:300]
 
@@ -76,8 +69,8 @@ def workload(ev: SubjectEvidence) -> Assessed:
     ready = int(status.get("availableReplicas" if s.kind == "Deployment" else "readyReplicas") or 0)
     conditions = tuple(_said(c) for c in status.get("conditions") or [])
     e = Evidence("workload", f"GET {what}", {"replicas": wanted, "available": ready}, conditions=conditions)
-    available, progressing = _condition(obj, "Available"), _condition(obj, "Progressing")
-    failure = _condition(obj, "ReplicaFailure")
+    available, progressing = condition_of(obj, "Available"), condition_of(obj, "Progressing")
+    failure = condition_of(obj, "ReplicaFailure")
     if (s.kind == "Deployment" and available.get("status") == "False") or (wanted and not ready):
         cause = (
             f"its pods cannot be created: {failure.get('message')}"
@@ -127,7 +120,7 @@ def hpa(ev: SubjectEvidence) -> Assessed:
         for e in (items(ev.hpa_events) if ev.hpa_events is not None and ev.hpa_events.ok else [])
         if e.get("reason") in HPA_REASONS
     ]
-    conditions = {k: _condition(ev.hpa.data, k) for k in ("AbleToScale", "ScalingActive", "ScalingLimited")}
+    conditions = {k: condition_of(ev.hpa.data, k) for k in ("AbleToScale", "ScalingActive", "ScalingLimited")}
     e = Evidence(
         "hpa",
         f"GET HPA {s.namespace}/{s.hpa} and its events",

@@ -15,6 +15,7 @@ from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import (
     age,
     api_unavailable,
+    condition_of,
     items,
 )
 from chaoskit.diagnosers.kit.leases import LeaseState
@@ -106,13 +107,6 @@ def _lease_stale(ev: ControllerManagerEvidence, grace: float) -> bool:
     return LeaseState.of(ev.lease.data, ev.collected_at).stale(grace)
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
 def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
     meta, spec, status = d.get("metadata", {}), d.get("spec", {}), d.get("status", {})
     if meta.get("deletionTimestamp"):
@@ -121,7 +115,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
     since_change = age(_newest_time(d), now)
     if observed < generation and (since_change is None or since_change > after):
         return f"generation {generation} not observed (observed {observed})"
-    progressing = _condition(d, "Progressing")
+    progressing = condition_of(d, "Progressing")
     if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
         return f"ProgressDeadlineExceeded: {progressing.get('message', '')}"
     wanted = int(spec.get("replicas", 1))
@@ -132,7 +126,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
             a
             for a in (
                 age(progressing.get("lastUpdateTime"), now),
-                age(_condition(d, "Available").get("lastTransitionTime"), now),
+                age(condition_of(d, "Available").get("lastTransitionTime"), now),
             )
             if a is not None
         ),
@@ -145,7 +139,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
 
 def _hpa_problem(h: dict[str, Any], now: float, after: float) -> str:
     for kind in ("AbleToScale", "ScalingActive"):
-        c = _condition(h, kind)
+        c = condition_of(h, kind)
         if c.get("status") == "False" and (age(c.get("lastTransitionTime"), now) or 0) > after:
             return f"{kind}=False {c.get('reason', '')}: {c.get('message', '')}"[:300]
     status = h.get("status", {})

@@ -189,3 +189,14 @@ def items(fetched: Fetched) -> list[dict[str, Any]]:
 def rounded(values: Iterable[tuple[str, float | None]], digits: int = 4) -> dict[str, float]:
     """Metric values for an Evidence record: absent ones left out, the rest rounded for reading."""
     return {k: round(v, digits) for k, v in values if v is not None}
+
+
+def condition_of(obj: Any, kind: str) -> dict[str, Any]:
+    """An object's status condition of type `kind` (a Node's Ready, a Deployment's Available, an HPA's ScalingActive);
+    {} when it has none or the object is not there."""
+    if not isinstance(obj, dict):
+        return {}
+    for c in obj.get("status", {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return {}

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.diagnosers.kit.base import Evidence, Finding
 from chaoskit.diagnosers.kit.common import age, rounded
 from chaoskit.seams.scrape import Metrics
@@ -222,7 +223,7 @@ def nodes_not_marked_lost(nodes: Iterable[Obj], leases: Iterable[Obj], now: floa
     for n in nodes:
         meta = n.get("metadata", {})
         ready: Obj = next((c for c in n.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"), {})
-        tainted = any(t.get("key") == "node.kubernetes.io/unreachable" for t in n.get("spec", {}).get("taints") or [])
+        tainted = any(t.get("key") == UNREACHABLE for t in n.get("spec", {}).get("taints") or [])
         silent = age(renewed.get(str(meta.get("name"))) or meta.get("creationTimestamp"), now)
         if ready.get("status") == "True" and not tainted and silent is not None and silent > after:
             out.append(f"node {meta.get('name')}: no heartbeat for {silent:.0f}s, still Ready and untainted")

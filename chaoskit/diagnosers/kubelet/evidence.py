@@ -13,6 +13,7 @@ from pydantic import Field
 from chaoskit.components import kubelet
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
+    condition_of,
     http_command,
     matching,
 )
@@ -81,13 +82,7 @@ def recent(p: KubeletParams, ev: KubeletEvidence, *needles: str, after: float | 
     return matching(lines, *needles)[-8:]
 
 
-def node_condition(node: Any, kind: str) -> dict[str, Any]:
-    if not isinstance(node, dict):
-        return {}
-    for c in node.get("status", {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
+node_condition = condition_of  # a Node's condition, as the node-side judgements name it
 
 
 def node_conditions(node: dict[str, Any]) -> tuple[str, ...]:
