@@ -15,6 +15,7 @@ from chaoskit.cli.options import cluster_name_option, emit, node_exec, stdout_co
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.measurements.background_services import MAX_SERVICES
 from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
 from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
@@ -51,6 +52,21 @@ WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and w
     help="The measured Service keeps each client on its pod (sessionAffinity ClientIP): requests are then timed "
     "following removed endpoints only, since no client moves to an added one.",
 )
+@click.option(
+    "--services",
+    type=click.IntRange(0, MAX_SERVICES),
+    default=0,
+    show_default=True,
+    help="Background Services to make first (selectorless, endpoints at placeholder addresses, no pods), so that "
+    "kube-proxy's rules hold as many Services as a cluster of that size; removed at the end.",
+)
+@click.option(
+    "--endpoints-per-service",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Endpoints of each background Service.",
+)
 @cluster_name_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
@@ -61,6 +77,8 @@ def rule_sync(
     namespace: str | None,
     timeout: float,
     session_affinity: bool,
+    services: int,
+    endpoints_per_service: int,
     name: str,
     output: str,
 ) -> None:
@@ -86,6 +104,8 @@ def rule_sync(
             converge_timeout=timeout,
             say=progress.info,
             session_affinity=session_affinity,
+            services=services,
+            endpoints_per_service=endpoints_per_service,
         )
     if output == "json":
         emit(result.to_dict(), "json")
@@ -172,6 +192,10 @@ def print_result(result: MeasurementResult, console: Console) -> None:
             "unmatched: SLI observations beyond this Service's slice updates (the histogram has no Service label); "
             "waiting: how long a queued change had waited for a sync at stop"
         )
+    if background := result.extra.get("background"):
+        console.print(background_line(background))
+    if proxy:
+        console.print(cost_table(proxy))
     for change in result.extra.get("changes", []):
         console.print(
             f"change {change['number']}: +{','.join(change['added']) or '—'} −{','.join(change['removed']) or '—'}"
@@ -179,3 +203,51 @@ def print_result(result: MeasurementResult, console: Console) -> None:
         )
     for line in [*result.notes, *(f"gap: {g.reason}" for g in result.gaps), *result.errors, *errors]:
         console.print(line)
+
+
+def background_line(background: dict[str, Any]) -> str:
+    """How long the background Services took: the API to accept them, then each node's kube-proxy to program them."""
+    programmed = ", ".join(f"{node} {_s(s)}" for node, s in background["programmed_s"].items())
+    return (
+        f"{background['services']} background Services: accepted by the API in {background['accepted_s']:.1f}s, "
+        f"then programmed by kube-proxy in {programmed}"
+    )
+
+
+def _mb(v: float | None) -> str:
+    return "—" if v is None else f"{v / 2**20:.0f} MiB"
+
+
+def cost_table(proxy: dict[str, Any]) -> Table:
+    """kube-proxy's own work per node over the measurement: its syncs, its rules, its CPU and memory."""
+    table = Table(
+        "node",
+        "full syncs",
+        "full mean",
+        "partial syncs",
+        "partial mean",
+        "partial p90",
+        "iptables rules",
+        "CPU",
+        "memory",
+        title="kube-proxy's own work while measuring (its metrics)",
+    )
+    for node, row in proxy.items():
+        cost = row.get("cost") or {}
+        if cost.get("error"):
+            table.add_row(node, "no answer", *[""] * 7)
+            continue
+        full, partial = cost["full_syncs"], cost["partial_syncs"]
+        cpu = cost["cpu_seconds"]
+        table.add_row(
+            node,
+            str(full["count"]),
+            _s(full["mean"]),
+            str(partial["count"]),
+            _s(partial["mean"]),
+            _s(partial["p90"]),
+            "—" if cost["rules"] is None else f"{cost['rules']:.0f}",
+            "—" if cpu is None else f"{cpu:.1f}s in {cost['seconds']:.0f}s",
+            _mb(cost["rss_bytes"]),
+        )
+    return table

@@ -15,6 +15,8 @@ where the kernel lacks it the switch is refused with that reason.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import time
@@ -73,6 +75,9 @@ NETWORK_PROGRAMMING = "kubeproxy_network_programming_duration_seconds"
 LAST_QUEUED = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"  # node clock: a change was queued
 LAST_SYNC = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"  # node clock: the last sync finished
 SYNC_DURATION = "kubeproxy_sync_proxy_rules_duration_seconds"
+FULL_SYNC_DURATION = "kubeproxy_sync_full_proxy_rules_duration_seconds"  # a sync that rewrote every rule
+PARTIAL_SYNC_DURATION = "kubeproxy_sync_partial_proxy_rules_duration_seconds"  # one that rewrote the changes only
+IPTABLES_RULES = "kubeproxy_sync_proxy_rules_iptables_total"  # per table; the nftables proxier exports no count
 ENDPOINT_CHANGES_PENDING = "kubeproxy_sync_proxy_rules_endpoint_changes_pending"
 SERVICE_CHANGES_PENDING = "kubeproxy_sync_proxy_rules_service_changes_pending"
 
@@ -85,38 +90,64 @@ SERVICE_IPS_MAP = "ip kube-proxy service-ips"  # nftables: the verdict map every
 CANARY = "KUBE-PROXY-CANARY"  # iptables mode: kube-proxy recreates all its rules when it finds this chain gone
 CANARY_TABLES = ("mangle", "nat", "filter")  # kube-proxy checks mangle first, then waits for the others
 
-# How many Service entries the node's dataplane holds, in whichever mode kube-proxy left its rules.
-SERVICE_RULE_COUNT = (
-    f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1;"
-    f" then nft list map {SERVICE_IPS_MAP} | grep -o ': goto' | wc -l;"
-    f" else iptables -t nat -S {SERVICES_CHAIN} | grep -c '^-A '; fi"
-)
+
+def service_rule_count(namespace: str = "") -> str:
+    """A shell line printing how many Service entries the node's dataplane holds, in whichever mode kube-proxy left
+    its rules; with `namespace`, only that namespace's (each entry names its Service: the iptables rule in its
+    comment, the nftables map element in the chain it jumps to)."""
+    nft = f"grep -o ': goto service-[A-Z0-9]*-{namespace}/'" if namespace else "grep -o ': goto'"
+    ipt = f"grep -cE -- '--comment \"?{namespace}/'" if namespace else "grep -c '^-A '"
+    return (
+        f"if nft list map {SERVICE_IPS_MAP} >/dev/null 2>&1;"
+        f" then nft list map {SERVICE_IPS_MAP} | {nft} | wc -l;"
+        f" else iptables -t nat -S {SERVICES_CHAIN} | {ipt}; fi"
+    )
 
 
-def service_rules(nodes: NodeExec, node: str) -> int | None:
-    """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements)."""
-    done = nodes.run(node, ["sh", "-c", SERVICE_RULE_COUNT], check=False, timeout=30)
+def service_rules(nodes: NodeExec, node: str, namespace: str = "") -> int | None:
+    """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements), all or
+    one namespace's."""
+    done = nodes.run(node, ["sh", "-c", service_rule_count(namespace)], check=False, timeout=30)
     try:
         return int(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return None
 
 
-def endpoint_ips_command(namespace: str, service: str) -> str:
-    """A shell line printing the endpoint IPs one Service's rules in the node lead to, one a line, in either mode."""
+def _hash(text: str, length: int) -> str:
+    # as kube-proxy names its chains: base32 of the SHA-256, cut
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:length]
+
+
+def iptables_service_chain(namespace: str, service: str, port_name: str, protocol: str = "TCP") -> str:
+    """The iptables nat chain kube-proxy balances one Service port's cluster traffic in (KUBE-SVC-<hash>)."""
+    port_part = f":{port_name}" if port_name else ""
+    return "KUBE-SVC-" + _hash(f"{namespace}/{service}{port_part}{protocol.lower()}", 16)
+
+
+def nft_service_chain(namespace: str, service: str, port_name: str, protocol: str = "TCP") -> str:
+    """The nftables chain of one Service port's cluster traffic (service-<hash>-<ns>/<svc>/<proto>/<port>)."""
+    base = f"{namespace}/{service}/{protocol.lower()}/{port_name}"
+    return f"service-{_hash(base, 8)}-{base}"
+
+
+def endpoint_ips_command(namespace: str, service: str, port_name: str, protocol: str = "TCP") -> str:
+    """A shell line printing the endpoint IPs one Service port's rules in the node lead to, one a line, in either
+    mode. It lists that Service's own chain only: a whole table of 10,000 Services takes ~1 s to print and would
+    make the probe, which reads it ten times a second, the busiest process on the node."""
     ns_svc = f"{namespace}/{service}"
-    # nftables: only the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts count;
-    # a removed endpoint's chain is flushed but stays declared until a later sync deletes it
+    # nftables: the service chain's `goto endpoint-<hash>-<ns>/<svc>/<proto>/<port>__<ip>/<port>` verdicts
     nft = (
-        f"{NFT_TABLE} 2>/dev/null"
+        f"nft list chain ip kube-proxy {nft_service_chain(namespace, service, port_name, protocol)} 2>/dev/null"
         f" | grep -o 'goto endpoint-[A-Z0-9]*-{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
     )
-    # iptables: the KUBE-SEP DNAT rules carry the Service's name as a comment (one sed: this runs every 0.1 s)
+    # iptables: the service chain's jumps, each commented `<ns>/<svc>:<port> -> <ip>:<port>`
     ipt = (
-        f"iptables-save -t nat 2>/dev/null"
-        f" | sed -n '\\%--comment \"\\?{ns_svc}[:\" ]%s%.*to-destination \\([0-9.]*\\).*%\\1%p'"
+        f"iptables -t nat -S {iptables_service_chain(namespace, service, port_name, protocol)} 2>/dev/null"
+        " | sed -n 's/.* -> \\([0-9.]*\\):[0-9]*\" .*/\\1/p'"
     )
-    return f"if {NFT_TABLE} >/dev/null 2>&1; then {nft}; else {ipt}; fi"
+    # each mode's read of the other's chain fails at once: no mode check is needed
+    return f"{{ {nft}; {ipt}; }}"
 
 
 _NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")

@@ -16,8 +16,8 @@ from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, node_sh, register, sh
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
 from chaoskit.measurements.rule_sync_delay import NAMESPACE as PROBE_NAMESPACE
-from chaoskit.measurements.rule_sync_delay import SERVICE as PROBE_SERVICE
 from chaoskit.measurements.rule_sync_delay import (
+    PORT_NAME,
     SERVICE_PATH,
     SLICE_PATH,
     SyncDelays,
@@ -26,6 +26,7 @@ from chaoskit.measurements.rule_sync_delay import (
     measure,
     probe_objects,
 )
+from chaoskit.measurements.rule_sync_delay import SERVICE as PROBE_SERVICE
 from chaoskit.model.duration import Duration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT
@@ -48,7 +49,7 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
     at) is made on first use; `forget_rules_probe` deletes it."""
     name = rules_probe_name(node)
     slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}"
-    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name)
+    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name, PORT_NAME)
     found = env.kube.find(slice_path)
     taken = [ip for ep in (found or {}).get("endpoints") or [] for ip in ep.get("addresses", [])]
     # an address neither the slice nor the node's rules hold: one the rules held before would "follow" at once

@@ -7,6 +7,7 @@ that could not observe says so in `errors` or `gaps`, it never invents a figure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
@@ -59,6 +60,7 @@ class Measurement(ABC):
 
     def __init__(self, env: Env, params: BaseModel, label: str, namespace: str) -> None:
         self.env, self.params, self.label, self.namespace = env, params, label, namespace
+        self.say: Callable[[str], None] = lambda _: None  # progress lines, for a driver that shows them
 
     @abstractmethod
     def start(self) -> None:

@@ -75,8 +75,14 @@ class HpaScaleUp(Measurement):
         self.selector = selector
         self.seen.watchers = self._watchers(p, hpa_name, plural, selector)
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        port = svc["spec"]["ports"][0]
         script = probe_script(
-            ns, p.service, svc["spec"]["clusterIP"], int(svc["spec"]["ports"][0]["port"]), requests=p.first_request
+            ns,
+            p.service,
+            svc["spec"]["clusterIP"],
+            int(port["port"]),
+            requests=p.first_request,
+            port_name=port.get("name", ""),
         )
         seen = self.seen.locked_one(self.tracker.seen)
         self.seen.probes = [NodeProbe(self.env.nodes, n, script, seen) for n in self.nodes]

@@ -79,8 +79,11 @@ class NodeLoss(Measurement):
                 labelSelector=f"kubernetes.io/service-name={p.service}",
             ),
         ]
-        port = int(svc["spec"]["ports"][0]["port"])
-        script = probe_script(ns, p.service, svc["spec"].get("clusterIP", ""), port, requests=False)
+        port = svc["spec"]["ports"][0]
+        cluster_ip = svc["spec"].get("clusterIP", "")
+        script = probe_script(
+            ns, p.service, cluster_ip, int(port["port"]), requests=False, port_name=port.get("name", "")
+        )
         rules = o.locked_one(self._rules)
         o.probes = [NodeProbe(self.env.nodes, n, script, rules) for n in self.nodes]
         o.start()

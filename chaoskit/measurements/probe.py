@@ -92,13 +92,20 @@ class Rounds:
 
 
 def probe_script(
-    namespace: str, service: str, cluster_ip: str, port: int, failures: bool = False, requests: bool = True
+    namespace: str,
+    service: str,
+    cluster_ip: str,
+    port: int,
+    failures: bool = False,
+    requests: bool = True,
+    *,
+    port_name: str = "http",
 ) -> str:
     """The loops run inside a node: `R <read start> <read end> <previous read start or -> <ip>...` when the rules
     change, and with `requests` `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures`
     `F <t sent>` per request that got no answer. Without `requests` only the rules are read (a Service whose answers
-    do not name their pod tells nothing by them)."""
-    endpoint_ips = endpoint_ips_command(namespace, service)
+    do not name their pod tells nothing by them). `port_name` is the Service port's name, whose chain is read."""
+    endpoint_ips = endpoint_ips_command(namespace, service, port_name)
     # bash for what runs every round: $EPOCHREALTIME stamps, `read -t` on a pipe nobody writes (fd 9) sleeps, and
     # /dev/tcp asks the Service, so a round starts no process (a curl took ~13 ms of CPU and a date ~2 ms: with a
     # measurement on, curl was the busiest process on a 2-core host)

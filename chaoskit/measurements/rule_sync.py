@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from pydantic import Field
 
+from chaoskit.measurements.background_services import MAX_SERVICES, BackgroundServices, resize_and_wait
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
@@ -52,6 +54,15 @@ __all__ = ["TYPE", "MissingPiece", "RuleSync", "RuleSyncParams"]
 
 class RuleSyncParams(TargetParams):
     sli: bool = Field(default=True, description="Scrape kube-proxy's own SLI in every node at start and stop.")
+    services: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_SERVICES,
+        description="Background Services to make first (selectorless, endpoints at placeholder addresses, no pods) "
+        "and remove at the end: kube-proxy's rules then hold as many Services as a cluster of that size. The "
+        "measurement starts once every node's kube-proxy programmed them.",
+    )
+    endpoints_per_service: int = Field(default=1, ge=1, le=100, description="Endpoints of each background Service.")
 
 
 @register
@@ -80,16 +91,35 @@ class RuleSync(Measurement):
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        self.background = BackgroundServices(kube, p.endpoints_per_service)
+        try:
+            if p.services:
+                self._grow_background(p.services)
+            self._observe(p, ns, svc)
+        except BaseException:
+            self.background.remove(wait=False)  # a measurement that did not start is never stopped
+            raise
+
+    def _grow_background(self, services: int) -> None:
+        grown = resize_and_wait(self.env.nodes, self.nodes, self.background, services, say=self.say)
+        self.result.extra["background"] = grown
+        if slow := [n for n, s in grown["programmed_s"].items() if s is None]:
+            self.result.errors.append(f"kube-proxy on {', '.join(slow)} did not program {services} Services in time")
+
+    def _observe(self, p: RuleSyncParams, ns: str, svc: dict[str, Any]) -> None:
+        kube = self.env.kube
         self.snapshots: list[list[SliSnapshot]] = []
         if p.sli:
             self.mark()
+        port = svc["spec"]["ports"][0]
         script = probe_script(
             ns,
             p.service,
             svc["spec"]["clusterIP"],
-            int(svc["spec"]["ports"][0]["port"]),
+            int(port["port"]),
             failures=True,
             requests=p.first_request,
+            port_name=port.get("name", ""),
         )
         if not p.first_request:
             self.result.notes.append(
@@ -140,6 +170,7 @@ class RuleSync(Measurement):
         for probe in self.probes:
             probe.stop()
         self.watcher.join()  # up to a watch window (5 s): the stream is only checked between events
+        self.background.remove()
         res = self.result
         res.finished_at = time.time()
         with self.lock:

@@ -30,6 +30,7 @@ from chaoskit.measurements.rule_sync_sli import scrape_sli
 NAMESPACE = "kube-system"  # always there: nothing to create or wait out when deleting
 SERVICE = "chaoskit-slow-sync-probe"
 PORT = 80
+PORT_NAME = "http"
 FAKE_NET = "198.51.100"  # TEST-NET-2 (RFC 5737): never anyone's address
 MAX_CHANGES = 6  # per measurement: two per node at most are ever needed
 FIRST_READ_TIMEOUT = 15.0
@@ -49,7 +50,7 @@ def probe_objects(ip: str, name: str = SERVICE, fault: str = "kube-proxy.slow-sy
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-        "spec": {"ports": [{"name": "http", "port": PORT, "protocol": "TCP"}]},  # no selector: we write the slice
+        "spec": {"ports": [{"name": PORT_NAME, "port": PORT, "protocol": "TCP"}]},  # no selector: we write the slice
     }
     owners = {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "chaoskit"}
     slice_labels = {**labels, **owners}  # not the EndpointSlice controller's: it leaves the slice alone
@@ -58,7 +59,7 @@ def probe_objects(ip: str, name: str = SERVICE, fault: str = "kube-proxy.slow-sy
         "kind": "EndpointSlice",
         "addressType": "IPv4",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": slice_labels},
-        "ports": [{"name": "http", "port": PORT, "protocol": "TCP"}],
+        "ports": [{"name": PORT_NAME, "port": PORT, "protocol": "TCP"}],
         "endpoints": [endpoint(ip)],
     }
     return [service, endpoint_slice]
@@ -193,7 +194,7 @@ def node_probe(env: Env, node: str, cluster_ip: str, on_rules: OnRules) -> Rules
         if isinstance(s, RulesSeen):
             on_rules(s.node, s.at, s.ips)
 
-    return NodeProbe(env.nodes, node, probe_script(NAMESPACE, SERVICE, cluster_ip, PORT), seen)
+    return NodeProbe(env.nodes, node, probe_script(NAMESPACE, SERVICE, cluster_ip, PORT, port_name=PORT_NAME), seen)
 
 
 def kube_proxy_synced(env: Env, node: str) -> bool:

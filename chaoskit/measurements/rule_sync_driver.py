@@ -115,8 +115,23 @@ def wait_converged(m: RuleSync, workload: Workload, changes_before: int, timeout
     return poll(converged, timeout, POLL).done
 
 
-def start_measurement(env: Env, workload: Workload, label: str = "rule-sync") -> RuleSync:
-    m = RuleSync(env, RuleSyncParams(namespace=workload.namespace, service=workload.name), label, workload.namespace)
+def start_measurement(
+    env: Env,
+    workload: Workload,
+    label: str = "rule-sync",
+    *,
+    services: int = 0,
+    endpoints_per_service: int = 1,
+    say: Callable[[str], None] = lambda _: None,
+) -> RuleSync:
+    params = RuleSyncParams(
+        namespace=workload.namespace,
+        service=workload.name,
+        services=services,
+        endpoints_per_service=endpoints_per_service,
+    )
+    m = RuleSync(env, params, label, workload.namespace)
+    m.say = say
     time.sleep(SETTLE)  # the last syncs of the deployment land in kube-proxy's SLI before our first scrape
     m.start()
     time.sleep(1.0)  # every node's probe reports its rules once before the first change
@@ -132,6 +147,8 @@ def run_changes(
     converge_timeout: float = CONVERGE_TIMEOUT,
     say: Callable[[str], None] = lambda _: None,
     session_affinity: bool = False,
+    services: int = 0,
+    endpoints_per_service: int = 1,
 ) -> MeasurementResult:
     """Deploy, measure every change in turn (`repeat` times over), stop; the namespace is deleted whatever happens."""
     sequence = [c for _ in range(repeat) for c in changes]
@@ -139,7 +156,7 @@ def run_changes(
     try:
         say(f"deploying {workload.replicas} replicas of {workload.name} in namespace {namespace}")
         workload.deploy()
-        m = start_measurement(env, workload)
+        m = start_measurement(env, workload, services=services, endpoints_per_service=endpoints_per_service, say=say)
         actions: list[dict[str, Any]] = []
         try:
             for i, change in enumerate(sequence, 1):

@@ -13,11 +13,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from chaoskit.components.kube_proxy import LAST_QUEUED, LAST_SYNC, METRICS_URL
+from chaoskit.components.kube_proxy import (
+    FULL_SYNC_DURATION,
+    IPTABLES_RULES,
+    LAST_QUEUED,
+    LAST_SYNC,
+    METRICS_URL,
+    PARTIAL_SYNC_DURATION,
+)
 from chaoskit.components.kube_proxy import NETWORK_PROGRAMMING as PROGRAMMING
 from chaoskit.measurements.rule_sync_tracker import RuleSyncTracker
 from chaoskit.seams.nodeexec import NodeExec
-from chaoskit.seams.scrape import Metric, Metrics, NodeScraper, ScrapeError
+from chaoskit.seams.scrape import Histogram, Metric, Metrics, NodeScraper, ScrapeError
 
 SCRAPE_TIMEOUT = 3.0  # a frozen kube-proxy does not answer: do not hold the measurement up for it
 
@@ -32,6 +39,11 @@ class SliSnapshot:
     sum: float | None = None
     last_queued: float | None = None  # node clock: a change was queued for a sync
     last_sync: float | None = None  # node clock: the last sync finished
+    full: Histogram | None = None  # its syncs that rewrote every rule, and how long each took
+    partial: Histogram | None = None  # its syncs that rewrote only what changed
+    rules: float | None = None  # iptables rules it owns, all tables (nftables mode exports no count)
+    cpu: float | None = None  # its process's CPU seconds since it started
+    rss: float | None = None  # its resident memory, bytes
     error: str = ""
 
     @property
@@ -55,7 +67,36 @@ def sli_snapshot(node: str, at: float, families: Sequence[Metric]) -> SliSnapsho
         m.total(f"{PROGRAMMING}_sum") or 0.0,
         stamp(LAST_QUEUED),
         stamp(LAST_SYNC),
+        m.histogram(FULL_SYNC_DURATION),
+        m.histogram(PARTIAL_SYNC_DURATION),
+        m.total(IPTABLES_RULES),
+        m.value("process_cpu_seconds_total"),
+        m.value("process_resident_memory_bytes"),
     )
+
+
+def _syncs(now: Histogram | None, before: Histogram | None) -> dict[str, Any]:
+    """Syncs between two scrapes: how many, and how long they took (mean, p90 within the histogram's buckets)."""
+    if now is None:
+        return {"count": 0, "mean": None, "p90": None}
+    delta = now.minus(before) if before is not None else now
+    return {"count": int(delta.count), "mean": delta.mean, "p90": delta.quantile(0.9)}
+
+
+def kube_proxy_cost(before: SliSnapshot, after: SliSnapshot) -> dict[str, Any]:
+    """What kube-proxy itself spent between two snapshots of one node: its full and partial syncs, the rules it
+    owns at the end, its CPU seconds and its memory."""
+    if before.error or after.error:
+        return {"error": before.error or after.error}
+    cpu = None if after.cpu is None or before.cpu is None or after.cpu < before.cpu else after.cpu - before.cpu
+    return {
+        "full_syncs": _syncs(after.full, before.full),
+        "partial_syncs": _syncs(after.partial, before.partial),
+        "rules": after.rules,
+        "cpu_seconds": cpu,
+        "rss_bytes": after.rss,
+        "seconds": after.at - before.at,
+    }
 
 
 @dataclass(frozen=True)
@@ -101,6 +142,7 @@ def compare_sli(
             "start": asdict(snapshots[0][i]),
             "stop": asdict(snapshots[-1][i]),
             "stretches": rows if len(rows) > 1 else [],
+            "cost": kube_proxy_cost(snapshots[0][i], snapshots[-1][i]),
             "agreement": {
                 "stretches": len(diffs),
                 "mean_difference": _mean(diffs),

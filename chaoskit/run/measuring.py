@@ -30,6 +30,7 @@ def start_measurements(
             params = aimed(measurements.params_model(ref.type).model_validate(ref.params))
             namespace = getattr(params, "namespace", "") or pb.spec.namespace
             m: Measurement = measurements.get(ref.type)(env, params, ref.name, namespace)  # type: ignore[call-arg,assignment]
+            m.say = say
             m.start()
             running.append(m)
             say(f"measuring {ref.name} ({ref.type})")

@@ -279,7 +279,7 @@ def _rules_env(follows: bool) -> tuple[Env, FakeKube]:
     kube = FakeKube()
 
     def responder(argv: tuple[str, ...]) -> Completed | None:
-        if "iptables-save" not in argv[-1]:
+        if "KUBE-SVC-" not in argv[-1]:
             return None
         path = next((p for p in kube.objects if "endpointslices/chaoskit-rules-w" in p), None)
         ips = [ip for ep in kube.objects[path]["endpoints"] for ip in ep["addresses"]] if path and follows else []
@@ -347,7 +347,7 @@ def test_a_frozen_nodes_old_rules_never_pass_for_a_followed_change(monkeypatch: 
     env = Env(
         FakeKube(),
         FakeNodeExec(
-            FakeRunner(responder=lambda argv: Completed(argv, 0, frozen_rules) if "iptables-save" in argv[-1] else None)
+            FakeRunner(responder=lambda argv: Completed(argv, 0, frozen_rules) if "KUBE-SVC-" in argv[-1] else None)
         ),
         "chaoskit",
     )

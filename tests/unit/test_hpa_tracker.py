@@ -295,7 +295,7 @@ def test_probe_lines_are_parsed_and_garbage_is_ignored() -> None:
 
 def test_the_probe_reads_both_modes_and_asks_the_service() -> None:
     script = probe_script("ns", "web", "10.96.0.7", 80)
-    assert "iptables-save -t nat" in script and "nft list table ip kube-proxy" in script
+    assert "iptables -t nat -S KUBE-SVC-" in script and "nft list chain ip kube-proxy service-" in script
     assert "/dev/tcp/10.96.0.7/80" in script and "ns/web" in script
 
 
@@ -303,7 +303,7 @@ def test_the_probe_brackets_each_rules_change_and_stamps_each_request_round() ->
     script = probe_script("ns", "web", "10.96.0.7", 80)
     rules_loop, requests_loop = script.split("done ) & (", 1)
     # the read is stamped before and after; the previous read's start rides along with a change
-    assert rules_loop.index("t=$EPOCHREALTIME") < rules_loop.index("iptables-save") < rules_loop.index("u=$EPOCH")
+    assert rules_loop.index("t=$EPOCHREALTIME") < rules_loop.index("iptables -t nat -S") < rules_loop.index("u=$EPOCH")
     assert 'echo "R $t $u $p $ips"' in rules_loop and "p=$t; nap 0.1" in rules_loop
     assert requests_loop.startswith(' while :; do q=$EPOCHREALTIME; echo "Q $q";')
 

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
+from chaoskit.components import kube_proxy as kp
 from chaoskit.components.kube_proxy import (
     CONFIGMAP,
     ProxyModeUnsupported,
@@ -55,3 +58,25 @@ def test_a_mode_already_running_everywhere_is_left_alone() -> None:
     kube = _kube()
     assert set_mode(kube, nodes, "iptables") is False
     assert not any(method in ("PATCH", "DELETE") for method, _ in kube.calls)
+
+
+def test_the_probe_reads_one_service_s_own_chain_named_as_kube_proxy_names_it() -> None:
+    # read off a v1.34 kube-proxy's rules on a kind node, for Service chaoskit-background-t1/bg-00579 port http
+    assert kp.iptables_service_chain("chaoskit-background-t1", "bg-00579", "http") == "KUBE-SVC-23PFPIKJ4QWVZ42J"
+    assert kp.iptables_service_chain("ns", "web", "") != kp.iptables_service_chain("ns", "web", "http")
+    assert kp.nft_service_chain("ns", "web", "http").endswith("-ns/web/tcp/http")
+    line = kp.endpoint_ips_command("ns", "web", "http")
+    assert "iptables-save" not in line and "nft list table" not in line, "never a whole table: it grows with Services"
+
+
+def test_the_iptables_read_takes_each_jump_s_endpoint_from_its_comment() -> None:
+    chain = (
+        '-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.9/32 -p tcp -m comment --comment "ns/web:http cluster IP"'
+        " -m tcp --dport 80 -j KUBE-MARK-MASQ\n"
+        '-A KUBE-SVC-X -m comment --comment "ns/web:http -> 10.244.1.3:8080" -m statistic --mode random'
+        " --probability 0.5 -j KUBE-SEP-A\n"
+        '-A KUBE-SVC-X -m comment --comment "ns/web:http -> 10.244.2.4:8080" -j KUBE-SEP-B\n'
+    )
+    sed = kp.endpoint_ips_command("ns", "web", "http").split("| sed -n ", 1)[1].rsplit(";", 1)[0]
+    done = subprocess.run(["sh", "-c", f"sed -n {sed}"], input=chain, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["10.244.1.3", "10.244.2.4"]
