@@ -141,10 +141,12 @@ def endpoint_ips_command(namespace: str, service: str, port_name: str, protocol:
         f"nft list chain ip kube-proxy {nft_service_chain(namespace, service, port_name, protocol)} 2>/dev/null"
         f" | grep -o 'goto endpoint-[A-Z0-9]*-{ns_svc}/[a-z]*/[a-z0-9-]*__[0-9.]*' | sed 's/.*__//'"
     )
-    # iptables: the service chain's jumps, each commented `<ns>/<svc>:<port> -> <ip>:<port>`
+    # iptables: the endpoint chains the service chain jumps to, and each one's DNAT target. Not the jumps' comments:
+    # past 1,000 endpoints in the cluster kube-proxy drops them to sync faster (its "large cluster mode")
     ipt = (
-        f"iptables -t nat -S {iptables_service_chain(namespace, service, port_name, protocol)} 2>/dev/null"
-        " | sed -n 's/.* -> \\([0-9.]*\\):[0-9]*\" .*/\\1/p'"
+        f"for c in $(iptables -t nat -S {iptables_service_chain(namespace, service, port_name, protocol)} 2>/dev/null"
+        " | sed -n 's/.* -j \\(KUBE-SEP-[A-Z0-9]*\\).*/\\1/p'); do"
+        " iptables -t nat -S $c 2>/dev/null | sed -n 's/.* --to-destination \\([0-9.]*\\):.*/\\1/p'; done"
     )
     # each mode's read of the other's chain fails at once: no mode check is needed
     return f"{{ {nft}; {ipt}; }}"

@@ -188,4 +188,4 @@ def resize_and_wait(
     accepted = background.resize(n, say)
     say(f"waiting for kube-proxy on {', '.join(names)} to hold {n} background Services")
     programmed = programmed_everywhere(nodes, names, background.namespace, n, timeout)
-    return {"services": n, "accepted_s": accepted, "programmed_s": programmed}
+    return {"services": n, "namespace": background.namespace, "accepted_s": accepted, "programmed_s": programmed}

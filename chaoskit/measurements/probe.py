@@ -168,6 +168,7 @@ class NodeProbe:
         self.script = f": {self.marker}; {script}"
         self.stream: Stream | None = None
         self.thread = threading.Thread(target=self._read, name=f"probe-{node}", daemon=True)
+        self.cpu_seconds: float | None = None  # what the loops and every command they ran cost the node, at stop
 
     def start(self) -> None:
         self.stream = self.nodes.lines(self.node, ["bash", "-c", self.script])
@@ -181,8 +182,28 @@ class NodeProbe:
                 self.on_seen(seen)
 
     def stop(self) -> None:
+        self.cpu_seconds = self._cpu()
         # a `docker exec` session's processes outlive its client: end the loop inside the node first
         self.nodes.run(self.node, ["pkill", "-f", self.marker], check=False)
         if self.stream is not None:
             self.stream.close()
         self.thread.join(timeout=5)
+
+    def _cpu(self) -> float | None:
+        """CPU seconds of the probe's shells, with the commands each has waited for (utime, stime, cutime, cstime)."""
+        pattern = f"[{self.marker[0]}]{self.marker[1:]}"  # a regex that does not match the line asking for it
+        read = f"for p in $(pgrep -f '{pattern}'); do cat /proc/$p/stat 2>/dev/null; echo; done; getconf CLK_TCK"
+        done = self.nodes.run(self.node, ["sh", "-c", read], check=False)
+        return probe_cpu(done.stdout)
+
+
+def probe_cpu(stat_lines: str) -> float | None:
+    """CPU seconds from /proc/<pid>/stat lines followed by the clock-tick rate, or None when there is none."""
+    lines = [line for line in stat_lines.strip().splitlines() if line.strip()]
+    if len(lines) < 2 or not lines[-1].isdigit():
+        return None
+    ticks = 0
+    for line in lines[:-1]:
+        fields = line.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+        ticks += sum(int(f) for f in fields[11:15])  # fields 14-17 of stat: utime stime cutime cstime
+    return ticks / int(lines[-1])

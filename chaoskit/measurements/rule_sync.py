@@ -180,6 +180,7 @@ class RuleSync(Measurement):
             res.extra["changes"] = [c.to_dict() for c in self.tracker.changes]
             res.extra["nodes"] = self.nodes
             res.extra["probe_rounds"] = rounds = self.tracker.probe_rounds()
+            res.extra["probe_cpu_seconds"] = {probe.node: probe.cpu_seconds for probe in self.probes}
             if len(self.snapshots) >= 2:
                 res.extra["kube_proxy"] = compare_sli(self.tracker, self.nodes, self.snapshots)
         res.notes += [rounds_note(node, loops) for node, loops in rounds.items()]

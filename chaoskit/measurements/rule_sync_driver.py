@@ -138,6 +138,46 @@ def start_measurement(
     return m
 
 
+def measure_changes(
+    env: Env,
+    workload: Workload,
+    sequence: Sequence[str],
+    *,
+    converge_timeout: float = CONVERGE_TIMEOUT,
+    say: Callable[[str], None] = lambda _: None,
+    services: int = 0,
+    endpoints_per_service: int = 1,
+) -> MeasurementResult:
+    """Measure every change of `sequence` in turn on a deployed workload, each waited for on every node."""
+    m = start_measurement(env, workload, services=services, endpoints_per_service=endpoints_per_service, say=say)
+    actions: list[dict[str, Any]] = []
+    try:
+        for i, change in enumerate(sequence, 1):
+            before = len(m.changes())
+            started = time.time()
+            done = workload.change(change)
+            ok = wait_converged(m, workload, before, converge_timeout)
+            numbers = [c.number for c in m.changes()[before:]]
+            say(
+                f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
+                + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s")
+            )
+            actions.append({"action": change, "done": done, "at": started, "changes": numbers, "converged": ok})
+            if not ok:
+                break  # the next change would pile onto this one: its figures would mean nothing
+            time.sleep(SETTLE)
+            m.mark()
+    finally:
+        result = m.stop()
+    result.extra["actions"] = actions
+    result.notes += [
+        f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
+        for a in actions
+        if not a["converged"]
+    ]
+    return result
+
+
 def run_changes(
     env: Env,
     namespace: str,
@@ -156,33 +196,15 @@ def run_changes(
     try:
         say(f"deploying {workload.replicas} replicas of {workload.name} in namespace {namespace}")
         workload.deploy()
-        m = start_measurement(env, workload, services=services, endpoints_per_service=endpoints_per_service, say=say)
-        actions: list[dict[str, Any]] = []
-        try:
-            for i, change in enumerate(sequence, 1):
-                before = len(m.changes())
-                started = time.time()
-                done = workload.change(change)
-                ok = wait_converged(m, workload, before, converge_timeout)
-                numbers = [c.number for c in m.changes()[before:]]
-                say(
-                    f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
-                    + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s")
-                )
-                actions.append({"action": change, "done": done, "at": started, "changes": numbers, "converged": ok})
-                if not ok:
-                    break  # the next change would pile onto this one: its figures would mean nothing
-                time.sleep(SETTLE)
-                m.mark()
-        finally:
-            result = m.stop()
-        result.extra["actions"] = actions
-        result.notes += [
-            f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
-            for a in actions
-            if not a["converged"]
-        ]
-        return result
+        return measure_changes(
+            env,
+            workload,
+            sequence,
+            converge_timeout=converge_timeout,
+            say=say,
+            services=services,
+            endpoints_per_service=endpoints_per_service,
+        )
     finally:
         say(f"deleting namespace {namespace}")
         workload.delete()

@@ -17,6 +17,7 @@ from chaoskit.engine import FaultResult, run_fault
 from chaoskit.env import Env
 from chaoskit.faults.kube_proxy import KubeProxyFrozen
 from chaoskit.journal import Journal
+from chaoskit.measurements.background_services import programmed_everywhere
 from chaoskit.measurements.probe import INTERVAL
 from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, run_changes, start_measurement, wait_converged
 from chaoskit.measurements.rule_sync_tracker import EndpointChange
@@ -110,12 +111,30 @@ def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
     assert_measured_precision(result)
 
 
+BACKGROUND = 2000  # Services besides the measured one: 4,000 endpoints, past kube-proxy's large-cluster threshold
+
+
 def test_every_node_follows_each_endpoint_change_within_seconds_and_agrees_with_kube_proxys_sli(
     env: Env, ns: str
 ) -> None:
-    result = run_changes(env, ns, CHANGES, repeat=2)
+    """With two thousand other Services in the cluster: kube-proxy's rules hold them all (its own rule count says so)
+    and drops its rule comments past 1,000 endpoints, which the probe must not need; the background goes at the end."""
+    result = run_changes(env, ns, CHANGES, repeat=2, services=BACKGROUND, endpoints_per_service=2)
     print("\n" + report("iptables", result) + "\n" + precision_report(result) + "\n" + "\n".join(result.notes))
+    background = result.extra["background"]
+    print(f"background: {background}")
+    assert background["services"] == BACKGROUND and all(s is not None for s in background["programmed_s"].values()), (
+        background
+    )
+    for node, row in result.extra["kube_proxy"].items():
+        # per background Service: a KUBE-SERVICES rule, a service chain's two jumps, two endpoint chains' two rules
+        assert row["cost"]["rules"] > 7 * BACKGROUND, (node, row["cost"])
+        assert row["cost"]["cpu_seconds"] is not None and row["cost"]["rss_bytes"] > 0, (node, row["cost"])
+    assert all(v is not None and v > 0 for v in result.extra["probe_cpu_seconds"].values()), result.extra
     assert_baseline(result, sorted(n for n in result.extra["nodes"]))
+    # the measurement removed them: every node's rules let go of them too (kube-proxy's work, read in each node)
+    gone = programmed_everywhere(env.nodes, result.extra["nodes"], background["namespace"], 0, timeout=120)
+    assert all(s is not None for s in gone.values()), f"background Services still in some node's rules: {gone}"
 
 
 def test_in_nftables_mode_too(env: Env, ns: str) -> None:

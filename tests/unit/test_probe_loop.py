@@ -21,6 +21,7 @@ from chaoskit.measurements.probe import (
     RoundSeen,
     Seen,
     parse_line,
+    probe_cpu,
     probe_script,
 )
 
@@ -108,3 +109,13 @@ def test_each_request_counts_once_either_answered_or_failed(server: int) -> None
             if start in per_round:
                 per_round[start] += 1
     assert len(per_round) >= 3 and set(per_round.values()) == {REQUESTS_PER_ROUND}, per_round
+
+
+def test_the_probe_s_cost_is_read_from_its_shells_own_and_waited_for_cpu() -> None:
+    stat = (
+        "412 (bash) S 1 412 412 0 -1 4194560 900 0 0 0 30 12 250 90 20 0 1 0 100 4000000 800\n"
+        "413 (my probe) S 412 412 412 0 -1 4194560 900 0 0 0 5 5 0 0 20 0 1 0 100 4000000 800\n"
+        "100\n"
+    )
+    assert probe_cpu(stat) == (30 + 12 + 250 + 90 + 5 + 5) / 100
+    assert probe_cpu("100\n") is None, "no shell found: no figure, not zero"

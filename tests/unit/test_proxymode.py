@@ -69,14 +69,19 @@ def test_the_probe_reads_one_service_s_own_chain_named_as_kube_proxy_names_it() 
     assert "iptables-save" not in line and "nft list table" not in line, "never a whole table: it grows with Services"
 
 
-def test_the_iptables_read_takes_each_jump_s_endpoint_from_its_comment() -> None:
-    chain = (
-        '-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.9/32 -p tcp -m comment --comment "ns/web:http cluster IP"'
-        " -m tcp --dport 80 -j KUBE-MARK-MASQ\n"
-        '-A KUBE-SVC-X -m comment --comment "ns/web:http -> 10.244.1.3:8080" -m statistic --mode random'
-        " --probability 0.5 -j KUBE-SEP-A\n"
-        '-A KUBE-SVC-X -m comment --comment "ns/web:http -> 10.244.2.4:8080" -j KUBE-SEP-B\n'
-    )
-    sed = kp.endpoint_ips_command("ns", "web", "http").split("| sed -n ", 1)[1].rsplit(";", 1)[0]
-    done = subprocess.run(["sh", "-c", f"sed -n {sed}"], input=chain, capture_output=True, text=True, check=True)
+def test_the_iptables_read_follows_each_jump_to_its_endpoint_chain_s_dnat() -> None:
+    """Past 1,000 endpoints kube-proxy writes no comments: the read must not need them."""
+    svc = kp.iptables_service_chain("ns", "web", "http")
+    chains = {
+        svc: "-N X\n-A X ! -s 10.244.0.0/16 -d 10.96.0.9/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ\n"
+        "-A X -m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-AAAA\n-A X -j KUBE-SEP-BBBB\n",
+        "KUBE-SEP-AAAA": "-A KUBE-SEP-AAAA -s 10.244.1.3/32 -j KUBE-MARK-MASQ\n"
+        "-A KUBE-SEP-AAAA -p tcp -m tcp -j DNAT --to-destination 10.244.1.3:8080\n",
+        "KUBE-SEP-BBBB": "-A KUBE-SEP-BBBB -p tcp -m tcp -j DNAT --to-destination 10.244.2.4:8080\n",
+    }
+    # stand-ins for the node's commands: nftables mode is off, iptables lists the chain it is asked for
+    cases = " ".join(f"{name}) printf '%s' '{text}';;" for name, text in chains.items())
+    fakes = f'nft() {{ return 1; }}; iptables() {{ case "$4" in {cases} *) return 1;; esac; }}; '
+    script = fakes + kp.endpoint_ips_command("ns", "web", "http")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["10.244.1.3", "10.244.2.4"]
