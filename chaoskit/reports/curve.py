@@ -13,7 +13,7 @@ from html import escape
 from chaoskit.reports.svg import PALETTE
 
 Point = tuple[float, float]  # (size, seconds)
-LEFT, RIGHT, TOP, BOTTOM, LEGEND_ROW = 64, 16, 16, 40, 18
+LEFT, RIGHT, TOP, BOTTOM, LEGEND_ROW = 64, 48, 16, 40, 18  # right: room for the last size's label
 DASHES = ("", "6 4", "2 3")  # the series of one colour: p50 solid, p90 dashed, max dotted
 
 

@@ -42,7 +42,7 @@ def row(
     out: dict[str, Any] = {"mode": mode, "services": services, "changes": len(result.extra.get("changes", []))}
     for stage in STAGES:
         sm = summarize(s for s in result.samples if s.stage == stage)
-        out[stage] = {"count": sm.count, "p50": sm.p50, "p90": sm.p90, "max": sm.max}
+        out[stage] = {"count": sm.count, "p50": sm.p50, "p90": sm.p90, "max": sm.max, "precision": sm.precision_median}
     programmed = (grown or {}).get("programmed_s") or {}
     out["background"] = {
         "accepted_s": (grown or {}).get("accepted_s"),
@@ -86,6 +86,7 @@ COLUMNS: tuple[tuple[str, Cell], ...] = (
         for stage, short in (("rules_programmed", "rules"), ("traffic_follows", "traffic"))
         for stat in STATISTICS
     ),
+    ("rules ±", lambda r: _s(r["rules_programmed"]["precision"])),
     ("bulk s", lambda r: _s(r["background"]["programmed_s"])),
     ("SLI mean", lambda r: _s(r["kube_proxy"]["sli_mean"])),
     ("partial mean", lambda r: _s(r["kube_proxy"]["partial_mean"])),
@@ -100,7 +101,8 @@ COLUMNS: tuple[tuple[str, Cell], ...] = (
     ("probe CPU s/min", lambda r: _s(r["chaoskit"]["probe_cpu_per_minute"])),
 )
 LEGEND = (
-    "seconds; rules/traffic: rules_programmed and traffic_follows pooled over every node; bulk s: kube-proxy "
+    "seconds; rules/traffic: rules_programmed and traffic_follows pooled over every node; rules ±: the typical "
+    "sample's precision (the probe's two rules reads that bracket it); bulk s: kube-proxy "
     "programming the background Services once the API accepted them (slowest node); SLI: "
     "kubeproxy_network_programming_duration_seconds; partial/full: its syncs while measuring; ipt rules: "
     "kubeproxy_sync_proxy_rules_iptables_total (nftables exports none); kp: kube-proxy's own CPU and memory; "
