@@ -67,12 +67,13 @@ class Judged:
 
 
 def api_pairs(metrics: Metrics) -> list[tuple[str, str, str]]:
-    """Every (verb, resource, scope) the API server timed, streaming calls aside (they are not in the SLI)."""
+    """Every (verb, resource, scope) the API server timed, streaming calls and paths that are no resource (/readyz,
+    /metrics) aside: the SLO is about resources."""
     return sorted(
         {
             (s.labels.get("verb", ""), s.labels.get("resource", ""), s.labels.get("scope", ""))
             for s in metrics.select(f"{API_SLI}_count")
-            if s.labels.get("verb") not in ("WATCH", "CONNECT")
+            if s.labels.get("verb") not in ("WATCH", "CONNECT") and s.labels.get("resource")
         }
     )
 
