@@ -23,6 +23,7 @@ from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.kind import Kind, container_addresses, node_kubectl
 from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.errors import ToolError
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import condition
 from chaoskit.seams.nodecontainers import NodeContainer, node_containers
@@ -170,8 +171,9 @@ def _wait_until_no_problems(problems: Callable[[], list[str]], timeout: float, i
 
 
 def kube_proxy_problems(runner: Runner, cluster: str) -> list[str]:
-    """Nodes without a running kube-proxy pod (a pod's node is empty until it is scheduled)."""
-    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    """Nodes without a running kube-proxy pod (a pod's node is empty until it is scheduled); simulated nodes run
+    none."""
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", "json"))["items"]
     pods = json.loads(
         node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy", "-o", "json")
     )["items"]
@@ -222,7 +224,9 @@ def moved_nodes(runner: Runner, cluster: str) -> list[str]:
 
 
 def readiness_problems(runner: Runner, cluster: str) -> list[str]:
-    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    """What keeps the cluster from being ready; simulated nodes are left to kwok's step (a cluster whose kwok
+    controller is gone is still reused, and that step puts it back)."""
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", "json"))["items"]
     problems = [f"node {n['metadata']['name']} not Ready" for n in nodes if not condition(n, "Ready")]
     pods = json.loads(node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-o", "json"))["items"]
     problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not condition(p, "Ready")]
