@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from chaoskit.checks.cluster import NodesReady
 from chaoskit.checks.slo import ScalabilitySlos, SloParams
 from chaoskit.cluster import install, up
 from chaoskit.cluster import prometheus as prom
+from chaoskit.cluster.assets import images_dir
 from chaoskit.components.kube_proxy import node_names
 from chaoskit.diagnosers.kit.controllers import nodes_not_marked_lost
 from chaoskit.env import Env
@@ -103,3 +106,10 @@ def test_the_scalability_slos_read_the_kubelets_of_real_nodes_only() -> None:
     out = ScalabilitySlos().run(Env(kube, FakeNodeExec(), "chaoskit"), params)
     scraped = [path for _, path in kube.calls if path.endswith("/proxy/metrics")]
     assert scraped == ["/api/v1/nodes/chaoskit-worker/proxy/metrics"] * 2 and "not read" not in out.detail
+
+
+def test_metrics_server_scrapes_the_nodes_the_one_place_calls_real() -> None:
+    docs = YAML(typ="safe").load_all((images_dir() / "addons" / "metrics-server.yaml").read_text())
+    (deployment,) = [d for d in docs if d and d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert f"--node-selector={REAL_NODES_SELECTOR}" in container["args"]
