@@ -4,7 +4,9 @@ nodes as the control plane does sees them and says they are simulated."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from ruamel.yaml import YAML
 
@@ -113,3 +115,9 @@ def test_metrics_server_scrapes_the_nodes_the_one_place_calls_real() -> None:
     (deployment,) = [d for d in docs if d and d["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert f"--node-selector={REAL_NODES_SELECTOR}" in container["args"]
+
+
+def test_the_pod_network_routes_to_real_nodes_only() -> None:
+    source = (images_dir() / "netd" / "main.go").read_text()
+    (path,) = re.findall(r'nodesPath = "([^"]+)"', source)
+    assert parse_qs(urlsplit(path).query) == {"labelSelector": [REAL_NODES_SELECTOR]}
