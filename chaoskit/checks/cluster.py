@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +12,7 @@ from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.components import table
 from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
+from chaoskit.model.kwok import named
 from chaoskit.seams.kube import KubeError, condition
 
 LEADERS = tuple((c.name, c.lease) for c in table.LEADERS)
@@ -25,8 +27,13 @@ class NodeChecks(BaseModel):
     )
 
 
-def _all_ready(objs: list[dict[str, Any]], what: str, skipped: list[str] | None = None) -> Outcome:
-    bad = [o["metadata"]["name"] for o in objs if not condition(o, "Ready")]
+def _all_ready(
+    objs: list[dict[str, Any]],
+    what: str,
+    skipped: list[str] | None = None,
+    name: Callable[[dict[str, Any]], str] = lambda o: str(o["metadata"]["name"]),
+) -> Outcome:
+    bad = [name(o) for o in objs if not condition(o, "Ready")]
     left_out = f" (not judged: {', '.join(skipped)})" if skipped else ""
     if bad:
         return Outcome(False, f"not Ready: {', '.join(bad)}{left_out}")
@@ -39,7 +46,8 @@ def _except(params: BaseModel) -> list[str]:
 
 @register
 class NodesReady(Check):
-    """Every node reports Ready."""
+    """Every node reports Ready, simulated ones too: the control plane counts them as nodes (a NotReady one is
+    named as simulated, its cause being kwok's controller, not a kubelet)."""
 
     name = "nodes-ready"
     Params = NodeChecks
@@ -47,7 +55,7 @@ class NodesReady(Check):
     def run(self, env: Env, params: BaseModel) -> Outcome:
         skip = _except(params)
         nodes = [n for n in env.kube.get("/api/v1/nodes")["items"] if n["metadata"]["name"] not in skip]
-        return _all_ready(nodes, "nodes", skip)
+        return _all_ready(nodes, "nodes", skip, named)
 
 
 @register

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.env import Env
 from chaoskit.model.duration import PositiveDuration
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import params_of
 from chaoskit.seams.kube import KubeError
 from chaoskit.seams.scrape import Histogram, Labels, Metrics
@@ -138,8 +139,9 @@ class ScalabilitySlos(Check):
 
     def run(self, env: Env, params: BaseModel) -> Outcome:
         p = params_of(params, SloParams)
-        query = {"labelSelector": p.nodes} if p.nodes else {}
-        nodes = [n["metadata"]["name"] for n in env.kube.get("/api/v1/nodes", **query)["items"]]
+        # a simulated node has no kubelet whose metrics could be read
+        selector = ",".join(s for s in (p.nodes, REAL_NODES_SELECTOR) if s)
+        nodes = [n["metadata"]["name"] for n in env.kube.get("/api/v1/nodes", labelSelector=selector)["items"]]
         paths = [f"/api/v1/nodes/{n}/proxy/metrics" for n in nodes]
         api_before, kubelets_before = _scrape(env, "/metrics"), [_scrape(env, path) for path in paths]
         time.sleep(p.window)

@@ -1,4 +1,4 @@
-"""`chaoskit cluster up | down | status | proxy-mode`."""
+"""`chaoskit cluster up | down | status | kwok-nodes | proxy-mode`."""
 
 from __future__ import annotations
 
@@ -8,13 +8,30 @@ import click
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, cluster_name_option, emit, output_option, stdout_console
+from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, output_option, stdout_console
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.kwok.converge import READY_TIMEOUT
+from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
 from chaoskit.progress import Progress
+from chaoskit.seams.kube import Kube
 from chaoskit.seams.shell import SubprocessRunner
+
+# Kubernetes' documented largest cluster; past about 250 nodes kind's pod CIDR (10.244.0.0/16, a /24 a node) runs out
+# and a simulated node's pods get kwok's own addresses
+MAX_SIMULATED_NODES = 5000
+
+
+def kwok_nodes_option(f: F) -> F:
+    return click.option(
+        "--kwok-nodes",
+        type=click.IntRange(0, MAX_SIMULATED_NODES),
+        default=0,
+        show_default=True,
+        help="Simulated nodes (kwok) the cluster holds: Node objects with no machine behind them.",
+    )(f)
 
 
 @click.group()
@@ -41,11 +58,26 @@ def cluster() -> None:
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
-def up(name: str | None, config_path: Path, image: str, cache_dir: Path) -> None:
-    """Create the cluster (or reuse it), with metrics-server and the workload image."""
-    result = ops.up(name, config_path, image, SubprocessRunner(), Cache(cache_dir), Progress())
+@kwok_nodes_option
+@click.pass_obj
+def up(g: Globals, name: str | None, config_path: Path, image: str, cache_dir: Path, kwok_nodes: int) -> None:
+    """Create the cluster (or reuse it), with metrics-server and the workload image; with --kwok-nodes N, N
+    simulated nodes too (a reused cluster keeps exactly N: 0 removes any and kwok's controller)."""
+    result = ops.up(
+        name,
+        config_path,
+        image,
+        SubprocessRunner(),
+        Cache(cache_dir),
+        Progress(),
+        kwok_nodes=kwok_nodes,
+        connect=lambda context: Kube.connect(g.kubeconfig, g.context or context),
+    )
     verb = "created" if result.created else "reused"
-    click.echo(f"cluster {result.name} {verb} in {result.seconds:.0f}s; kubectl context {result.kubeconfig_context}")
+    simulated = f", {result.simulated_nodes} simulated nodes" if result.simulated_nodes else ""
+    click.echo(
+        f"cluster {result.name} {verb} in {result.seconds:.0f}s{simulated}; kubectl context {result.kubeconfig_context}"
+    )
 
 
 @cluster.command()
@@ -82,6 +114,39 @@ def status(name: str, output: str) -> None:
     for n in st.nodes:
         table.add_row(n.name, n.role, n.container, {True: "yes", False: "no", None: "?"}[n.ready], n.kubelet_version)
     console.print(table)
+    if st.simulated_nodes:
+        console.print(f"simulated nodes (kwok): {st.simulated_ready} of {st.simulated_nodes} Ready")
+
+
+@cluster.command("kwok-nodes")
+@click.argument("count", type=click.IntRange(0, MAX_SIMULATED_NODES))
+@cluster_name_option
+@click.option(
+    "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
+)
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=READY_TIMEOUT, show_default=True, help="Seconds to wait."
+)
+@output_option
+@click.pass_obj
+def kwok_nodes(g: Globals, count: int, name: str, cache_dir: Path, timeout: float, output: str) -> None:
+    """Make the cluster hold exactly COUNT simulated nodes: Node objects kwok keeps Ready, with no machine behind.
+
+    Named kwok-node-0 to COUNT-1, labelled type=kwok and tainted kwok.x-k8s.io/node=fake:NoSchedule (only pods
+    that tolerate it land there, and run nothing), with 32 CPUs, 256Gi and 110 pods each. The first use builds
+    kwok's image and loads it into the control-plane node, runs its controller in kube-system, and gives kube-proxy,
+    the pod network and chaoskit's agent an affinity that keeps them off simulated nodes (their pods restart once).
+    0 removes every simulated node and the controller. chaoskit never runs node commands or probes there.
+    """
+    kube = Kube.connect(g.kubeconfig, context_of(g, name))
+    done = simulate(name, count, kube, SubprocessRunner(), Cache(cache_dir), Progress(), timeout=timeout)
+    if output != "table":
+        emit(done.to_dict(), output)
+        return
+    click.echo(
+        f"cluster {name}: {done.count} simulated node(s), {len(done.created)} created, {len(done.deleted)} deleted;"
+        f" kwok's controller {done.controller}"
+    )
 
 
 @cluster.command("proxy-mode")

@@ -83,3 +83,12 @@ def build_all(
     with progress.step(f"node image {tag}" + (" (cached)" if cached else "")):
         nodeimage.build(inputs, runner, cache.root / "work", repo)
     return Artifacts(bins, workload, tag)
+
+
+def build_kwok_image(cache: Cache, runner: Runner, progress: Progress) -> Path:
+    """The simulated nodes' controller as a docker-archive tarball: kwok's Go build, then its image; both cached.
+
+    Built only when simulated nodes are asked for: no other cluster needs it, and a cold build takes minutes."""
+    bins = build_binaries(("kwok",), cache, runner, progress)
+    with progress.step(f"image {images.KWOK_IMAGE}"):
+        return images.build(images.KWOK_RECIPE, bins, {}, cache)

@@ -104,6 +104,8 @@ TARGETS: dict[str, GoTarget] = {
         ),
         GoTarget("etcd", ("chaoskit.dev/images/etcd",), ("etcd",), module="etcd"),
         GoTarget("kind", (f"sigs.k8s.io/kind@{v.KIND}",), ("kind",)),
+        # on its own module graph (client-go v0.36, not v1.34.4's v0.34): a cold build compiles those apart
+        GoTarget("kwok", (f"sigs.k8s.io/kwok/cmd/kwok@{v.KWOK}",), ("kwok",)),
         GoTarget(
             "crictl",
             (f"sigs.k8s.io/cri-tools/cmd/crictl@{v.CRICTL}",),

@@ -19,6 +19,7 @@ WORKLOAD_IMAGE = f"docker.io/chaoskit/workload:v{__version__}"
 NETD_IMAGE = f"docker.io/chaoskit/netd:v{__version__}"
 METRICS_SERVER_IMAGE = f"registry.k8s.io/metrics-server/metrics-server:{v.METRICS_SERVER}"
 PAUSE_IMAGE = f"registry.k8s.io/pause:{v.PAUSE}"
+KWOK_IMAGE = f"docker.io/chaoskit/kwok:{v.KWOK}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ NODE_IMAGES: tuple[ImageRecipe, ...] = (
 WORKLOAD_IMAGES: tuple[ImageRecipe, ...] = (
     ImageRecipe(WORKLOAD_IMAGE, "workload", "workload", "/workload", ("/workload",), ("serve",)),
 )
+
+
+# The simulated nodes' controller: built and loaded (kind load) only when a cluster is asked for simulated nodes.
+KWOK_RECIPE = ImageRecipe(KWOK_IMAGE, "kwok", "kwok", "/usr/local/bin/kwok", ("/usr/local/bin/kwok",))
 
 
 def build(recipe: ImageRecipe, bins: Mapping[str, Path], bases: Mapping[str, Path], cache: Cache) -> Path:

@@ -24,6 +24,7 @@ from chaoskit.cluster.assets import deploy_dir
 from chaoskit.cluster.experiments import FINAL, FINALIZER
 from chaoskit.cluster.selfimage import CHAOSKIT_IMAGE
 from chaoskit.journal import state_home
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams import pki
 from chaoskit.seams.agentexec import PORT, AgentNode, AgentNodeExec, client_context
 from chaoskit.seams.kube import Kube, KubeError, Obj, condition, object_path
@@ -143,9 +144,10 @@ class LocalInstall:
 
 
 def agent_nodes(kube: Kube, port: int = PORT) -> list[AgentNode]:
-    """Every node with its role and its agent's address (the node's InternalIP: the agent is on the host network)."""
+    """Every node with its role and its agent's address (the node's InternalIP: the agent is on the host network);
+    simulated nodes run no agent (nor anything else) and have no address."""
     out = []
-    for node in kube.get("/api/v1/nodes")["items"]:
+    for node in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]:
         meta, addresses = node["metadata"], node.get("status", {}).get("addresses") or []
         ip = next((a["address"] for a in addresses if a["type"] == "InternalIP"), None)
         if ip is None:

@@ -33,17 +33,19 @@ class Kind:
     def delete(self, name: str) -> None:
         self.runner.run([str(self.binary), "delete", "cluster", "--name", name])
 
-    def load_archive(self, name: str, archive: Path) -> None:
-        """`kind load image-archive` into the nodes that do not hold the archive's image yet (its tags at its ID).
+    def load_archive(self, name: str, archive: Path, *, role: str | None = None) -> None:
+        """`kind load image-archive` into the nodes that do not hold the archive's image yet (its tags at its ID);
+        with `role`, only into that role's nodes (an image whose pods run on the control plane alone).
 
         kind imports an archive whatever the nodes hold, about 5 s a node for chaoskit's own image, and a second
         `chaoskit install` or `cluster up` loads the same bytes again."""
         tags, image_id = archive_image(archive)
-        nodes = [n.name for n in node_containers(self.runner, name)]
+        every = node_containers(self.runner, name)
+        nodes = [n.name for n in every if role is None or n.role == role]
         missing = [n for n in nodes if not tags or not all(self._holds(n, tag, image_id) for tag in tags)]
         if not missing:
             return
-        only = ["--nodes", ",".join(missing)] if len(missing) < len(nodes) else []
+        only = ["--nodes", ",".join(missing)] if len(missing) < len(every) else []
         self.runner.run([str(self.binary), "load", "image-archive", "--name", name, *only, str(archive)])
 
     def _holds(self, node: str, tag: str, image_id: str) -> bool:

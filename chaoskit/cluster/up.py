@@ -21,10 +21,13 @@ from chaoskit.cluster import config as kind_config
 from chaoskit.cluster.assets import images_dir
 from chaoskit.cluster.cache import Cache
 from chaoskit.cluster.kind import Kind, container_addresses, node_kubectl
+from chaoskit.cluster.kwok import controller as kwok_controller
+from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.errors import ToolError
+from chaoskit.model.kwok import REAL_NODES_SELECTOR, SIMULATED_SELECTOR, is_simulated
 from chaoskit.progress import Progress
-from chaoskit.seams.kube import condition
+from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodecontainers import NodeContainer, node_containers
 from chaoskit.seams.poll import poll
 from chaoskit.seams.shell import Runner
@@ -59,6 +62,12 @@ class UpResult:
     node_image: str
     seconds: float
     kubeconfig_context: str
+    simulated_nodes: int = 0
+
+
+def connect_kind(context: str) -> Kube:
+    """The API client for a kind cluster: its context in the kubeconfig kind wrote ($KUBECONFIG or ~/.kube/config)."""
+    return Kube.connect(None, context)
 
 
 def up(
@@ -68,6 +77,9 @@ def up(
     runner: Runner,
     cache: Cache,
     progress: Progress,
+    *,
+    kwok_nodes: int = 0,
+    connect: Callable[[str], Kube] = connect_kind,
 ) -> UpResult:
     t0 = time.monotonic()
     cfg = kind_config.load(config_path, name)
@@ -110,7 +122,26 @@ def up(
             kind.load_archive(cfg.name, archive)
     with progress.step("waiting for nodes, system pods and the metrics API"):
         wait_ready(runner, cfg.name, READY_TIMEOUT)
-    return UpResult(cfg.name, created, node_image, time.monotonic() - t0, f"kind-{cfg.name}")
+    simulated_nodes(cfg.name, kwok_nodes, runner, cache, progress, connect)
+    return UpResult(cfg.name, created, node_image, time.monotonic() - t0, f"kind-{cfg.name}", kwok_nodes)
+
+
+def kwok_present(runner: Runner, cluster: str) -> bool:
+    """Whether the cluster has simulated nodes or kwok's controller, asked inside the control-plane node."""
+    nodes = node_kubectl(runner, cluster, "get", "nodes", "-l", SIMULATED_SELECTOR, "-o", "name")
+    ns, name = kwok_controller.NAMESPACE, kwok_controller.NAME
+    found = node_kubectl(runner, cluster, "get", "deployment", "-n", ns, name, "--ignore-not-found", "-o", "name")
+    return bool(nodes.strip() or found.strip())
+
+
+def simulated_nodes(
+    cluster: str, count: int, runner: Runner, cache: Cache, progress: Progress, connect: Callable[[str], Kube]
+) -> None:
+    """Exactly `count` simulated nodes; with none asked for and none there, nothing more is asked of the cluster (an
+    API client is made only when there is something to do)."""
+    if count == 0 and not kwok_present(runner, cluster):
+        return
+    simulate(cluster, count, connect(f"kind-{cluster}"), runner, cache, progress)
 
 
 def _why_recreate(
@@ -170,8 +201,9 @@ def _wait_until_no_problems(problems: Callable[[], list[str]], timeout: float, i
 
 
 def kube_proxy_problems(runner: Runner, cluster: str) -> list[str]:
-    """Nodes without a running kube-proxy pod (a pod's node is empty until it is scheduled)."""
-    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    """Nodes without a running kube-proxy pod (a pod's node is empty until it is scheduled); simulated nodes run
+    none."""
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", "json"))["items"]
     pods = json.loads(
         node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy", "-o", "json")
     )["items"]
@@ -222,7 +254,9 @@ def moved_nodes(runner: Runner, cluster: str) -> list[str]:
 
 
 def readiness_problems(runner: Runner, cluster: str) -> list[str]:
-    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-o", "json"))["items"]
+    """What keeps the cluster from being ready; simulated nodes are left to kwok's step (a cluster whose kwok
+    controller is gone is still reused, and that step puts it back)."""
+    nodes = json.loads(node_kubectl(runner, cluster, "get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", "json"))["items"]
     problems = [f"node {n['metadata']['name']} not Ready" for n in nodes if not condition(n, "Ready")]
     pods = json.loads(node_kubectl(runner, cluster, "get", "pods", "-n", "kube-system", "-o", "json"))["items"]
     problems += [f"pod {p['metadata']['name']} not Ready" for p in pods if not condition(p, "Ready")]
@@ -268,6 +302,8 @@ class Status:
     nodes: list[NodeStatus] = field(default_factory=list)
     api_server: str = "unknown"
     kubeconfig_context: str = ""
+    simulated_nodes: int = 0  # kwok's: Node objects with no container behind them
+    simulated_ready: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -285,7 +321,10 @@ def status(name: str, runner: Runner) -> Status:
     try:
         st.api_server = node_kubectl(runner, name, "get", "--raw", "/readyz").strip() or "ok"
         for n in json.loads(node_kubectl(runner, name, "get", "nodes", "-o", "json"))["items"]:
-            if (ns := by_name.get(n["metadata"]["name"])) is not None:
+            if is_simulated(n):
+                st.simulated_nodes += 1
+                st.simulated_ready += condition(n, "Ready")
+            elif (ns := by_name.get(n["metadata"]["name"])) is not None:
                 ns.ready = condition(n, "Ready")
                 ns.kubelet_version = n["status"]["nodeInfo"]["kubeletVersion"]
     except (ToolError, LookupError) as exc:

@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 
 from chaoskit.errors import ToolError
 from chaoskit.model.duration import parse_duration
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodeexec import NodeExec
 
@@ -226,7 +227,8 @@ def ipvs_unsupported(nodes: NodeExec, node: str) -> str | None:
 
 
 def node_names(kube: Kube) -> list[str]:
-    return sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+    """The nodes kube-proxy runs on: every node but the simulated ones (kwok's, which run nothing)."""
+    return sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"])
 
 
 def kube_proxy_pods(kube: Kube) -> tuple[int, list[dict[str, Any]]]:

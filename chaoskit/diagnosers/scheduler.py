@@ -123,7 +123,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             pending=src.api.fetch(PENDING_PODS, fieldSelector="status.phase=Pending"),
             events=src.api.fetch(FAILED_SCHEDULING, fieldSelector="reason=FailedScheduling"),
             lease=src.api.fetch(LEASE),
-            nodes=src.api.fetch("/api/v1/nodes"),
+            nodes=src.api.fetch("/api/v1/nodes"),  # simulated ones too: the scheduler weighs them as any node
         )
 
     def assess(self, ev: SchedulerEvidence) -> list[Assessed]:

@@ -28,6 +28,7 @@ from chaoskit.measurements.rule_sync_delay import (
 )
 from chaoskit.measurements.rule_sync_delay import SERVICE as PROBE_SERVICE
 from chaoskit.model.duration import Duration
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT
 
@@ -244,7 +245,8 @@ PROXY_RESTART_WAIT_S = 45
 def _every_proxy_left(period: str) -> str:
     """A shell test, run on the control-plane node: within PROXY_RESTART_WAIT_S every node's kube-proxy answers
     /configz (metrics are bound to all addresses) with a minSyncPeriod other than `period`."""
-    ips = kubectl("get", "nodes", "-o", 'jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}')
+    internal_ips = 'jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}'
+    ips = kubectl("get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", internal_ips)  # a simulated node runs no kube-proxy
     slow = shlex.quote(f'"{kp.CONFIGZ_MIN_SYNC}":"{period}"')
     return (
         f"ips=$({ips}) && end=$(( $(date +%s) + {PROXY_RESTART_WAIT_S} )) && while :; do left=0;"

@@ -10,6 +10,7 @@ from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
 
 SAVED = "/var/lib/chaoskit/metrics-server.replicas"  # its replicas before the fault, for the revert
@@ -29,7 +30,8 @@ def metrics_answer(env: Env) -> bool:
     """Whether the metrics API answers with a sample for every node (what each HPA's read goes through)."""
     try:
         samples = env.kube.get(metrics_server.NODE_METRICS).get("items", [])
-        nodes = env.kube.get("/api/v1/nodes").get("items", [])
+        # metrics-server scrapes no simulated node (its --node-selector): they have no kubelet to answer
+        nodes = env.kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR).get("items", [])
     except ToolError:
         return False
     return bool(samples) and len(samples) >= len(nodes)

@@ -153,7 +153,7 @@ def _absent(env: Env, path: str) -> bool:
 
 
 def _nodes_with_our_taint_or_label(env: Env) -> list[str]:
-    nodes = env.kube.get("/api/v1/nodes")["items"]
+    nodes = env.kube.get("/api/v1/nodes")["items"]  # simulated ones too: our taint left on any Node is not reverted
     return [
         n["metadata"]["name"]
         for n in nodes

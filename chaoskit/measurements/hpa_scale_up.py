@@ -27,6 +27,7 @@ from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, probe_script
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
 from chaoskit.subject import PLURAL
 
@@ -74,7 +75,9 @@ class HpaScaleUp(Measurement):
         self.request_cores = _requested_cores(deploy)
         self.selector = selector
         self.seen.watchers = self._watchers(p, hpa_name, plural, selector)
-        self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        # a probe per node that has a dataplane: a simulated node runs no kube-proxy and nothing to exec into
+        real = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
+        self.nodes = sorted(n["metadata"]["name"] for n in real)
         port = svc["spec"]["ports"][0]
         script = probe_script(
             ns,

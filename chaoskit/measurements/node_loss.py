@@ -26,6 +26,7 @@ from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.seams.kube import Kube
 from chaoskit.subject import PLURAL
@@ -64,12 +65,14 @@ class NodeLoss(Measurement):
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         selector = ",".join(f"{k}={v}" for k, v in workload["spec"]["selector"]["matchLabels"].items())
         self.result.extra["settings"] = self._settings(workload)
-        self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        # the lost node and the probes are real nodes: a simulated one has no dataplane and is never partitioned
+        real = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
+        self.nodes = sorted(n["metadata"]["name"] for n in real)
         self.seen = o = Observers()
         t, stop = self.tracker, o.stop_event
         o.watchers = [
             Watcher(kube, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", o.locked(t.lease), stop),
-            Watcher(kube, "/api/v1/nodes", o.locked(t.node), stop),
+            Watcher(kube, "/api/v1/nodes", o.locked(t.node), stop, labelSelector=REAL_NODES_SELECTOR),
             Watcher(kube, f"/api/v1/namespaces/{ns}/pods", o.locked(t.pod), stop, labelSelector=selector),
             Watcher(
                 kube,

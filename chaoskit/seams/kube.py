@@ -254,6 +254,7 @@ def _content_type(method: str) -> str:
 # kind -> (plural, namespaced) for the objects chaoskit creates; the API group comes from apiVersion.
 _RESOURCES = {
     "Namespace": ("namespaces", False),
+    "Node": ("nodes", False),
     "Pod": ("pods", True),
     "Service": ("services", True),
     "EndpointSlice": ("endpointslices", True),
@@ -268,6 +269,8 @@ _RESOURCES = {
     "Secret": ("secrets", True),
     "ClusterRole": ("clusterroles", False),
     "ClusterRoleBinding": ("clusterrolebindings", False),
+    "Role": ("roles", True),
+    "RoleBinding": ("rolebindings", True),
     "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", False),
 }
 
@@ -352,6 +355,16 @@ def selection(query: dict[str, str]) -> Callable[[Obj], bool]:
     return keeps
 
 
+def _listed_by(path: str, collection: str) -> bool:
+    """Whether a list of `path` holds the objects of `collection`: itself, or one namespace's part of it (a list of
+    /apis/apps/v1/daemonsets holds those of /apis/apps/v1/namespaces/<any>/daemonsets)."""
+    base, _, plural = path.rpartition("/")
+    return (
+        collection == path
+        or re.fullmatch(rf"{re.escape(base)}/namespaces/[^/]+/{re.escape(plural)}", collection) is not None
+    )
+
+
 class FakeKube(Kube):
     """An in-memory API for unit tests: objects by path; create answers 409 on a taken name, get 404 on none."""
 
@@ -367,7 +380,7 @@ class FakeKube(Kube):
         if method == "GET":
             if path in self.objects:
                 return self.objects[path]
-            items = [o for p, o in sorted(self.objects.items()) if p.rsplit("/", 1)[0] == path]
+            items = [o for p, o in sorted(self.objects.items()) if _listed_by(path, p.rsplit("/", 1)[0])]
             if items:
                 wanted = selection(dict(query or []))
                 return {"items": [o for o in items if wanted(o)]}

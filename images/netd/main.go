@@ -27,6 +27,8 @@ const (
 	confDir  = "/etc/cni/net.d"
 	confName = "10-chaoskit.conflist"
 	interval = 5 * time.Second
+	// every node but the simulated ones (kwok's, label type=kwok): no machine stands behind them to route to
+	nodesPath = "/api/v1/nodes?labelSelector=type%21%3Dkwok"
 )
 
 type nodeList struct {
@@ -98,7 +100,7 @@ func sync(c *http.Client, base, self string) error {
 	if err != nil {
 		return err
 	}
-	req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/nodes", nil)
+	req, _ := http.NewRequest(http.MethodGet, base+nodesPath, nil)
 	req.Header.Set("Authorization", "Bearer "+string(token))
 	resp, err := c.Do(req)
 	if err != nil {

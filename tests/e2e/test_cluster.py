@@ -10,6 +10,7 @@ import pytest
 from chaoskit import workloads
 from chaoskit.cluster import versions
 from chaoskit.components import kube_proxy as kp
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube, KubeError, condition
 from chaoskit.seams.nodecontainers import CLUSTER_LABEL as KIND_CLUSTER
 from chaoskit.seams.nodecontainers import ROLE_LABEL as KIND_ROLE
@@ -19,7 +20,7 @@ from tests.e2e.conftest import chaoskit
 
 
 def _workers(kube: Kube) -> list[str]:
-    nodes = kube.get("/api/v1/nodes")["items"]
+    nodes = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]  # kind's containers, no kwok node
     return sorted(
         n["metadata"]["name"]
         for n in nodes
@@ -33,7 +34,7 @@ def _ready_pods(kube: Kube, ns: str, app: str) -> list[dict]:
 
 
 def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
-    nodes = kube.get("/api/v1/nodes")["items"]
+    nodes = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]  # simulated ones run no kubelet
     assert len(nodes) == 3
     assert all(condition(n, "Ready") for n in nodes), [
         n["metadata"]["name"] for n in nodes if not condition(n, "Ready")

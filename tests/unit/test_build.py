@@ -77,3 +77,12 @@ def test_a_self_image_that_fails_is_said_and_leaves_the_cluster_build_going(
     said = _build_all(tmp_path, offline=True)
     assert "chaoskit's own image is left to chaoskit install" in said and "no route to PyPI" in said
     assert [w for w, _ in built][-1] == "node image"
+
+
+def test_no_cluster_build_makes_kwok_and_its_image_builds_only_when_asked(
+    built: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    _build_all(tmp_path, offline=True)
+    assert "go kwok" not in [w for w, _ in built]
+    archive = build.build_kwok_image(Cache(tmp_path / "cache"), FakeRunner(), Progress(io.StringIO()))
+    assert [w for w, _ in built][-1] == "go kwok" and archive == tmp_path / "image.tar"

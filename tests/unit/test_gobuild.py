@@ -74,6 +74,12 @@ def test_remote_target_argv_installs_path_at_version(tmp_path: Path) -> None:
     assert str(tmp_path) not in " ".join(argv)  # go install finds GOBIN in the environment
 
 
+def test_kwok_installs_its_pinned_release_with_the_version_its_source_carries(tmp_path: Path) -> None:
+    argv = gobuild.TARGETS["kwok"].argv(tmp_path / "out")
+    assert argv == ["go", "install", "-trimpath", "-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok@v0.8.0"]
+    assert gobuild.TARGETS["kwok"].outputs == ("kwok",)
+
+
 def test_kubernetes_target_builds_every_command_and_metrics_server_into_one_dir(tmp_path: Path) -> None:
     target = gobuild.TARGETS["kubernetes"]
     argv = target.argv(tmp_path)

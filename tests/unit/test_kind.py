@@ -173,6 +173,24 @@ def test_an_archive_is_loaded_only_into_the_nodes_that_lack_its_image(
     assert loads == ([] if load is None else [("/cache/bin/kind", "load", "image-archive", *load, str(archive))])
 
 
+def test_an_archive_for_one_role_is_loaded_into_that_roles_nodes_only(tmp_path: Path) -> None:
+    archive = _archive(tmp_path / "image.tar", "docker.io/chaoskit/kwok:v0.8.0", "abc")
+    ps = "\n".join(_ps_line(n, r) for n, r in [("cp", "control-plane"), ("w1", "worker"), ("w2", "worker")])
+    runner = FakeRunner(responses={PS: ps, ("docker", "exec"): ""})  # no node holds it
+    Kind(runner, Path("/cache/bin/kind")).load_archive("chaoskit", archive, role="control-plane")
+    assert runner.calls[-1] == (
+        "/cache/bin/kind",
+        "load",
+        "image-archive",
+        "--name",
+        "chaoskit",
+        "--nodes",
+        "cp",
+        str(archive),
+    )
+    assert not [c for c in runner.calls if c[:3] == ("docker", "exec", "w1")]  # not even asked
+
+
 def test_an_unreadable_archive_is_loaded_everywhere_for_kind_to_judge(tmp_path: Path) -> None:
     (tmp_path / "image.tar").write_text("not a tar")
     runner = FakeRunner(responses={PS: _ps_line("cp", "control-plane")})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.seams.kube import Kube, Obj, condition, object_path
+from chaoskit.seams.kube import FakeKube, Kube, NotFound, Obj, condition, object_path
 
 
 def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None = "demo") -> Obj:
@@ -35,8 +35,14 @@ def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None =
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
         ),
+        (_obj("v1", "Node", "kwok-node-0", None), "/api/v1/nodes/kwok-node-0", "/api/v1/nodes"),
+        (
+            _obj("rbac.authorization.k8s.io/v1", "RoleBinding", "kwok-controller", "kube-node-lease"),
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-node-lease/rolebindings/kwok-controller",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-node-lease/rolebindings",
+        ),
     ],
-    ids=["Namespace", "Deployment", "HorizontalPodAutoscaler", "Pod", "Lease"],
+    ids=["Namespace", "Deployment", "HorizontalPodAutoscaler", "Pod", "Lease", "Node", "RoleBinding"],
 )
 def test_object_path(obj: Obj, item: str, collection: str) -> None:
     assert object_path(obj) == item
@@ -123,3 +129,14 @@ def test_an_api_error_says_the_servers_message_not_its_json() -> None:
     plain = ApiException(status=502, reason="Bad Gateway")
     plain.body = b"<html>upstream down</html>"
     assert _said(plain) == "<html>upstream down</html>"
+
+
+def test_the_fake_lists_a_namespaced_kind_across_namespaces_as_the_api_server_does() -> None:
+    ds = {
+        f"/apis/apps/v1/namespaces/{ns}/daemonsets/{n}": {"metadata": {"name": n}} for ns, n in (("a", "x"), ("b", "y"))
+    }
+    kube = FakeKube({**ds, "/apis/apps/v1/namespaces/a/deployments/z": {"metadata": {"name": "z"}}})
+    assert [d["metadata"]["name"] for d in kube.get("/apis/apps/v1/daemonsets")["items"]] == ["x", "y"]
+    assert [d["metadata"]["name"] for d in kube.get("/apis/apps/v1/namespaces/b/daemonsets")["items"]] == ["y"]
+    with pytest.raises(NotFound):
+        kube.get("/apis/apps/v1/statefulsets")  # as before: a collection the fake holds nothing of

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from chaoskit.cluster.assets import prometheus_rules
 from chaoskit.cluster.prometheus.rbac import ensure_monitoring
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube
 
 # Ports of the components on a kind node (kind-config.yaml binds the control-plane ones to 0.0.0.0).
@@ -62,7 +63,8 @@ class Node:
 
 def cluster_nodes(kube: Kube) -> list[Node]:
     nodes = []
-    for item in kube.get("/api/v1/nodes").get("items", []):
+    # a simulated node has no kubelet, kube-proxy or node agent to scrape
+    for item in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR).get("items", []):
         meta, status = item["metadata"], item.get("status", {})
         ips = [a["address"] for a in status.get("addresses", []) if a.get("type") == "InternalIP"]
         if not ips:

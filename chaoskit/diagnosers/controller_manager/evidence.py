@@ -25,7 +25,7 @@ SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 QUOTAS = "/api/v1/resourcequotas"
 EVENTS = "/api/v1/events"
 NAMESPACES = "/api/v1/namespaces"
-NODES = "/api/v1/nodes"
+NODES = "/api/v1/nodes"  # simulated ones too: the node lifecycle controller judges their leases as any kubelet's
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
 CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"

@@ -19,6 +19,7 @@ from typing import Any
 from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.diagnosers.kit.base import Evidence, Finding
 from chaoskit.diagnosers.kit.common import age, rounded
+from chaoskit.model.kwok import named
 from chaoskit.seams.scrape import Metrics
 
 Obj = dict[str, Any]
@@ -226,7 +227,7 @@ def nodes_not_marked_lost(nodes: Iterable[Obj], leases: Iterable[Obj], now: floa
         tainted = any(t.get("key") == UNREACHABLE for t in n.get("spec", {}).get("taints") or [])
         silent = age(renewed.get(str(meta.get("name"))) or meta.get("creationTimestamp"), now)
         if ready.get("status") == "True" and not tainted and silent is not None and silent > after:
-            out.append(f"node {meta.get('name')}: no heartbeat for {silent:.0f}s, still Ready and untainted")
+            out.append(f"node {named(n)}: no heartbeat for {silent:.0f}s, still Ready and untainted")
     return out
 
 
