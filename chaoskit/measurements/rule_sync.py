@@ -46,6 +46,7 @@ from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import params_of
 from chaoskit.model.timeline import MeasurementResult
 
@@ -90,7 +91,10 @@ class RuleSync(Measurement):
             )
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
-        self.nodes = sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"])
+        # kube-proxy runs on the real nodes only: a simulated one has no rules to read
+        self.nodes = sorted(
+            n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
+        )
         self.background = BackgroundServices(kube, p.endpoints_per_service)
         try:
             if p.services:
