@@ -137,7 +137,7 @@ def converge(
         return Converged(0, deleted=tuple(extra), controller="removed" if removed else "absent")
     patched, elsewhere = keep_daemonsets_off(kube)
     if patched:
-        say(f"kept off simulated nodes (node affinity type NotIn [kwok]): DaemonSets {', '.join(patched)}")
+        say(f"kept off simulated nodes (node affinity: type NotIn kwok): DaemonSets {', '.join(patched)}")
     if elsewhere:
         say(
             f"left as they are, these tolerate every taint: kwok will show their pods Running on simulated nodes: "
