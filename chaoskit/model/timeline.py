@@ -63,6 +63,8 @@ NODE_LOSS_STAGES: tuple[Stage, ...] = (
     Stage("endpoint_ready", "controller-manager", "Pod Ready → ready in the Service's EndpointSlice"),
     Stage("rules_programmed", "kube-proxy", "ready endpoint → present in each other node's dataplane rules"),
 )
+# A backlog of pods waiting for the scheduler, and how fast it drains once the scheduler is back.
+BACKLOG_STAGES: tuple[Stage, ...] = (Stage("scheduled", "scheduler", "Pod created → bound to a node (PodScheduled)"),)
 SETTING_STAGES = {"not_ready": "node-monitor-grace-period", "evicted": "tolerationSeconds"}
 STAGE_COMPONENTS: dict[str, str] = {s.name: s.component for s in (*HPA_STAGES, *RULE_SYNC_STAGES, *NODE_LOSS_STAGES)}
 
