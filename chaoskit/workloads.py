@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskit.cluster.images import WORKLOAD_IMAGE
+from chaoskit.cluster.images import PAUSE_IMAGE, WORKLOAD_IMAGE
+from chaoskit.model.kwok import SIMULATED_LABEL, TAINT
 from chaoskit.seams.kube import Kube
 
 Obj = dict[str, Any]
@@ -69,6 +70,29 @@ def web_deployment(
                             "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
                         }
                     ],
+                },
+            },
+        },
+    }
+
+
+def simulated_pods(ns: str, name: str = "backlog", replicas: int = 1) -> Obj:
+    """A Deployment whose pods may only go to simulated nodes (kwok): a backlog of hundreds costs the host nothing."""
+    labels = {"app": name}
+    toleration = {"key": TAINT["key"], "operator": "Exists", "effect": TAINT["effect"]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {SIMULATED_LABEL[0]: SIMULATED_LABEL[1]},
+                    "tolerations": [toleration],
+                    "containers": [{"name": name, "image": PAUSE_IMAGE}],
                 },
             },
         },

@@ -16,6 +16,7 @@ from chaoskit.measurements.base import Measurement, register
 from chaoskit.measurements.watch import Obj, Watcher, calibrated
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.seams.kube import Kube
 
 TYPE = "scheduling_backlog"
 
@@ -70,3 +71,9 @@ class SchedulingBacklog(Measurement):
                 f"{drain['last_wait']:.1f}s"
             )
         return res
+
+
+def bound_pods(kube: Kube, namespace: str, selector: str) -> tuple[int, int]:
+    """(pods of the selector, of which bound to a node) as the API has them now."""
+    pods = kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector)["items"]
+    return len(pods), sum(1 for p in pods if p["spec"].get("nodeName"))

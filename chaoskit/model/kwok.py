@@ -16,6 +16,8 @@ SIMULATED_LABEL: Final = ("type", "kwok")
 SIMULATED_SELECTOR: Final = f"{SIMULATED_LABEL[0]}={SIMULATED_LABEL[1]}"
 # `!=` also keeps a Node without the label, as every real node is: for a labelSelector on /api/v1/nodes
 REAL_NODES_SELECTOR: Final = f"{SIMULATED_LABEL[0]}!={SIMULATED_LABEL[1]}"
+# on every simulated node: only a pod that tolerates it lands there
+TAINT: Final = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 
 Node = TypeVar("Node", bound=Mapping[str, Any])
 

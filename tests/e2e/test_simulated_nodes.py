@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from chaoskit.cluster.images import PAUSE_IMAGE
+from chaoskit import workloads
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.journal import Journal
-from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog
-from chaoskit.model.kwok import SIMULATED_LABEL, SIMULATED_SELECTOR
+from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, bound_pods
+from chaoskit.model.kwok import SIMULATED_SELECTOR
 from chaoskit.registry import FAULTS
 from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodecontainers import node_containers
@@ -27,32 +27,6 @@ from tests.e2e.test_faults import wait_healthy
 pytestmark = pytest.mark.e2e
 NODES = 100
 BACKLOG = 300  # pods created while the scheduler is down, every one bound for a simulated node
-
-
-def backlog_deployment(ns: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": "backlog"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "backlog", "namespace": ns},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "nodeSelector": {SIMULATED_LABEL[0]: SIMULATED_LABEL[1]},
-                    "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
-                    "containers": [{"name": "app", "image": PAUSE_IMAGE}],
-                },
-            },
-        },
-    }
-
-
-def bound(kube: Kube, ns: str) -> int:
-    pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector="app=backlog")["items"]
-    return sum(1 for p in pods if p["spec"].get("nodeName"))
 
 
 @pytest.fixture
@@ -85,20 +59,20 @@ def test_a_hundred_simulated_nodes_and_a_scheduler_back_to_a_backlog(
     waiting: list[int] = []
 
     def make_backlog() -> None:  # the scheduler is down: pods are created, none is bound
-        kube.apply(backlog_deployment(ns, BACKLOG))
+        kube.apply(workloads.simulated_pods(ns, "backlog", BACKLOG))
         kube.wait(
             f"{BACKLOG} backlog pods created",
-            lambda: len(kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector="app=backlog")["items"]) == BACKLOG,
+            lambda: bound_pods(kube, ns, "app=backlog")[0] == BACKLOG,
             120,
         )
-        waiting.append(bound(kube, ns))
+        waiting.append(bound_pods(kube, ns, "app=backlog")[1])
 
     fault = FAULTS.get("scheduler.down")()
     step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=5)
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=make_backlog)
     assert result.held, result.errors
     assert waiting == [0], f"pods were bound while the scheduler was down: {waiting}"
-    kube.wait(f"{BACKLOG} backlog pods bound", lambda: bound(kube, ns) == BACKLOG, 180, 1.0)
+    kube.wait(f"{BACKLOG} backlog pods bound", lambda: bound_pods(kube, ns, "app=backlog")[1] == BACKLOG, 180, 1.0)
     res = measurement.stop()
     drain = res.extra["drain"]
     print(f"\nbacklog on {NODES} simulated nodes: {drain}\n" + "\n".join(res.notes))

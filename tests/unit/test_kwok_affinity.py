@@ -11,7 +11,8 @@ from ruamel.yaml import YAML
 
 from chaoskit.cluster.assets import deploy_dir, images_dir
 from chaoskit.cluster.kwok.daemonsets import NOT_SIMULATED, affinity_patch, lands_on_simulated, to_patch, tolerates
-from chaoskit.cluster.kwok.nodes import TAINT, fake_node
+from chaoskit.cluster.kwok.nodes import fake_node
+from chaoskit.model.kwok import TAINT
 from chaoskit.seams.kube import merge_patch
 
 Obj = dict[str, Any]

@@ -12,8 +12,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any, Final
 
-from chaoskit.cluster.kwok.nodes import TAINT
-from chaoskit.model.kwok import SIMULATED_LABEL
+from chaoskit.model.kwok import SIMULATED_LABEL, TAINT
 
 Obj = dict[str, Any]
 

@@ -6,7 +6,7 @@ import re
 from typing import Any, Final
 
 from chaoskit.cluster import versions
-from chaoskit.model.kwok import SIMULATED_LABEL
+from chaoskit.model.kwok import SIMULATED_LABEL, TAINT
 
 Obj = dict[str, Any]
 
@@ -14,7 +14,6 @@ PREFIX: Final = "kwok-node-"
 # what kwok's own examples mark a fake node with; chaoskit selects by the label alone (chaoskit.model.kwok)
 ANNOTATION: Final = ("kwok.x-k8s.io/node", "fake")
 # no pod lands on a simulated node unless it tolerates this: pods there run nothing
-TAINT: Final = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 # room for a kubelet's default pod count, on a machine large enough that CPU or memory never decide a placement
 CAPACITY: Final = {"cpu": "32", "memory": "256Gi", "pods": "110"}
 _INDEXED = re.compile(rf"^{re.escape(PREFIX)}(\d+)$")

@@ -1,0 +1,150 @@
+"""Benchmark: the real control plane with 0, 100, 500 and 1,000 simulated nodes (kwok), and what chaoskit costs there.
+
+    python bench/control_plane_scale.py [--sizes 0,100,500,1000] [--backlog 300] [--window 15] [--json FILE]
+                                        [--name chaoskit]
+
+At each size: the API server's own figures over a window (requests a second, the slowest kinds of call against the
+scalability SLOs, its memory, the Node and Lease writes the simulated heartbeats make); `chaoskit diagnose` (its wall
+time, CPU seconds and API requests); and `scheduler.down` meeting a backlog of --backlog pods bound for simulated
+nodes (none bound while it is down; once it is back, pods bound a second and the last pod's wait). The simulated
+nodes are removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from chaoskit import workloads
+from chaoskit.checks.slo import API_SLI, SloParams, judge_api
+from chaoskit.diagnosers.run import diagnose
+from chaoskit.engine import run_fault
+from chaoskit.env import Env
+from chaoskit.journal import Journal
+from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, bound_pods
+from chaoskit.registry import FAULTS
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.scrape import Metrics
+from chaoskit.seams.shell import SubprocessRunner
+from chaoskit.step import resolve
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def simulate(n: int, name: str) -> float:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--name", name], check=True)
+    return time.monotonic() - started
+
+
+def api_window(kube: Kube, window: float) -> dict[str, Any]:
+    """The API server over `window` seconds: requests a second, its slowest calls against the SLOs, its memory."""
+    before = Metrics.parse(kube.raw("/metrics"))
+    time.sleep(window)
+    after = Metrics.parse(kube.raw("/metrics"))
+    judged = judge_api(before, after, SloParams())
+    calls = sum(j.hist.count for j in judged)
+    worst = sorted(judged, key=lambda j: -(j.hist.quantile(0.99) or 0.0) / j.limit)[:2]
+    leases = next((j.hist.count for j in judged if j.what == "PUT leases (resource)"), 0.0)
+    rss = after.value("process_resident_memory_bytes")
+    return {
+        "requests_per_s": calls / window,
+        "lease_writes_per_s": leases / window,
+        "slowest": [j.words() for j in worst],
+        "breached": [j.words() for j in judged if j.breached],
+        "apiserver_mib": None if rss is None else rss / 2**20,
+        "sli_series": len(after.select(f"{API_SLI}_count")),
+    }
+
+
+def diagnosis_cost(env: Env, cluster: str) -> dict[str, Any]:
+    real = [n.name for n in node_containers(SubprocessRunner(), cluster)]
+    cpu, requests, started = _cpu(), env.kube.requests, time.monotonic()
+    found = diagnose(env, f"{cluster}-control-plane", real)
+    return {
+        "seconds": time.monotonic() - started,
+        "cpu_seconds": _cpu() - cpu,
+        "api_requests": env.kube.requests - requests,
+        "status": found.status,
+    }
+
+
+def backlog_drain(env: Env, pods: int) -> dict[str, Any]:
+    kube, ns = env.kube, f"chaoskit-bench-backlog-{uuid.uuid4().hex[:5]}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        m = SchedulingBacklog(env, BacklogParams(namespace=ns, selector="app=backlog"), "backlog", ns)
+        m.start()
+        during: list[int] = []
+
+        def make_backlog() -> None:
+            kube.apply(workloads.simulated_pods(ns, "backlog", pods))
+            kube.wait("backlog created", lambda: bound_pods(kube, ns, "app=backlog")[0] == pods, 300)
+            during.append(bound_pods(kube, ns, "app=backlog")[1])
+
+        fault = FAULTS.get("scheduler.down")()
+        step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=5)
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_fault(env, step, journal=Journal(Path(tmp) / "j.jsonl"), on_effect=make_backlog)
+        kube.wait("backlog bound", lambda: bound_pods(kube, ns, "app=backlog")[1] == pods, 600, 1.0)
+        drain = m.stop().extra["drain"]
+        return {**drain, "bound_while_down": during[0] if during else None, "held": result.held}
+    finally:
+        kube.delete(f"/api/v1/namespaces/{ns}", propagation="Background")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="0,100,500,1000", help="simulated nodes, comma-separated")
+    ap.add_argument("--backlog", type=int, default=300, help="pods created while the scheduler is down")
+    ap.add_argument("--window", type=float, default=15.0, help="seconds of the API server's window at each size")
+    ap.add_argument("--json", type=Path, help="every row as JSON")
+    ap.add_argument("--name", default="chaoskit", help="kind cluster name")
+    args = ap.parse_args()
+    kube = Kube.connect(context=f"kind-{args.name}")
+    env = Env.for_kind(kube, args.name)
+    rows: list[dict[str, Any]] = []
+    try:
+        for n in (int(s) for s in args.sizes.split(",")):
+            row: dict[str, Any] = {"nodes": n, "simulate_s": simulate(n, args.name)}
+            time.sleep(5)  # the new nodes' first heartbeats and the DaemonSets' settling out of the window
+            row["api"] = api_window(kube, args.window)
+            row["diagnose"] = diagnosis_cost(env, args.name)
+            row["backlog"] = backlog_drain(env, args.backlog) if n else None
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        simulate(0, args.name)
+    print()
+    head = (
+        f"{'nodes':>6} {'up s':>5} {'API req/s':>9} {'lease w/s':>9} {'API MiB':>7} {'diag s':>6} {'diag CPU':>8} "
+        f"{'diag req':>8} {'bound down':>10} {'drain/s':>7} {'last wait':>9}"
+    )
+    print(head)
+    for r in rows:
+        b, a, d = r["backlog"] or {}, r["api"], r["diagnose"]
+        print(
+            f"{r['nodes']:>6} {r['simulate_s']:>5.1f} {a['requests_per_s']:>9.1f} {a['lease_writes_per_s']:>9.1f} "
+            f"{a['apiserver_mib'] or 0:>7.0f} {d['seconds']:>6.1f} {d['cpu_seconds']:>8.2f} {d['api_requests']:>8} "
+            f"{b.get('bound_while_down', '—')!s:>10} {b.get('rate') or 0:>7.0f} {b.get('last_wait') or 0:>9.1f}"
+        )
+    for r in rows:
+        print(f"{r['nodes']} nodes: slowest API calls: {'; '.join(r['api']['slowest'])}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
