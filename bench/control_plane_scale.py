@@ -28,6 +28,7 @@ from chaoskit.checks.slo import API_SLI, SloParams, judge_api
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
+from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, bound_pods
 from chaoskit.registry import FAULTS
@@ -36,6 +37,17 @@ from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.scrape import Metrics
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
+
+REQUESTS = [0]  # every API request any Kube client of this process made (the diagnosis makes bounded copies)
+_request = Kube.request
+
+
+def _counted(self: Kube, *args: Any, **kwargs: Any) -> Any:
+    REQUESTS[0] += 1
+    return _request(self, *args, **kwargs)
+
+
+Kube.request = _counted  # type: ignore[method-assign]
 
 
 def _cpu() -> float:
@@ -71,12 +83,12 @@ def api_window(kube: Kube, window: float) -> dict[str, Any]:
 
 def diagnosis_cost(env: Env, cluster: str) -> dict[str, Any]:
     real = [n.name for n in node_containers(SubprocessRunner(), cluster)]
-    cpu, requests, started = _cpu(), env.kube.requests, time.monotonic()
+    cpu, requests, started = _cpu(), REQUESTS[0], time.monotonic()
     found = diagnose(env, f"{cluster}-control-plane", real)
     return {
         "seconds": time.monotonic() - started,
         "cpu_seconds": _cpu() - cpu,
-        "api_requests": env.kube.requests - requests,
+        "api_requests": REQUESTS[0] - requests,
         "status": found.status,
     }
 
@@ -94,7 +106,7 @@ def backlog_drain(env: Env, pods: int) -> dict[str, Any]:
             kube.wait("backlog created", lambda: bound_pods(kube, ns, "app=backlog")[0] == pods, 300)
             during.append(bound_pods(kube, ns, "app=backlog")[1])
 
-        fault = FAULTS.get("scheduler.down")()
+        fault: Fault = FAULTS.get("scheduler.down")()  # type: ignore[assignment]
         step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=5)
         with tempfile.TemporaryDirectory() as tmp:
             result = run_fault(env, step, journal=Journal(Path(tmp) / "j.jsonl"), on_effect=make_backlog)

@@ -13,6 +13,7 @@ from chaoskit import workloads
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
+from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, bound_pods
 from chaoskit.model.kwok import SIMULATED_SELECTOR
@@ -67,7 +68,7 @@ def test_a_hundred_simulated_nodes_and_a_scheduler_back_to_a_backlog(
         )
         waiting.append(bound_pods(kube, ns, "app=backlog")[1])
 
-    fault = FAULTS.get("scheduler.down")()
+    fault: Fault = FAULTS.get("scheduler.down")()  # type: ignore[assignment]
     step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=5)
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=make_backlog)
     assert result.held, result.errors
