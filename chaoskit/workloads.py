@@ -31,72 +31,64 @@ def tolerations(seconds: int) -> list[Obj]:
     ]
 
 
+def deployment(ns: str, name: str, replicas: int, pod_spec: Obj) -> Obj:
+    """A Deployment of `replicas` pods labelled app=<name>, each with `pod_spec`."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+
+
 def web_deployment(
     ns: str, name: str = "web", replicas: int = 1, cpu_request: str = "100m", toleration_seconds: int | None = None
 ) -> Obj:
     labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    **({"tolerations": tolerations(toleration_seconds)} if toleration_seconds is not None else {}),
-                    # spread over both workers so cross-node traffic is exercised
-                    "topologySpreadConstraints": [
-                        {
-                            "maxSkew": 1,
-                            "topologyKey": "kubernetes.io/hostname",
-                            "whenUnsatisfiable": "ScheduleAnyway",
-                            "labelSelector": {"matchLabels": labels},
-                        }
-                    ],
-                    "containers": [
-                        {
-                            "name": "web",
-                            "image": WORKLOAD_IMAGE,
-                            "imagePullPolicy": "Never",  # loaded by `chaoskit cluster up`; no registry to pull from
-                            "args": ["serve", "-addr", f":{PORT}"],
-                            "ports": [{"containerPort": PORT, "name": "http"}],
-                            "resources": {
-                                "requests": {"cpu": cpu_request, "memory": "16Mi"},
-                                "limits": {"cpu": "500m", "memory": "64Mi"},
-                            },
-                            "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
-                        }
-                    ],
+    pod_spec = {
+        "terminationGracePeriodSeconds": 5,
+        **({"tolerations": tolerations(toleration_seconds)} if toleration_seconds is not None else {}),
+        # spread over both workers so cross-node traffic is exercised
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": labels},
+            }
+        ],
+        "containers": [
+            {
+                "name": "web",
+                "image": WORKLOAD_IMAGE,
+                "imagePullPolicy": "Never",  # loaded by `chaoskit cluster up`; no registry to pull from
+                "args": ["serve", "-addr", f":{PORT}"],
+                "ports": [{"containerPort": PORT, "name": "http"}],
+                "resources": {
+                    "requests": {"cpu": cpu_request, "memory": "16Mi"},
+                    "limits": {"cpu": "500m", "memory": "64Mi"},
                 },
-            },
-        },
+                "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
+            }
+        ],
     }
+    return deployment(ns, name, replicas, pod_spec)
 
 
 def simulated_pods(ns: str, name: str = "backlog", replicas: int = 1) -> Obj:
     """A Deployment whose pods may only go to simulated nodes (kwok): a backlog of hundreds costs the host nothing."""
-    labels = {"app": name}
     toleration = {"key": TAINT["key"], "operator": "Exists", "effect": TAINT["effect"]}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "nodeSelector": {SIMULATED_LABEL[0]: SIMULATED_LABEL[1]},
-                    "tolerations": [toleration],
-                    "containers": [{"name": name, "image": PAUSE_IMAGE}],
-                },
-            },
-        },
+    pod_spec = {
+        "nodeSelector": {SIMULATED_LABEL[0]: SIMULATED_LABEL[1]},
+        "tolerations": [toleration],
+        "containers": [{"name": name, "image": PAUSE_IMAGE}],
     }
+    return deployment(ns, name, replicas, pod_spec)
 
 
 def service(ns: str, name: str = "web", session_affinity: bool = False) -> Obj:

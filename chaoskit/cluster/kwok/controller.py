@@ -75,14 +75,18 @@ def _subjects() -> list[Obj]:
     return [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
 
 
-def cluster_role_binding() -> Obj:
+def _binding(kind: str, role_kind: str, namespace: str | None) -> Obj:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": _meta(NAME, None),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+        "kind": kind,
+        "metadata": _meta(NAME, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME},
         "subjects": _subjects(),
     }
+
+
+def cluster_role_binding() -> Obj:
+    return _binding("ClusterRoleBinding", "ClusterRole", None)
 
 
 def lease_role() -> Obj:
@@ -97,13 +101,7 @@ def lease_role() -> Obj:
 
 
 def lease_role_binding() -> Obj:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": _meta(NAME, NODE_LEASES),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-        "subjects": _subjects(),
-    }
+    return _binding("RoleBinding", "Role", NODE_LEASES)
 
 
 def config_map() -> Obj:
