@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import resource
 import time
@@ -49,7 +50,7 @@ def _cpu() -> float:
 
 
 def host() -> str:
-    cores = len(__import__("os").sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
     memory = Path("/proc/meminfo").read_text().split()[1]
     return f"{platform.node()}: {cores} cores, {int(memory) // 2**20} GiB, kernel {platform.release()}"
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from chaoskit.components.kube_proxy import service_rules
 from chaoskit.errors import ToolError
-from chaoskit.seams.kube import Kube, NotFound
+from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import NodeExec
 
 Obj = dict[str, Any]
@@ -147,16 +147,8 @@ class BackgroundServices:
         self.kube.delete(path, propagation="Background")
         self.count = 0
         if wait:
-            self.kube.wait(f"namespace {self.namespace} deleted", lambda: _gone(self.kube, path), timeout, 2.0)
+            self.kube.wait(f"namespace {self.namespace} deleted", lambda: self.kube.find(path) is None, timeout, 2.0)
         self.created_namespace = False
-
-
-def _gone(kube: Kube, path: str) -> bool:
-    try:
-        kube.get(path)
-    except NotFound:
-        return True
-    return False
 
 
 def programmed_everywhere(
