@@ -12,9 +12,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from chaoskit.cluster.kwok.converge import converge, simulated_names
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
@@ -53,6 +55,7 @@ class Runner:
         peers: Peers | None = None,
         shell: ShellRunner | None = None,
         catalog: Catalog = CATALOG,
+        simulate: Callable[[int], object] | None = None,
     ) -> None:
         self.env, self.nodes, self.journal, self.emit, self.catalog = env, nodes, journal, emit, catalog
         self.say = said(emit)  # what is worth a line and no event of its own
@@ -63,6 +66,10 @@ class Runner:
         self.run_id = uuid.uuid4().hex[:8]
         self.stage = Stage(env, journal, emit)
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
+        # spec.simulatedNodes: through the API only by default (kwok's image already in the cluster, as in the
+        # operator); the command line builds and loads the image into a kind cluster first
+        self.simulate = simulate or (lambda n: converge(env.kube, n, say=self.say))
+        self.restore_simulated: int | None = None  # simulated nodes before the playbook changed their number
         self.diagnostician = Diagnostician(env, nodes, emit, self.peers, self._users_subject)
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
@@ -86,6 +93,8 @@ class Runner:
                 self.stage.clean_up(pb)
             if self.restore_proxy_mode is not None:
                 self._proxy_mode(self.restore_proxy_mode)
+            if self.restore_simulated is not None:
+                self._simulated(self.restore_simulated)
             rec.finished_at = time.time()
             self.journal.append("run-finished", verdict=rec.verdict, record=rec.to_dict())
         return rec
@@ -96,6 +105,8 @@ class Runner:
         check_free(self.env.kube, sorted({s.lock for g in groups for s in g}), holder_id(self.run_id))
         if pb.spec.kube_proxy_mode is not None:
             self._proxy_mode(pb.spec.kube_proxy_mode)
+        if pb.spec.simulated_nodes is not None:
+            self._simulated(pb.spec.simulated_nodes)
         self.stage.set_up(pb, rec)
         self._go_on()
         if pb.spec.probes:
@@ -171,6 +182,12 @@ class Runner:
         except ProxyModeUnsupported as exc:
             raise UsageError(f"spec.kubeProxyMode {mode}: {exc}") from exc
         self.restore_proxy_mode = None if mode == self.restore_proxy_mode else before
+
+    def _simulated(self, count: int) -> None:
+        before = len(simulated_names(self.env.kube))
+        self.say(f"{count} simulated node(s) (kwok) in the cluster, {before} before")
+        self.simulate(count)
+        self.restore_simulated = None if count in (before, self.restore_simulated) else before
 
     def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
         record = steady_check(self.env, name, params, timeout, self._excused, self.catalog.checks)

@@ -53,8 +53,14 @@ class Planned:
 
     @property
     def alone(self) -> bool:
-        """Runs with nothing else: a cluster-wide fault, or a kube-proxy mode switch (every node's kube-proxy)."""
-        return self.playbook.spec.kube_proxy_mode is not None or any(r.scope == "cluster" for r in self.radii)
+        """Runs with nothing else: a cluster-wide fault, a kube-proxy mode switch (every node's kube-proxy), or
+        simulated nodes (the whole control plane's load)."""
+        spec = self.playbook.spec
+        return (
+            spec.kube_proxy_mode is not None
+            or spec.simulated_nodes is not None
+            or any(r.scope == "cluster" for r in self.radii)
+        )
 
     @property
     def nodes(self) -> frozenset[str]:

@@ -47,8 +47,14 @@ def deployment(ns: str, name: str, replicas: int, pod_spec: Obj) -> Obj:
 
 
 def web_deployment(
-    ns: str, name: str = "web", replicas: int = 1, cpu_request: str = "100m", toleration_seconds: int | None = None
+    ns: str,
+    name: str = "web",
+    replicas: int = 1,
+    cpu_request: str = "100m",
+    toleration_seconds: int | None = None,
+    ready_after: int = 0,
 ) -> Obj:
+    """`ready_after` seconds from container start to Ready (the readiness probe's initial delay)."""
     labels = {"app": name}
     pod_spec = {
         "terminationGracePeriodSeconds": 5,
@@ -73,7 +79,11 @@ def web_deployment(
                     "requests": {"cpu": cpu_request, "memory": "16Mi"},
                     "limits": {"cpu": "500m", "memory": "64Mi"},
                 },
-                "readinessProbe": {"httpGet": {"path": "/readyz", "port": PORT}, "periodSeconds": 1},
+                "readinessProbe": {
+                    "httpGet": {"path": "/readyz", "port": PORT},
+                    "periodSeconds": 1,
+                    **({"initialDelaySeconds": ready_after} if ready_after else {}),
+                },
             }
         ],
     }

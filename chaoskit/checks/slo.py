@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
+from chaoskit.components import apiserver
 from chaoskit.env import Env
 from chaoskit.model.duration import PositiveDuration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
@@ -27,9 +28,9 @@ from chaoskit.model.params import params_of
 from chaoskit.seams.kube import KubeError
 from chaoskit.seams.scrape import Histogram, Labels, Metrics
 
-API_SLI = "apiserver_request_sli_duration_seconds"
+API_SLI = apiserver.REQUEST_SLI
 POD_START_SLI = "kubelet_pod_start_sli_duration_seconds"
-SINGLE_OBJECT_VERBS = ("GET", "POST", "PUT", "PATCH", "DELETE", "APPLY")
+SINGLE_OBJECT_VERBS = apiserver.SINGLE_OBJECT_VERBS
 
 
 class SloParams(BaseModel):

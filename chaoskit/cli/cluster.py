@@ -15,13 +15,10 @@ from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kwok.converge import READY_TIMEOUT
 from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
+from chaoskit.model.kwok import MAX_SIMULATED_NODES
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.shell import SubprocessRunner
-
-# Kubernetes' documented largest cluster; past about 250 nodes kind's pod CIDR (10.244.0.0/16, a /24 a node) runs out
-# and a simulated node's pods get kwok's own addresses
-MAX_SIMULATED_NODES = 5000
 
 
 def kwok_nodes_option(f: F) -> F:

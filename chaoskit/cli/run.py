@@ -16,6 +16,8 @@ from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
 from chaoskit.cli.options import context_of, emit, file_option, node_exec, output_option, stdout_console
 from chaoskit.cli.stages import print_stages
+from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
@@ -131,7 +133,15 @@ def run(
             path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
             run_emit = stamped(on_event, p.playbook.name)
             run_emit(Said(f"running {p.playbook.name} on {cluster}; journal {path}"))
-            runner = Runner(env, nodes, Journal(path), run_emit, peers)
+            # a playbook's simulated nodes: kwok's image built (cached) and loaded into this kind cluster first
+            runner = Runner(
+                env,
+                nodes,
+                Journal(path),
+                run_emit,
+                peers,
+                simulate=lambda n: simulate(cluster, n, kube, SubprocessRunner(), Cache(default_root()), progress),
+            )
             runner.diagnose_around = len(files) == 1
             return runner
 

@@ -19,3 +19,8 @@ CLIENT_CERTS = {
     "front-proxy-client": f"{PKI}/front-proxy-client.crt",
 }
 ETCD_HOST, ETCD_PORT = "127.0.0.1", etcd.CLIENT_PORT  # kubeadm's --etcd-servers=https://127.0.0.1:2379
+# its latency per call without admission webhooks or priority-and-fairness queueing: what the scalability SLO judges
+REQUEST_SLI = "apiserver_request_sli_duration_seconds"
+SINGLE_OBJECT_VERBS = ("GET", "POST", "PUT", "PATCH", "DELETE", "APPLY")
+OPEN_REQUESTS = "apiserver_longrunning_requests"  # open WATCH and CONNECT requests, by resource
+REQUESTS = "apiserver_request_total"

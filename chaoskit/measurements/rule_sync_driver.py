@@ -26,6 +26,7 @@ MIN_REPLICAS = 2  # always a ready endpoint left: kube-proxy never falls back to
 BASE_REPLICAS = 3
 READY_TIMEOUT = 180.0  # pods of a fresh namespace: scheduling and start on a busy 2-CPU host
 CONVERGE_TIMEOUT = 60.0
+READY_AFTER = 1  # seconds from a pod's start to Ready: see Workload.deploy
 SETTLE = 1.5  # after convergence: the change's last slice update (the old endpoint dropped) reaches kube-proxy's SLI
 POLL = 0.25
 CLEANUP_TIMEOUT = 300.0  # an API server restarted by someone else's fault is back within minutes
@@ -60,7 +61,12 @@ class Workload:
 
     def deploy(self, timeout: float = READY_TIMEOUT) -> None:
         self.kube.apply(workloads.namespace(self.namespace))
-        self.kube.apply(workloads.web_deployment(self.namespace, self.name, replicas=self.replicas))
+        # Ready a second after start: the EndpointSlice controller stamps a pod's Ready transition (1 s precision)
+        # only when it is later than the not-ready one it last saw, so a pod ready within the same second would give
+        # its endpoint no trigger time and kube-proxy's SLI no observation to compare ours with
+        self.kube.apply(
+            workloads.web_deployment(self.namespace, self.name, replicas=self.replicas, ready_after=READY_AFTER)
+        )
         self.kube.apply(workloads.service(self.namespace, self.name, session_affinity=self.session_affinity))
         self.kube.wait(f"{self.replicas} ready pods of {self.namespace}/{self.name}", self.settled, timeout, 1.0)
 

@@ -16,6 +16,9 @@ SIMULATED_LABEL: Final = ("type", "kwok")
 SIMULATED_SELECTOR: Final = f"{SIMULATED_LABEL[0]}={SIMULATED_LABEL[1]}"
 # `!=` also keeps a Node without the label, as every real node is: for a labelSelector on /api/v1/nodes
 REAL_NODES_SELECTOR: Final = f"{SIMULATED_LABEL[0]}!={SIMULATED_LABEL[1]}"
+# Kubernetes' documented largest cluster; past about 250 nodes kind's pod CIDR (10.244.0.0/16, a /24 a node) runs out
+# and a simulated node's pods get kwok's own addresses
+MAX_SIMULATED_NODES: Final = 5000
 # on every simulated node: only a pod that tolerates it lands there
 TAINT: Final = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 

@@ -24,6 +24,7 @@ from chaoskit.model.base import (
     raise_rule_problems,
 )
 from chaoskit.model.duration import Duration, PositiveDuration
+from chaoskit.model.kwok import MAX_SIMULATED_NODES
 from chaoskit.model.probes import Probe
 
 API_VERSION = "chaoskit.dev/v1alpha1"
@@ -286,6 +287,14 @@ class Spec(Model):
         default=None,
         description="Run with every kube-proxy in this mode (switched in place, restored afterwards); ipvs is "
         "refused where the kernel has no ip_vs module.",
+    )
+    simulated_nodes: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SIMULATED_NODES,
+        description="Run with this many simulated nodes (kwok) in the cluster: Node objects kwok keeps Ready and "
+        "heartbeating, with no machine behind them, so the control plane meets a large cluster's load; made before "
+        "the workload, put back to the count found afterwards.",
     )
     steady_state: list[Check] = Field(
         default_factory=list, description="Checked before the first step and after the last revert."

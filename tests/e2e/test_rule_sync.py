@@ -55,6 +55,11 @@ def by_node(result: MeasurementResult, stage: str, run: int | None = None) -> di
 
 def report(mode: str, result: MeasurementResult) -> str:
     lines = [f"{mode}: {len(result.extra['changes'])} endpoint changes"]
+    lines += [
+        f"  change {c['number']}: +{c['added']} -{c['removed']} trigger "
+        f"{'none' if c['trigger'] is None else round(c['at'] - c['trigger'], 2)} s before our watch; late {c['late']}"
+        for c in result.extra["changes"]
+    ]
     for stage in ("rules_programmed", "traffic_follows"):
         for node, xs in sorted(by_node(result, stage).items()):
             values = sorted(s.seconds for s in xs)
@@ -93,6 +98,8 @@ def assert_baseline(result: MeasurementResult, nodes: list[str]) -> None:
     actions: list[dict[str, Any]] = result.extra["actions"]
     assert actions and all(a["converged"] for a in actions), result.notes
     changes = [c for c in result.extra["changes"] if not c["late"]]
+    # the workload's pods go Ready a second after start, so every new endpoint's update carries its trigger time
+    assert all(c["trigger"] is not None for c in changes if c["added"]), [(c["number"], c["trigger"]) for c in changes]
     for stage, limit in (("rules_programmed", 3.0), ("traffic_follows", 4.0)):
         found = by_node(result, stage)
         assert sorted(found) == nodes
@@ -229,6 +236,8 @@ def test_session_affinity_keeps_a_client_on_its_pod_and_the_measurement_times_wh
     assert all(a["converged"] for a in result.extra["actions"]), result.notes
     assert any("sessionAffinity ClientIP" in n for n in result.notes)
     changes = [c for c in result.extra["changes"] if not c["late"]]
+    # the workload's pods go Ready a second after start, so every new endpoint's update carries its trigger time
+    assert all(c["trigger"] is not None for c in changes if c["added"]), [(c["number"], c["trigger"]) for c in changes]
     nodes = sorted(result.extra["nodes"])
     programmed = by_node(result, "rules_programmed")
     assert sorted(programmed) == nodes and all(len(xs) == len(changes) for xs in programmed.values())
