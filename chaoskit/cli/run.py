@@ -236,6 +236,21 @@ def _suite_name(paths: tuple[Path, ...]) -> str:
     return paths[0].stem if len(paths) == 1 else f"{len(paths)} paths"
 
 
+def _cluster_changes(pb: Playbook) -> dict[str, str]:
+    """What the run changes in the whole cluster before its workload, and how it is put back."""
+    out = {}
+    if pb.spec.kube_proxy_mode is not None:
+        out["kubeProxyMode"] = f"every kube-proxy switched to {pb.spec.kube_proxy_mode}, its mode put back after the run"
+    if pb.spec.simulated_nodes is not None:
+        out["simulatedNodes"] = (
+            f"{pb.spec.simulated_nodes} simulated nodes (kwok-node-0..{pb.spec.simulated_nodes - 1}, kwok's "
+            "controller in kube-system), the count found put back after the run"
+            if pb.spec.simulated_nodes
+            else "every simulated node removed, the count found put back after the run"
+        )
+    return out
+
+
 def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], parallel: int, output: str) -> None:
     fmt = "yaml" if output == "table" else output
     plans = [
@@ -244,6 +259,7 @@ def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], pa
             "cluster": pb.spec.cluster,
             "namespace": pb.spec.namespace,
             **({"subject": pb.spec.subject.model_dump(exclude_none=True)} if pb.spec.subject else {}),
+            **_cluster_changes(pb),
             "steadyState": [c.check for c in pb.spec.steady_state],
             **({"probes": [probe_words(p) for p in pb.spec.probes]} if pb.spec.probes else {}),
             "steps": plan_steps(pb, nodes),

@@ -92,10 +92,14 @@ class ApiserverRecovery(Measurement):
         self.kube = self.env.kube.bounded(LOOK_TIMEOUT)
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker, self.lock, self.stop_event = RecoveryTracker(self.p.watches), threading.Lock(), threading.Event()
-        first = look(self.kube)
-        if not first.ready:
-            raise ToolError(f"the API server is not ready before the fault: {first.error}")
-        self.tracker.look(first)
+        # two looks before any fault: the open watches to come back to, and one window of the steady LIST rate
+        for i in range(2):
+            if i:
+                time.sleep(self.p.interval)
+            before = look(self.kube)
+            if not before.ready:
+                raise ToolError(f"the API server is not ready before the fault: {before.error}")
+            self.tracker.look(before)
         self.thread = threading.Thread(target=self._poll, name="apiserver-recovery", daemon=True)
         self.thread.start()
 
@@ -133,8 +137,9 @@ class ApiserverRecovery(Measurement):
             if r is None:
                 res.errors.append(f"{stage} not reached within {self.p.settle:.0f}s of the end")
                 continue
-            start = down.at if stage == "api_back" else back.at
-            res.samples.append(Sample(TYPE, stage, "kube-apiserver", "apiserver", start, r.at, r.precision))
+            # after back, a stage's start is as late as back's bracket and its end as its own
+            start, precision = (down.at, r.precision) if stage == "api_back" else (back.at, r.precision + back.precision)
+            res.samples.append(Sample(TYPE, stage, "kube-apiserver", "apiserver", start, r.at, precision))
         peak = max((w["lists_per_s"] or 0.0 for w in res.extra["windows"]), default=0.0)
         res.notes.append(
             f"{base.nodes if base else 0} nodes; back {back.at - down.at:.1f}s after the first failed look; "

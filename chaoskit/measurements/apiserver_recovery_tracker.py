@@ -6,8 +6,8 @@ single-object calls (its own /metrics), every node's Lease renewTime and how man
 - back: the first ready look after a failed one (precise to the poll interval, measured between the two looks);
 - watches back: the first look whose open watches reach `fraction` of the count before the outage: every client
   (kubelets, kube-proxy, controllers, kwok) re-listed and watches again;
-- leases renewed: every node's first renewTime after back, stamped by its renewer (kubelet or kwok) in microseconds;
-  the last of them is when the cluster's heartbeats are whole again;
+- leases renewed: every node's first renewTime since the last failed look, stamped by its renewer (kubelet or kwok)
+  in microseconds; the last of them is when the cluster's heartbeats are whole again;
 - nodes ready: the first look with every node Ready;
 - per window between two looks: LIST calls a second and the p99 of single-object calls.
 """
@@ -95,14 +95,16 @@ class RecoveryTracker:
         return self._first(lambda x: x.nodes > 0 and x.ready_nodes == x.nodes)
 
     def leases_renewed(self) -> Reached | None:
-        """The last node's first renewal after back, by its renewer's stamp; None until every node renewed."""
+        """The last node's first renewal since the API server could answer again (after the last failed look), by
+        its renewer's own stamp; None until every node renewed."""
         back = self.back()
         if back is None or self.baseline is None:
             return None
+        since = back.at - back.precision
         first: dict[str, float] = {}
         for x in self._after_down():
             for node, renewed in x.renewed.items():
-                if renewed >= back.at and node not in first:
+                if renewed > since and node not in first:
                     first[node] = renewed
         if not first or set(first) < set(self.baseline.renewed):
             return None

@@ -59,3 +59,12 @@ def test_windows_give_list_calls_a_second_across_the_restarts_counter_reset() ->
     assert [(w["from"], w["to"]) for w in windows] == [(6.0, 8.0), (8.0, 10.0)]
     assert [w["lists_per_s"] for w in windows] == [100.0, 25.0]
     assert windows[0]["single_calls"] == 200 and windows[0]["watches"] == 80
+
+
+def test_a_renewal_between_the_last_failed_look_and_back_counts_the_api_was_answering_by_then() -> None:
+    t = RecoveryTracker()
+    t.look(_up(0.0, 100, {"n1": 0.0, "n2": 0.0}))
+    t.look(Look(2.0, False))
+    t.look(_up(4.0, 100, {"n1": 3.5, "n2": 3.0}))
+    r = t.leases_renewed()
+    assert r is not None and r.at == 3.5, "renewed before our first answered look, after our last failed one"

@@ -530,3 +530,32 @@ def test_the_diagnosis_looks_beside_a_slow_effect_check_from_its_early_look_and_
         return
     # the early look (1 s) named it at 1.8 s, beside the effect check: the hold is the longer of the two, not the sum
     assert step.named_s < step.effect_s + 0.5 and step.held_s < step.effect_s + 0.6, (step.named_s, step.held_s)
+
+
+def test_simulated_nodes_come_before_the_run_and_go_back_to_the_count_found_after(
+    registered: Catalog, tmp_path: Path
+) -> None:
+    found = {"metadata": {"name": "kwok-node-0", "labels": {"type": "kwok"}}}
+    env = Env(FakeKube({"/api/v1/nodes": {"items": [found]}}), FakeNodeExec(), "chaoskit")
+    asked: list[int] = []
+    runner = Runner(
+        env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered, simulate=asked.append
+    )
+    text = (MEASURED % "5s").replace("  diagnose: false", "  diagnose: false\n  simulatedNodes: 100")
+    rec = runner.run(_parse(registered, text))
+    assert rec.verdict == "passed", rec.errors
+    assert asked == [100, 1], "made before the steps, then the one found before put back"
+
+
+def test_dry_run_says_what_the_run_changes_in_the_whole_cluster_and_that_it_is_put_back(registered: Catalog) -> None:
+    from chaoskit.cli.run import _cluster_changes
+
+    text = (MEASURED % "5s").replace(
+        "  diagnose: false", "  diagnose: false\n  simulatedNodes: 3\n  kubeProxyMode: nftables"
+    )
+    said = _cluster_changes(_parse(registered, text))
+    assert (
+        said["simulatedNodes"].startswith("3 simulated nodes (kwok-node-0..2") and "put back" in said["simulatedNodes"]
+    )
+    assert "nftables" in said["kubeProxyMode"] and "put back" in said["kubeProxyMode"]
+    assert _cluster_changes(_parse(registered, MEASURED % "5s")) == {}

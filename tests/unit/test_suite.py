@@ -80,6 +80,14 @@ def test_slow_sync_and_a_proxy_mode_switch_run_alone_and_flushed_rules_stay_on_t
     assert plan(Path("nft.yaml"), parse_playbook(text), NODES).alone
 
 
+def test_a_playbook_with_simulated_nodes_runs_alone_they_load_the_whole_control_plane() -> None:
+    text = (
+        "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: big}\nspec:\n"
+        "  simulatedNodes: 100\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n"
+    )
+    assert plan(Path("big.yaml"), parse_playbook(text), NODES).alone
+
+
 def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_cluster() -> None:
     sched = playbook("sched", "scheduler.down")
     stop_w1 = playbook("stop-w1", "kubelet.stop", "worker")
