@@ -240,7 +240,8 @@ def _cluster_changes(pb: Playbook) -> dict[str, str]:
     """What the run changes in the whole cluster before its workload, and how it is put back."""
     out = {}
     if pb.spec.kube_proxy_mode is not None:
-        out["kubeProxyMode"] = f"every kube-proxy switched to {pb.spec.kube_proxy_mode}, its mode put back after the run"
+        mode = pb.spec.kube_proxy_mode
+        out["kubeProxyMode"] = f"every kube-proxy switched to {mode}, its mode put back after the run"
     if pb.spec.simulated_nodes is not None:
         out["simulatedNodes"] = (
             f"{pb.spec.simulated_nodes} simulated nodes (kwok-node-0..{pb.spec.simulated_nodes - 1}, kwok's "

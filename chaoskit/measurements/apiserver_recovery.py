@@ -138,7 +138,8 @@ class ApiserverRecovery(Measurement):
                 res.errors.append(f"{stage} not reached within {self.p.settle:.0f}s of the end")
                 continue
             # after back, a stage's start is as late as back's bracket and its end as its own
-            start, precision = (down.at, r.precision) if stage == "api_back" else (back.at, r.precision + back.precision)
+            first = stage == "api_back"
+            start, precision = (down.at, r.precision) if first else (back.at, r.precision + back.precision)
             res.samples.append(Sample(TYPE, stage, "kube-apiserver", "apiserver", start, r.at, precision))
         peak = max((w["lists_per_s"] or 0.0 for w in res.extra["windows"]), default=0.0)
         res.notes.append(

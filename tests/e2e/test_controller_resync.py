@@ -1,0 +1,41 @@
+"""controller-manager.down at a size, from the catalog's one run of playbooks/controller-manager-down.yaml
+(`simulatedNodes: 100`, 50 Deployments of simulated pods): the controller_resync measurement scales every Deployment
+while the controller manager is away, and times each from its return (the leader Lease it takes) to synced, its
+pods created and Ready.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaoskit.measurements.resync_tracker import STAGES
+from tests.e2e.catalog import Catalog
+
+PLAYBOOK = "controller-manager-down"
+DEPLOYMENTS = 50  # the playbook's measurement params
+
+
+def _measurement(catalog: Catalog) -> dict[str, Any]:
+    (run,) = [r for r in catalog.record["runs"] if r["playbook"] == PLAYBOOK]
+    (m,) = [m for m in run["measurements"] if m["type"] == "controller_resync"]
+    return dict(m)
+
+
+def test_every_deployment_changed_while_it_was_away_caught_up_after_it_led_again_and_not_before(
+    catalog: Catalog,
+) -> None:
+    m = _measurement(catalog)
+    print("\n" + "\n".join(m["notes"]))
+    assert not m["errors"], m["errors"]
+    s = m["extra"]["resync"]
+    # scaled while the lease was stale, and nothing reconciled them until a leader took it again
+    assert s["gone_at"] < s["scaled_at"] < s["leads_at"], s
+    assert s["before_leader"] == [], f"reconciled while no controller manager led: {s['before_leader']}"
+    assert s["deployments"] == s["ready"] == DEPLOYMENTS, s
+    for stage in STAGES:
+        found = [x for x in m["samples"] if x["stage"] == stage]
+        assert len(found) == DEPLOYMENTS, (stage, len(found))
+        assert all(x["end"] >= x["start"] for x in found), stage
+    synced = max(x["end"] for x in m["samples"] if x["stage"] == "deployment_synced")
+    assert s["last_ready_s"] == max(x["end"] - x["start"] for x in m["samples"] if x["stage"] == "ready")
+    assert synced <= s["leads_at"] + s["last_ready_s"], "a Deployment is Ready only after its controller synced it"
