@@ -1,13 +1,15 @@
 """Benchmark: the real control plane with 0, 100, 500 and 1,000 simulated nodes (kwok), and what chaoskit costs there.
 
-    python bench/control_plane_scale.py [--sizes 0,100,500,1000] [--backlog 300] [--window 15] [--json FILE]
-                                        [--name chaoskit]
+    python bench/control_plane_scale.py [--sizes 0,100,500,1000] [--backlog 300] [--deployments 100] [--window 15]
+                                        [--json FILE] [--name chaoskit]
 
 At each size: the API server's own figures over a window (requests a second, the slowest kinds of call against the
 scalability SLOs, its memory, the Node and Lease writes the simulated heartbeats make); `chaoskit diagnose` (its wall
 time, CPU seconds and API requests); and `scheduler.down` meeting a backlog of --backlog pods bound for simulated
-nodes (none bound while it is down; once it is back, pods bound a second and the last pod's wait). The simulated
-nodes are removed at the end.
+nodes (none bound while it is down; once it is back, pods bound a second and the last pod's wait);
+`controller-manager.down` while --deployments Deployments of simulated pods are scaled (from its return to the last
+one Ready, and Deployments Ready a second); `apiserver.down` for 10 s (back, every client watching again, every
+heartbeat renewed, and the re-lists' LIST rate). The simulated nodes are removed at the end.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,11 @@ from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
+from chaoskit.measurements.apiserver_recovery import ApiserverRecovery, RecoveryParams
 from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, bound_pods
+from chaoskit.measurements.base import Measurement
+from chaoskit.measurements.resync import ControllerResync, ResyncParams
+from chaoskit.model.timeline import MeasurementResult
 from chaoskit.registry import FAULTS
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodecontainers import node_containers
@@ -93,12 +100,58 @@ def diagnosis_cost(env: Env, cluster: str) -> dict[str, Any]:
     }
 
 
+def measured_fault(
+    env: Env,
+    fault_name: str,
+    m: Measurement,
+    duration: float,
+    on_effect: Callable[[], None] | None = None,
+    before_stop: Callable[[], object] | None = None,
+) -> tuple[MeasurementResult, bool]:
+    """`fault_name` held `duration` seconds on the control plane while `m` measures: its result, and whether the
+    fault held. `on_effect` runs once the fault holds, `before_stop` after its revert."""
+    m.start()
+    fault: Fault = FAULTS.get(fault_name)()  # type: ignore[assignment]
+    step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=duration)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            held = run_fault(env, step, journal=Journal(Path(tmp) / "j.jsonl"), on_effect=on_effect).held
+        if before_stop is not None:
+            before_stop()
+    finally:
+        result = m.stop()
+    return result, held
+
+
+def controller_catch_up(env: Env, deployments: int) -> dict[str, Any]:
+    kube, ns = env.kube, f"chaoskit-bench-resync-{uuid.uuid4().hex[:5]}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        m = ControllerResync(env, ResyncParams(deployments=deployments), "resync", ns)
+        res, _ = measured_fault(env, "controller-manager.down", m, 15)
+        return {**res.extra["resync"], "errors": res.errors}
+    finally:
+        kube.delete(f"/api/v1/namespaces/{ns}", propagation="Background")
+
+
+def apiserver_outage(env: Env) -> dict[str, Any]:
+    res, _ = measured_fault(env, "apiserver.down", ApiserverRecovery(env, RecoveryParams(), "recovery", "default"), 10)
+    stages = {s.stage: s.seconds for s in res.samples}
+    windows = res.extra["windows"]
+    return {
+        **stages,
+        "watches": (res.extra["baseline"] or {}).get("watches"),
+        "peak_lists_per_s": max((w["lists_per_s"] or 0.0 for w in windows), default=None),
+        "peak_single_p99": max((w["single_p99"] or 0.0 for w in windows), default=None),
+        "errors": res.errors,
+    }
+
+
 def backlog_drain(env: Env, pods: int) -> dict[str, Any]:
     kube, ns = env.kube, f"chaoskit-bench-backlog-{uuid.uuid4().hex[:5]}"
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     try:
         m = SchedulingBacklog(env, BacklogParams(namespace=ns, selector="app=backlog"), "backlog", ns)
-        m.start()
         during: list[int] = []
 
         def make_backlog() -> None:
@@ -106,13 +159,12 @@ def backlog_drain(env: Env, pods: int) -> dict[str, Any]:
             kube.wait("backlog created", lambda: bound_pods(kube, ns, "app=backlog")[0] == pods, 300)
             during.append(bound_pods(kube, ns, "app=backlog")[1])
 
-        fault: Fault = FAULTS.get("scheduler.down")()  # type: ignore[assignment]
-        step = resolve(fault, fault.Params(), env.nodes.list_nodes(), target="control-plane", duration=5)
-        with tempfile.TemporaryDirectory() as tmp:
-            result = run_fault(env, step, journal=Journal(Path(tmp) / "j.jsonl"), on_effect=make_backlog)
-        kube.wait("backlog bound", lambda: bound_pods(kube, ns, "app=backlog")[1] == pods, 600, 1.0)
-        drain = m.stop().extra["drain"]
-        return {**drain, "bound_while_down": during[0] if during else None, "held": result.held}
+        def all_bound() -> object:
+            return kube.wait("backlog bound", lambda: bound_pods(kube, ns, "app=backlog")[1] == pods, 600, 1.0)
+
+        res, held = measured_fault(env, "scheduler.down", m, 5, on_effect=make_backlog, before_stop=all_bound)
+        drain = res.extra["drain"]
+        return {**drain, "bound_while_down": during[0] if during else None, "held": held}
     finally:
         kube.delete(f"/api/v1/namespaces/{ns}", propagation="Background")
 
@@ -121,6 +173,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="0,100,500,1000", help="simulated nodes, comma-separated")
     ap.add_argument("--backlog", type=int, default=300, help="pods created while the scheduler is down")
+    ap.add_argument("--deployments", type=int, default=100, help="Deployments scaled while controller-manager is down")
     ap.add_argument("--window", type=float, default=15.0, help="seconds of the API server's window at each size")
     ap.add_argument("--json", type=Path, help="every row as JSON")
     ap.add_argument("--name", default="chaoskit", help="kind cluster name")
@@ -135,6 +188,8 @@ def main() -> None:
             row["api"] = api_window(kube, args.window)
             row["diagnose"] = diagnosis_cost(env, args.name)
             row["backlog"] = backlog_drain(env, args.backlog) if n else None
+            row["resync"] = controller_catch_up(env, args.deployments) if n else None
+            row["outage"] = apiserver_outage(env)
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
@@ -152,8 +207,23 @@ def main() -> None:
             f"{a['apiserver_mib'] or 0:>7.0f} {d['seconds']:>6.1f} {d['cpu_seconds']:>8.2f} {d['api_requests']:>8} "
             f"{b.get('bound_while_down', '—')!s:>10} {b.get('rate') or 0:>7.0f} {b.get('last_wait') or 0:>9.1f}"
         )
+    print()
+    print(
+        f"{'nodes':>6} {'cm: last ready s':>16} {'deploy/s':>8} {'api back s':>10} {'watches s':>9} {'leases s':>8} "
+        f"{'nodes ready s':>13} {'LIST/s peak':>11} {'p99 peak':>8}"
+    )
+    for r in rows:
+        c, o = r["resync"] or {}, r["outage"]
+        print(
+            f"{r['nodes']:>6} {c.get('last_ready_s') or 0:>16.1f} {c.get('ready_per_s') or 0:>8.1f} "
+            f"{o.get('api_back', 0):>10.1f} {o.get('watches_back', 0):>9.1f} {o.get('leases_renewed', 0):>8.1f} "
+            f"{o.get('nodes_ready', 0):>13.1f} {o['peak_lists_per_s'] or 0:>11.0f} {o['peak_single_p99'] or 0:>8.2f}"
+        )
     for r in rows:
         print(f"{r['nodes']} nodes: slowest API calls: {'; '.join(r['api']['slowest'])}")
+        for what in ("resync", "outage"):
+            if (r[what] or {}).get("errors"):
+                print(f"{r['nodes']} nodes: {what}: {'; '.join(r[what]['errors'])}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

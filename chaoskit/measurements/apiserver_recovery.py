@@ -25,6 +25,13 @@ from chaoskit.seams.kube import Kube
 from chaoskit.seams.scrape import Labels, Metrics
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+# one row each in a report's timeline: what is back at the end of the stage
+SUBJECTS = {
+    "api_back": "answering",
+    "watches_back": "every client watching",
+    "leases_renewed": "every heartbeat renewed",
+    "nodes_ready": "every node Ready",
+}
 LOOK_TIMEOUT = (2.0, 10.0)  # a hung API server is a failed look, not a stuck poller
 
 
@@ -140,7 +147,7 @@ class ApiserverRecovery(Measurement):
             # after back, a stage's start is as late as back's bracket and its end as its own
             first = stage == "api_back"
             start, precision = (down.at, r.precision) if first else (back.at, r.precision + back.precision)
-            res.samples.append(Sample(TYPE, stage, "kube-apiserver", "apiserver", start, r.at, precision))
+            res.samples.append(Sample(TYPE, stage, "apiserver", SUBJECTS[stage], start, r.at, precision))
         peak = max((w["lists_per_s"] or 0.0 for w in res.extra["windows"]), default=0.0)
         res.notes.append(
             f"{base.nodes if base else 0} nodes; back {back.at - down.at:.1f}s after the first failed look; "

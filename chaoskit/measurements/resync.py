@@ -27,6 +27,9 @@ from chaoskit.model.timeline import MeasurementResult, Sample
 
 LABEL = "chaoskit.dev/resync"
 READY_TIMEOUT = 180.0  # N Deployments of simulated pods: created, scheduled and reported Ready by kwok
+# who moves each stage: the deployment controller, the ReplicaSet controller, then the scheduler (a simulated node's
+# pod is Ready as soon as it is bound)
+COMPONENTS = {"deployment_synced": "controller-manager", "replicas_created": "controller-manager", "ready": "scheduler"}
 WRITERS = 8  # concurrent creates and scales: the API server takes them faster than one client in a row
 
 
@@ -117,11 +120,13 @@ class ControllerResync(Measurement):
         if t.leads_at is None:
             res.errors.append("no leader took the controller manager's lease again")
             return res
-        for name, stages in t.stages().items():
+        for name, reached in t.stages().items():
+            start = t.leads_at  # each stage from the end of the one before: which component spent the time
             for stage in STAGES:
-                if stage in stages:
-                    end = t.leads_at + stages[stage]
-                    res.samples.append(Sample(TYPE, stage, "controller-manager", name, t.leads_at, end, self.precision))
+                if stage in reached:
+                    end = t.leads_at + reached[stage]
+                    res.samples.append(Sample(TYPE, stage, COMPONENTS[stage], name, start, end, self.precision))
+                    start = end
         if t.scaled_at is not None and t.scaled_at > t.leads_at:
             res.errors.append("scaled only after the controller manager led again: hold the fault longer")
         if summary["ready"] < summary["deployments"]:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from chaoskit.measurements.apiserver_recovery_tracker import STAGES as RECOVERY_STAGES
+from chaoskit.measurements.resync_tracker import STAGES as RESYNC_STAGES
 from chaoskit.model.timeline import (
     HPA_STAGES,
     NODE_LOSS_STAGES,
@@ -36,12 +38,15 @@ PALETTE = (
     "#BCBD22",
 )
 ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
-DRAWN = ("hpa_scale_up", "node_loss", "rule_sync")  # the measurements whose stages a report draws as a timeline
+# the measurements whose stages a report draws as a timeline
+DRAWN = ("hpa_scale_up", "node_loss", "rule_sync", "apiserver_recovery", "controller_resync")
 # each measurement's stages in their critical-path order: its colours and its legend follow it
 STAGE_ORDERS = {
     "hpa_scale_up": [s.name for s in HPA_STAGES],
     "rule_sync": [s.name for s in RULE_SYNC_STAGES],
     "node_loss": [s.name for s in NODE_LOSS_STAGES],
+    "apiserver_recovery": list(RECOVERY_STAGES),
+    "controller_resync": list(RESYNC_STAGES),
 }
 
 
