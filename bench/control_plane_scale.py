@@ -38,7 +38,7 @@ from chaoskit.measurements.backlog import BacklogParams, SchedulingBacklog, boun
 from chaoskit.measurements.base import Measurement
 from chaoskit.measurements.resync import ControllerResync, ResyncParams
 from chaoskit.model.timeline import MeasurementResult
-from chaoskit.registry import FAULTS
+from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.scrape import Metrics
@@ -178,6 +178,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="every row as JSON")
     ap.add_argument("--name", default="chaoskit", help="kind cluster name")
     args = ap.parse_args()
+    load_catalog()
     kube = Kube.connect(context=f"kind-{args.name}")
     env = Env.for_kind(kube, args.name)
     rows: list[dict[str, Any]] = []
