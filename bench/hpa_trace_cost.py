@@ -1,11 +1,12 @@
 """Benchmark: what tracing HPA-to-Ready costs, over 200 pod start-ups (4 scale-ups of 50 pods by default), and the
 per-stage baseline those start-ups give (with 200 samples, p99 exists).
 
-    python bench/hpa_trace_cost.py [--pods-per-run 50] [--runs 4] [--cluster chaoskit]
+    python bench/hpa_trace_cost.py [--pods-per-run 50] [--runs 4] [--cluster chaoskit] [--kwok-nodes N]
 
 Prints CPU seconds of chaoskit's process (watch threads, probe readers, metrics poll) and of its `docker exec`
 clients, peak memory (RSS and Python heap), API requests made, probe lines read, and p50/p90/p99/max per stage.
-The loops inside the nodes run in the nodes' cgroups and are not counted here.
+The loops inside the nodes run in the nodes' cgroups and are not counted here. With --kwok-nodes N the cluster holds
+N simulated nodes meanwhile (removed after): the tracing's cost at that size.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
+import sys
 import time
 import tracemalloc
 import uuid
@@ -31,7 +34,22 @@ def main() -> None:
     ap.add_argument("--pods-per-run", type=int, default=50)
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--cluster", default="chaoskit")
+    ap.add_argument("--kwok-nodes", type=int, default=0, help="simulated nodes in the cluster meanwhile")
     args = ap.parse_args()
+    if args.kwok_nodes:
+        simulate(args.kwok_nodes, args.cluster)
+    try:
+        trace(args)
+    finally:
+        if args.kwok_nodes:
+            simulate(0, args.cluster)
+
+
+def simulate(n: int, cluster: str) -> None:
+    subprocess.run([sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--name", cluster], check=True)
+
+
+def trace(args: argparse.Namespace) -> None:
     kube = Kube.connect(None, f"kind-{args.cluster}")
     env = Env.for_kind(kube, args.cluster)
     ns = f"chaoskit-bench-{uuid.uuid4().hex[:6]}"
