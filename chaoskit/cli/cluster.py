@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, output_option, stdout_console
+from chaoskit.cli.listing import Column, Listing, listing_output_option, render
+from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, output_option
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
@@ -90,29 +91,37 @@ def down(name: str, cache_dir: Path) -> None:
         click.echo(f"cluster {name} does not exist; nothing to delete")
 
 
+NODE_COLUMNS = (
+    Column("node", "name"),
+    Column("role", "role"),
+    Column("ready", "ready"),
+    Column("kubelet", "kubelet_version"),
+    Column("container", "container", wide=True),
+)
+
+
 @cluster.command()
 @cluster_name_option
-@output_option
+@listing_output_option
 def status(name: str, output: str) -> None:
     """Docker engine, node containers, node readiness and API server health."""
     st = ops.status(name, SubprocessRunner())
-    if output != "table":
-        emit(st.to_dict(), output)
+    whole = st.to_dict()
+    rows = [{**asdict(n), "ready": {True: "yes", False: "no", None: "?"}[n.ready]} for n in st.nodes]
+    listing = Listing("node", NODE_COLUMNS, rows, whole=whole)
+    if output != "table" and output != "wide":
+        render(listing, output)
         return
-    console = stdout_console()
     if not st.docker:
-        console.print("docker engine: not running")
+        click.echo("docker engine: not running")
         return
     if not st.exists:
-        console.print(f"cluster {name}: does not exist")
+        click.echo(f"cluster {name}: does not exist")
         return
-    console.print(f"cluster {name}: image {st.node_image}; API server readyz: {st.api_server}")
-    table = Table("node", "role", "container", "ready", "kubelet")
-    for n in st.nodes:
-        table.add_row(n.name, n.role, n.container, {True: "yes", False: "no", None: "?"}[n.ready], n.kubelet_version)
-    console.print(table)
+    click.echo(f"cluster {name}: image {st.node_image}; API server readyz: {st.api_server}")
+    render(listing, output)
     if st.simulated_nodes:
-        console.print(f"simulated nodes (kwok): {st.simulated_ready} of {st.simulated_nodes} Ready")
+        click.echo(f"simulated nodes (kwok): {st.simulated_ready} of {st.simulated_nodes} Ready")
 
 
 @cluster.command("kwok-nodes")

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from pathlib import Path
 
 import click
 from pydantic import ValidationError
-from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, emit, node_exec, output_option, stdout_console
+from chaoskit.cli.listing import Column, Listing, listing_output_option, render
+from chaoskit.cli.options import cluster_env, emit, node_exec, output_option
+from chaoskit.cli.schema_words import parameter_rows
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.events import speaking
@@ -37,40 +37,60 @@ def faults() -> None:
     """The fault catalog."""
 
 
+FAULT_COLUMNS = (
+    Column("fault", "name"),
+    Column("component", "component"),
+    Column("default target", "target"),
+    Column("what it does", "summary"),
+    Column("parameters", "parameters", wide=True),
+)
+
+
 @faults.command("list")
-@output_option
+@listing_output_option
 def list_faults(output: str) -> None:
     """Every fault chaoskit can inject, by component."""
     load_catalog()
     rows = []
-    for name, cls in FAULTS.items():
+    for name in FAULTS.names():
+        cls = _fault_class(name)
         doc = inspect.getdoc(cls) or ""
         rows.append(
             {
                 "name": name,
                 "component": getattr(cls, "component", ""),
                 "target": getattr(cls, "target_role", ""),
-                "summary": doc.split("\n")[0],
+                "summary": " ".join(doc.split("\n\n")[0].split()),
+                "parameters": sorted(cls.Params.model_json_schema().get("properties", {})),
             }
         )
-    if output != "table":
-        emit(rows, output)
-        return
-    table = Table("fault", "component", "default target", "what it does")
-    for r in rows:
-        table.add_row(r["name"], r["component"], r["target"], r["summary"])
-    stdout_console().print(table)
+    render(Listing("fault", FAULT_COLUMNS, rows), output)
+
+
+PARAM_COLUMNS = (
+    Column("parameter", "name"),
+    Column("type", "type"),
+    Column("default", "default"),
+    Column("what it sets", "description"),
+)
 
 
 @faults.command()
 @click.argument("name")
-def describe(name: str) -> None:
-    """A fault's documentation and its parameters (JSON Schema)."""
+@listing_output_option
+def describe(name: str, output: str) -> None:
+    """A fault's documentation and its parameters (a table; -o json|yaml the JSON Schema)."""
     cls = _fault_class(name)
+    schema = cls.Params.model_json_schema()
+    if output in ("json", "yaml"):
+        emit({"name": name, "component": cls.component, "target": cls.target_role, "parameters": schema}, output)
+        return
     click.echo(f"{name}  (component {cls.component}, default target: {cls.target_role} node)\n")
     click.echo(inspect.getdoc(cls) or "")
-    click.echo("\nparameters:")
-    click.echo(json.dumps(cls.Params.model_json_schema(), indent=2))
+    rows = parameter_rows(schema)
+    click.echo("\nparameters:" if rows else "\nparameters: none")
+    if rows:
+        render(Listing("parameter", PARAM_COLUMNS, rows), output)
 
 
 def _nodes(g: Globals, cluster: str) -> list[Node]:

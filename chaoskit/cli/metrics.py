@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option, stdout_console
+from chaoskit.cli.listing import Column, Listing, listing_output_option, render
+from chaoskit.cli.options import cluster_name_option
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.engine import sigterm_as_interrupt
@@ -159,24 +159,41 @@ def down(state_dir: Path) -> None:
     click.echo(f"prometheus (pid {server.pid}) stopped")
 
 
+TARGET_COLUMNS = (
+    Column("job", "job"),
+    Column("instance", "instance"),
+    Column("health", "health"),
+    Column("last scrape", "last_scrape"),
+    Column("error", "error"),
+    Column("scrape url", "scrape_url", wide=True),
+)
+
+
 @prometheus.command()
 @_STATE
-def status(state_dir: Path) -> None:
+@listing_output_option
+def status(state_dir: Path, output: str) -> None:
     """The server's URL and the health of every scrape target."""
     server = prom.adopt(state_dir)
     if server is None:
         click.echo("prometheus is not running")
         raise click.exceptions.Exit(1)
-    table = Table("job", "instance", "health", "last scrape", "error", title=f"{server.url} (pid {server.pid})")
-    for t in sorted(server.targets(), key=lambda t: (t["labels"].get("job", ""), t["labels"].get("instance", ""))):
-        table.add_row(
-            t["labels"].get("job", ""),
-            t["labels"].get("instance", ""),
-            t.get("health", ""),
-            _ago(t.get("lastScrape", "")),
-            t.get("lastError", ""),
-        )
-    stdout_console().print(table)
+    rows = [
+        {
+            "name": f"{t['labels'].get('job', '')}/{t['labels'].get('instance', '')}",
+            "job": t["labels"].get("job", ""),
+            "instance": t["labels"].get("instance", ""),
+            "health": t.get("health", ""),
+            "last_scrape": _ago(t.get("lastScrape", "")),
+            "error": t.get("lastError", ""),
+            "scrape_url": t.get("scrapeUrl", ""),
+        }
+        for t in sorted(server.targets(), key=lambda t: (t["labels"].get("job", ""), t["labels"].get("instance", "")))
+    ]
+    listing = Listing("target", TARGET_COLUMNS, rows, whole={"url": server.url, "pid": server.pid, "items": rows})
+    if output in ("table", "wide"):
+        click.echo(f"{server.url} (pid {server.pid})")
+    render(listing, output)
 
 
 @prometheus.command()
