@@ -3,6 +3,7 @@ and a load generator. Pure functions returning API objects as dicts."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chaoskit.cluster.images import PAUSE_IMAGE, WORKLOAD_IMAGE
@@ -205,8 +206,17 @@ def terminating(kube: Kube, ns: str) -> bool:
     return found is not None and bool(found.get("metadata", {}).get("deletionTimestamp"))
 
 
-def probe_pod(ns: str, name: str, url: str, every: float, timeout: float, node: str | None = None) -> Obj:
-    """A pod that asks `url` every `every` seconds and logs a line per request (an http probe's samples)."""
+def probe_pod(
+    ns: str,
+    name: str,
+    url: str,
+    every: float,
+    timeout: float,
+    node: str | None = None,
+    request: Sequence[str] = (),
+) -> Obj:
+    """A pod that asks `url` every `every` seconds and logs a line per request (an http probe's samples); `request`:
+    the probe's further flags (method, headers, body, criteria), each as one `-flag=value` argument."""
     pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -219,7 +229,7 @@ def probe_pod(ns: str, name: str, url: str, every: float, timeout: float, node: 
                     "name": "probe",
                     "image": WORKLOAD_IMAGE,
                     "imagePullPolicy": "Never",
-                    "args": ["probe", url, "-every", f"{every:g}s", "-timeout", f"{timeout:g}s"],
+                    "args": ["probe", url, "-every", f"{every:g}s", "-timeout", f"{timeout:g}s", *request],
                     "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}},
                 }
             ],

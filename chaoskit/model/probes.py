@@ -21,10 +21,32 @@ JUDGED_BY_DEFAULT: tuple[Phase, ...] = ("before", "during", "after")
 KINDS = ("http", "promql", "k8s", "command")
 
 
+Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
 class HttpProbe(Model):
-    """Requests from inside the cluster (a probe pod in chaoskit's namespace), e.g. through your Service."""
+    """Requests from inside the cluster (a probe pod in chaoskit's namespace), e.g. through your Service. A request
+    succeeds when it is answered and meets every criterion given: its status (by default any below 400), and its
+    body containing or matching a text."""
 
     url: str = Field(max_length=2048, pattern=HTTP_URL, description="The URL, as a pod in the cluster reaches it.")
+    method: Method = Field(default="GET", description="The request's method.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Request headers, e.g. {Authorization: ...}.")
+    body: str | None = Field(default=None, max_length=65536, description="The request body (POST, PUT, PATCH).")
+    status: list[int | str] | None = Field(
+        default=None,
+        min_length=1,
+        description="The statuses that count as success: codes (200), classes (2xx) or ranges (200-299); default: "
+        "any below 400.",
+    )
+    body_contains: str | None = Field(
+        default=None, min_length=1, description="The response body must contain this text (its first MiB is read)."
+    )
+    body_matches: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The response body must match this regular expression (Go's RE2 syntax: no lookaround).",
+    )
     timeout: PositiveDuration = Field(default=2.0, description="A request slower than this counts as failed.")
     node: str | None = Field(
         default=None,
@@ -38,7 +60,10 @@ class Slo(Model):
     """What an http probe must keep in each judged phase."""
 
     success_rate: float | None = Field(
-        default=None, ge=0, le=100, description="Percent of requests answered with a status below 400, at least."
+        default=None,
+        ge=0,
+        le=100,
+        description="Percent of requests that met the probe's criteria (by default: answered below 400), at least.",
     )
     p50: Duration | None = Field(default=None, description="Median latency of the answered requests, at most.")
     p99: Duration | None = Field(default=None, description="99th percentile latency, at most.")
@@ -117,8 +142,15 @@ class Probe(Model):
 def probe_words(probe: Probe) -> str:
     """One line for a plan or a summary: what is asked, how often, what must hold, when."""
     if probe.http is not None:
-        what = f"GET {probe.http.url} (timeout {probe.http.timeout:g}s)" + (
-            f" from {probe.http.node}" if probe.http.node else ""
+        h = probe.http
+        criteria = [f"status {','.join(str(x) for x in h.status)}"] if h.status else []
+        criteria += [f"body contains {h.body_contains!r}"] if h.body_contains else []
+        criteria += [f"body matches {h.body_matches!r}"] if h.body_matches else []
+        what = (
+            f"{h.method} {h.url} (timeout {h.timeout:g}s"
+            + "".join(f"; {c}" for c in criteria)
+            + ")"
+            + (f" from {h.node}" if h.node else "")
         )
     elif probe.promql is not None:
         what = f"PromQL {probe.promql.query}"

@@ -6,6 +6,7 @@ the field validators already report that; so the loader can report these alongsi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -189,6 +190,8 @@ def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
         return [((*at, "slo"), f"only an http probe has an slo; a {kind} probe is judged by its own bounds")]
     if not isinstance(body, Mapping):
         return []
+    if kind == "http":
+        return http_problems(body, (*at, kind))
     if kind == "promql" and body.get("min") is None and body.get("max") is None:
         return [((*at, kind), "a promql probe needs min, max or both")]
     query = body.get("query") if kind == "promql" else None
@@ -203,6 +206,57 @@ def probe_problems(probe: Mapping[str, Any], at: Path = ()) -> Found:
         if body.get("condition") is not None and bounds:
             return [((*at, kind, bounds[0]), "a condition is judged True or not: no equals, min or max")]
     return []
+
+
+STATUS_CLASS = re.compile(r"^([1-5])xx$")  # 2xx
+STATUS_RANGE = re.compile(r"^(\d{3})-(\d{3})$")  # 200-299
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
+# what Python's re takes and the probe's Go regexp (RE2) does not: lookaround and backreferences
+NOT_RE2 = re.compile(r"\(\?[=!]|\(\?<[=!]|\(\?P=|\\[1-9]")
+
+
+def status_problem(spec: object) -> str:
+    """Why `spec` is no status criterion: a code (200), a class (2xx) or a range (200-299); "" when it is one."""
+    if isinstance(spec, bool) or not isinstance(spec, int | str):
+        return f"{spec!r} is no status: give a code (200), a class (2xx) or a range (200-299)"
+    if isinstance(spec, int):
+        return "" if 100 <= spec <= 599 else f"{spec} is no HTTP status (100-599)"
+    if STATUS_CLASS.match(spec):
+        return ""
+    m = STATUS_RANGE.match(spec)
+    if m is None:
+        return f"{spec!r} is no status: give a code (200), a class (2xx) or a range (200-299)"
+    low, high = int(m[1]), int(m[2])
+    if not (100 <= low <= high <= 599):
+        return f"{spec!r}: a range runs from its lower code to its higher, within 100-599"
+    return ""
+
+
+def http_problems(body: Mapping[str, Any], at: Path) -> Found:
+    """An http probe's request and criteria: what the probe pod would refuse, said at the field."""
+    found: Found = []
+    for i, spec in enumerate(body.get("status") or []):
+        if why := status_problem(spec):
+            found.append(((*at, "status", i), why))
+    for name, value in (body.get("headers") or {}).items():
+        if not HEADER_NAME.match(str(name)):
+            found.append(((*at, "headers", name), f"{name!r} is no header name (letters, digits and !#$%&'*+.^_`|~-)"))
+        elif "\n" in str(value) or "\r" in str(value):
+            found.append(((*at, "headers", name), "a header value is one line"))
+    if body.get("body") is not None and body.get("method", "GET") in ("GET", "HEAD"):
+        found.append(
+            ((*at, "body"), f"a {body.get('method', 'GET')} request carries no body: give method POST, PUT or PATCH")
+        )
+    pattern = body.get("bodyMatches")
+    if isinstance(pattern, str):
+        if NOT_RE2.search(pattern):
+            found.append(((*at, "bodyMatches"), "the probe's regexp (Go's RE2) has no lookaround or backreferences"))
+        else:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                found.append(((*at, "bodyMatches"), f"not a regular expression: {exc}"))
+    return found
 
 
 def _no_such_measurement(ref: str, names: list[str]) -> str:

@@ -18,15 +18,31 @@ START_TIMEOUT = 60.0
 
 
 def parse_line(line: str) -> ProbeSample | None:
-    """ "<start unix ms> <HTTP status, or 0> <latency ms> [error]" (images/workload: probe) as a sample."""
+    """ "<start unix ms> <HTTP status, or 0> <latency ms> [error]" (images/workload: probe) as a sample: a success
+    when answered with no error; an error after a status is the criterion the answer missed."""
     parts = line.split(" ", 3)
     try:
         at, status, latency = int(parts[0]) / 1000, int(parts[1]), float(parts[2]) / 1000
     except (IndexError, ValueError):
         return None
-    if 0 < status < 400:
+    why = parts[3] if len(parts) > 3 else ""
+    if status and not why:
         return ProbeSample(at, True, latency, f"HTTP {status}")
-    return ProbeSample(at, False, None, f"HTTP {status}" if status else (parts[3] if len(parts) > 3 else "no answer"))
+    if status:
+        return ProbeSample(at, False, None, f"HTTP {status}: {why}")
+    return ProbeSample(at, False, None, why or "no answer")
+
+
+def request_flags(spec: HttpProbe) -> list[str]:
+    """The probe program's flags for the request and its criteria, one `-flag=value` argument each (a value that
+    starts with '-' stays a value)."""
+    flags = [f"-method={spec.method}"] if spec.method != "GET" else []
+    flags += [f"-header={name}: {value}" for name, value in spec.headers.items()]
+    flags += [f"-body={spec.body}"] if spec.body is not None else []
+    flags += [f"-status={','.join(str(s) for s in spec.status)}"] if spec.status else []
+    flags += [f"-contains={spec.body_contains}"] if spec.body_contains else []
+    flags += [f"-matches={spec.body_matches}"] if spec.body_matches else []
+    return flags
 
 
 class HttpProber(Prober):
@@ -42,7 +58,15 @@ class HttpProber(Prober):
 
     def start(self) -> None:
         self.kube.apply(
-            workloads.probe_pod(self.namespace, self.name, self.spec.url, self.every, self.spec.timeout, self.node)
+            workloads.probe_pod(
+                self.namespace,
+                self.name,
+                self.spec.url,
+                self.every,
+                self.spec.timeout,
+                self.node,
+                request_flags(self.spec),
+            )
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:

@@ -2,15 +2,18 @@
 // is set per request (so an HPA has something to scale on), and the clients
 // that drive and probe it from inside the cluster.
 //
-//	workload serve [-addr :8080]          serve /, /healthz, /readyz, /burn?ms=N
+//	workload serve [-addr :8080]          serve /, /healthz, /readyz, /burn?ms=N, /echo
 //	workload load URL [-c N] [-for D]      keep N concurrent requests going
 //	workload get URL [-timeout D]          one request; prints the body, exit 1 on failure
-//	workload probe URL [-every D] [-timeout D]
+//	workload probe URL [-every D] [-timeout D] [-method M] [-header "K: V"]... [-body B]
+//	                   [-status 200,2xx,200-299] [-contains TEXT] [-matches RE]
 //	                                       one request every D until killed; a line per request:
 //	                                       "<start unix ms> <HTTP status, or 0> <latency ms> [error]"
+//	                                       (an error after a status: a criterion the answer missed)
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -18,7 +21,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,6 +80,20 @@ func serve(args []string) error {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})
+	// /echo answers with the request as it arrived (method, headers sorted, then the body): what a probe sent
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		names := make([]string, 0, len(r.Header))
+		for name := range r.Header {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "%s %s\n", r.Method, host)
+		for _, name := range names {
+			fmt.Fprintf(w, "%s: %s\n", name, strings.Join(r.Header[name], ", "))
+		}
+		fmt.Fprintln(w)
+		_, _ = io.Copy(w, io.LimitReader(r.Body, 1<<16))
 	})
 	mux.HandleFunc("/burn", func(w http.ResponseWriter, r *http.Request) {
 		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
@@ -168,17 +188,97 @@ func get(args []string) error {
 	return nil
 }
 
+// headers collects repeated -header "Name: value" flags.
+type headers []string
+
+func (h *headers) String() string     { return strings.Join(*h, ", ") }
+func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
+
+// criteria say whether an answer counts as a success: its status, and its body containing or matching a text.
+type criteria struct {
+	status   [][2]int // inclusive ranges; none: any status below 400
+	contains string
+	matches  *regexp.Regexp
+}
+
+func parseStatus(spec string) ([][2]int, error) {
+	var out [][2]int
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+			continue
+		case len(part) == 3 && strings.HasSuffix(part, "xx"):
+			c, err := strconv.Atoi(part[:1])
+			if err != nil {
+				return nil, fmt.Errorf("status %q", part)
+			}
+			out = append(out, [2]int{c * 100, c*100 + 99})
+		case strings.Contains(part, "-"):
+			lo, errLo := strconv.Atoi(strings.SplitN(part, "-", 2)[0])
+			hi, errHi := strconv.Atoi(strings.SplitN(part, "-", 2)[1])
+			if errLo != nil || errHi != nil {
+				return nil, fmt.Errorf("status %q", part)
+			}
+			out = append(out, [2]int{lo, hi})
+		default:
+			c, err := strconv.Atoi(part)
+			if err != nil {
+				return nil, fmt.Errorf("status %q", part)
+			}
+			out = append(out, [2]int{c, c})
+		}
+	}
+	return out, nil
+}
+
+// missed says which criterion an answer missed, or "" when it meets them all.
+func (c criteria) missed(status int, body []byte) string {
+	ok := len(c.status) == 0 && status < 400
+	for _, r := range c.status {
+		ok = ok || (r[0] <= status && status <= r[1])
+	}
+	if !ok {
+		return fmt.Sprintf("status %d not accepted", status)
+	}
+	if c.contains != "" && !bytes.Contains(body, []byte(c.contains)) {
+		return fmt.Sprintf("body lacks %q", c.contains)
+	}
+	if c.matches != nil && !c.matches.Match(body) {
+		return fmt.Sprintf("body does not match %q", c.matches.String())
+	}
+	return ""
+}
+
 // probe asks URL every interval (not after the last answer: a slow answer must not thin the samples) and prints
 // one line per request as it completes, so a reader of the pod's log gets every sample with its own start time.
 func probe(args []string) error {
 	fs := flag.NewFlagSet("probe", flag.ExitOnError)
 	every := fs.Duration("every", 500*time.Millisecond, "time between two requests")
 	timeout := fs.Duration("timeout", 2*time.Second, "request timeout")
+	method := fs.String("method", http.MethodGet, "request method")
+	body := fs.String("body", "", "request body")
+	status := fs.String("status", "", "accepted statuses: codes, classes (2xx), ranges (200-299); default below 400")
+	contains := fs.String("contains", "", "text the response body must contain")
+	matches := fs.String("matches", "", "regular expression the response body must match")
+	var hdrs headers
+	fs.Var(&hdrs, "header", `a request header, "Name: value" (repeatable)`)
 	_ = fs.Parse(reorder(args))
 	if fs.NArg() != 1 {
 		return fmt.Errorf("probe needs one URL")
 	}
 	url := fs.Arg(0)
+	want := criteria{contains: *contains}
+	var err error
+	if want.status, err = parseStatus(*status); err != nil {
+		return err
+	}
+	if *matches != "" {
+		if want.matches, err = regexp.Compile(*matches); err != nil {
+			return err
+		}
+	}
+	readBody := want.contains != "" || want.matches != nil
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	// a new connection per request, as a new client would make: it sees the node's Service rules as they are now
@@ -191,11 +291,18 @@ func probe(args []string) error {
 		start := time.Now()
 		go func() {
 			status, errText := 0, ""
-			resp, err := client.Get(url)
+			resp, err := ask(client, *method, url, *body, hdrs)
 			if err == nil {
+				var got []byte
+				if readBody {
+					got, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				status = resp.StatusCode
+				if why := want.missed(status, got); why != "" {
+					errText = " " + why
+				}
 			} else {
 				errText = " " + oneLine(err.Error())
 			}
@@ -209,6 +316,26 @@ func probe(args []string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+func ask(c *http.Client, method, url, body string, hdrs headers) (*http.Response, error) {
+	var reader io.Reader
+	if body != "" {
+		reader = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, reader)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hdrs {
+		name, value, _ := strings.Cut(h, ":")
+		if strings.EqualFold(strings.TrimSpace(name), "Host") {
+			req.Host = strings.TrimSpace(value)
+			continue
+		}
+		req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	return c.Do(req)
 }
 
 func oneLine(s string) string {
