@@ -1,5 +1,5 @@
 """controller-manager.down at a size, from the catalog's one run of playbooks/controller-manager-down.yaml
-(`simulatedNodes: 100`, 50 Deployments of simulated pods): the controller_resync measurement scales every Deployment
+(`simulatedNodes: 100`, 20 Deployments of simulated pods): the controller_resync measurement scales every Deployment
 while the controller manager is away, and times each from its return (the leader Lease it takes) to synced, its
 pods created and Ready.
 """
@@ -12,7 +12,7 @@ from chaoskit.measurements.resync_tracker import STAGES
 from tests.e2e.catalog import Catalog
 
 PLAYBOOK = "controller-manager-down"
-DEPLOYMENTS = 50  # the playbook's measurement params
+DEPLOYMENTS = 20  # the playbook's measurement params
 
 
 def _measurement(catalog: Catalog) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from tests.e2e.catalog import Catalog
 def _measured(catalog: Catalog, fault: str) -> tuple[dict[str, Any], dict[str, float], MeasurementResult]:
     """The one step of `fault` in the catalog, when its effect showed and it was reverted, and its run's scale-up."""
     ((run, step),) = catalog.steps(fault)
-    (result,) = [MeasurementResult.from_dict(m) for m in run["measurements"]]
+    (result,) = [MeasurementResult.from_dict(m) for m in run["measurements"] if m["type"] == "hpa_scale_up"]
     return step, catalog.moments[(run["playbook"], step["step"])], result
 
 
