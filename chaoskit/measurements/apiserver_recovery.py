@@ -21,7 +21,7 @@ from chaoskit.measurements.base import Measurement, register
 from chaoskit.model.duration import PositiveDuration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import MeasurementResult, Sample, api_time
-from chaoskit.seams.kube import Kube
+from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.scrape import Labels, Metrics
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -69,11 +69,7 @@ def look(kube: Kube) -> Look:
         for lease in leases
         if (t := api_time(lease.get("spec", {}).get("renewTime"))) is not None
     }
-    ready_nodes = sum(
-        1
-        for n in nodes
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
-    )
+    ready_nodes = sum(1 for n in nodes if condition(n, "Ready"))
     return Look(
         at,
         ready,

@@ -55,14 +55,14 @@ class ControllerResync(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.precision = max(calibrated(kube, self.result).max, 0.001)
         self.names = [f"resync-{i}" for i in range(self.p.deployments)]
+        self.path = f"/apis/apps/v1/namespaces/{ns}/deployments"
         self.say(f"{self.p.deployments} Deployments of simulated pods in {ns}")
         with ThreadPoolExecutor(WRITERS) as pool:
             list(pool.map(lambda name: kube.apply(self._deployment(name)), self.names))
         kube.wait(f"{self.p.deployments} Deployments available in {ns}", self._available, READY_TIMEOUT, 2.0)
         self.tracker = ResyncTracker()
         self.seen = o = Observers()
-        path = f"/apis/apps/v1/namespaces/{ns}/deployments"
-        o.watchers = [Watcher(kube, path, o.locked(self._deployment_seen), o.stop_event, labelSelector=LABEL)]
+        o.watchers = [Watcher(kube, self.path, o.locked(self._deployment_seen), o.stop_event, labelSelector=LABEL)]
         o.start()
         self.thread = threading.Thread(target=self._watch_lease, name="resync-lease", daemon=True)
         self.thread.start()
@@ -73,7 +73,7 @@ class ControllerResync(Measurement):
         return obj
 
     def _available(self) -> bool:
-        items = self.env.kube.get(f"/apis/apps/v1/namespaces/{self.namespace}/deployments", labelSelector=LABEL)
+        items = self.env.kube.get(self.path, labelSelector=LABEL)
         available = sum(1 for d in items["items"] if (d.get("status") or {}).get("availableReplicas") == 1)
         return available == len(self.names)
 
@@ -96,9 +96,8 @@ class ControllerResync(Measurement):
 
     def _scale(self) -> None:
         body = {"spec": {"replicas": self.p.replicas}}
-        base = f"/apis/apps/v1/namespaces/{self.namespace}/deployments"
         with ThreadPoolExecutor(WRITERS) as pool:
-            done = list(pool.map(lambda n: self.env.kube.patch(f"{base}/{n}", body), self.names))
+            done = list(pool.map(lambda n: self.env.kube.patch(f"{self.path}/{n}", body), self.names))
         generations = {d["metadata"]["name"]: int(d["metadata"]["generation"]) for d in done}
         with self.seen.lock:
             self.tracker.scaled(generations, self.p.replicas, time.time())
