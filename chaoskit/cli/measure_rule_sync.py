@@ -20,6 +20,7 @@ from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
 from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
 from chaoskit.progress import Progress
+from chaoskit.reports.table import new_table
 from chaoskit.seams.kube import Kube
 
 WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and wrap every cell)
@@ -140,7 +141,7 @@ def _missing(count: int) -> str:
 def print_result(result: MeasurementResult, console: Console) -> None:
     """Per stage and node: percentiles (— where too few samples to have one), then kube-proxy's SLI beside ours."""
     nodes: list[str] = result.extra.get("nodes") or sorted({s.subject.split("@", 1)[1] for s in result.samples})
-    table = Table(
+    table = new_table(
         "stage", "node", "n", "p50", "p90", "max", "precision", "note", title=f"{TYPE}: per endpoint change and node"
     )
     for stage in RULE_SYNC_STAGES:
@@ -162,7 +163,7 @@ def print_result(result: MeasurementResult, console: Console) -> None:
     errors: list[str] = []
     if proxy:
         title = "kube-proxy's own SLI (network programming latency, from the trigger-time annotation: 1 s) and ours"
-        sli = Table(
+        sli = new_table(
             "node",
             "SLI n",
             "SLI mean",
@@ -220,7 +221,7 @@ def _mb(v: float | None) -> str:
 
 def cost_table(proxy: dict[str, Any]) -> Table:
     """kube-proxy's own work per node over the measurement: its syncs, its rules, its CPU and memory."""
-    table = Table(
+    table = new_table(
         "node",
         "full syncs",
         "full mean",

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
@@ -31,6 +30,7 @@ from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
 from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
+from chaoskit.reports.table import new_table
 from chaoskit.run.during import diagnose_cluster
 from chaoskit.run.peers import Peers
 from chaoskit.run.plan import plan_steps
@@ -286,7 +286,7 @@ def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], pa
 def _table(suite: SuiteRecord) -> None:
     console = stdout_console()
     several = len(suite.runs) > 1
-    table = Table(
+    table = new_table(
         *(["playbook"] if several else []),
         "step",
         "fault",
@@ -322,7 +322,7 @@ def _table(suite: SuiteRecord) -> None:
     for e in suite.runs:
         _run_lines(console, e.record, f"{e.record.playbook}: " if several else "")
     if several:
-        runs = Table("playbook", "verdict", "radius", "started", "took")
+        runs = new_table("playbook", "verdict", "radius", "started", "took")
         for e in suite.runs:
             runs.add_row(e.record.playbook, e.record.verdict, e.radius, _s(e.started_s), _s(e.finished_s - e.started_s))
         console.print(runs)
@@ -339,7 +339,7 @@ def _probe_table(console: Console, suite: SuiteRecord, several: bool) -> None:
     probes = [(e.record.playbook, p) for e in suite.runs for p in e.record.probes]
     if not probes:
         return
-    table = Table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
+    table = new_table(*(["playbook"] if several else []), "probe", "phase", "samples", "result")
     for playbook, p in probes:
         for ph in p.phases:
             verdict = ("ok: " if ph.ok else "FAILED: ") + ph.reason

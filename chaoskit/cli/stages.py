@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.table import Table
 
 from chaoskit.cli.measure_rule_sync import precision_cell
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Stage
+from chaoskit.reports.table import new_table
 
 
 def _s(v: float | None) -> str:
@@ -23,7 +23,7 @@ def print_stages(
 ) -> None:
     """One row per stage on the critical path, in order; — where too few samples make a percentile up."""
     summaries = result.summaries()
-    table = Table("stage", "owner", "count", "p50", "p90", "p99", "max", "precision", title=title)
+    table = new_table("stage", "owner", "count", "p50", "p90", "p99", "max", "precision", title=title)
     for stage in stages:
         sm = summaries.get(stage.name)
         if sm is None:

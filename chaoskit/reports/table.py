@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import sys
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -15,9 +17,16 @@ STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red"}
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
 
+def new_table(*headers: str, **options: Any) -> Table:
+    """A table for stdout: drawn on a terminal; in a pipe plain columns with no box drawing, as kubectl prints."""
+    if not sys.stdout.isatty():
+        options = {"box": None, "show_edge": False, "pad_edge": False, **options}
+    return Table(*headers, **options)
+
+
 def renderables(diagnosis: Diagnosis, record: Record | None = None) -> RenderableType:
     """What the table view shows, for a Console to print (with colour on a terminal)."""
-    summary = Table(
+    summary = new_table(
         "component",
         "node",
         "status",
@@ -48,7 +57,7 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
         body += [Text(f"    → {step}") for step in f.remediation]
         parts.append(Group(*body))
     for m in measurements(record):
-        t = Table("stage", "count", "p50", "p90", "p99", "max", title=f"measurement {m.name} ({m.type})")
+        t = new_table("stage", "count", "p50", "p90", "p99", "max", title=f"measurement {m.name} ({m.type})")
         for stage, s in m.summaries().items():
             t.add_row(stage, str(s.count), seconds(s.p50), seconds(s.p90), seconds(s.p99), seconds(s.max))
         parts.append(t)

@@ -113,3 +113,17 @@ def test_parameters_read_as_rows_with_types_bounds_enums_and_defaults() -> None:
     assert rows["period"]["type"] == "number >0.. | string" and rows["period"]["default"] == "(required)"
     assert rows["names"]["type"] == "list of string" and rows["names"]["default"] == "[]"
     assert rows["kind"]["type"] == "one of: Deployment, StatefulSet"
+
+
+def test_every_other_table_draws_no_box_in_a_pipe() -> None:
+    import io
+
+    from rich.console import Console
+
+    from chaoskit.reports.table import new_table
+
+    t = new_table("stage", "p50", title="x")  # pytest's stdout is no terminal
+    t.add_row("scheduled", "0.05")
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(t)
+    assert t.box is None and not any(c in out.getvalue() for c in "│┃━─┏"), out.getvalue()
