@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 
@@ -19,7 +20,38 @@ class Globals:
     via: str = "auto"  # how nodes are reached: auto, docker (kind on this host) or agent (chaoskit install)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+# each command's module is imported only when that command runs: `chaoskit diagnose` need not load the engine
+COMMANDS = {
+    "cluster": "chaoskit.cli.cluster:cluster",
+    "diagnose": "chaoskit.cli.diagnose:diagnose",
+    "playbook": "chaoskit.cli.playbook:playbook",
+    "validate": "chaoskit.cli.playbook:validate",
+    "faults": "chaoskit.cli.faults:faults",
+    "inject": "chaoskit.cli.faults:inject",
+    "revert": "chaoskit.cli.faults:revert",
+    "run": "chaoskit.cli.run:run",
+    "metrics": "chaoskit.cli.metrics:metrics",
+    "measure": "chaoskit.cli.measure:measure",
+    "install": "chaoskit.cli.install:install",
+    "uninstall": "chaoskit.cli.install:uninstall",
+    "agent": "chaoskit.cli.agent:agent",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported by name, on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attr = COMMANDS[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="chaoskit")
 @click.option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", help="Kubeconfig context (default: kind-<cluster>).")
@@ -37,27 +69,6 @@ class Globals:
 def cli(ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None, via: str) -> None:
     """Break the real Kubernetes control plane on kind, measure and diagnose what happens."""
     ctx.obj = Globals(kubeconfig, context, namespace, via)
-
-
-def _register() -> None:
-    from chaoskit.cli import agent, cluster, diagnose, faults, install, measure, metrics, playbook, run
-
-    cli.add_command(cluster.cluster)
-    cli.add_command(diagnose.diagnose)
-    cli.add_command(playbook.playbook)
-    cli.add_command(playbook.validate)
-    cli.add_command(faults.faults)
-    cli.add_command(faults.inject)
-    cli.add_command(faults.revert)
-    cli.add_command(run.run)
-    cli.add_command(metrics.metrics)
-    cli.add_command(measure.measure)
-    cli.add_command(install.install)
-    cli.add_command(install.uninstall)
-    cli.add_command(agent.agent)
-
-
-_register()
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from chaoskit.components.common import CRICTL, pid_command, thaw_command
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import excerpt
 from chaoskit.diagnosers.kit.sources import Section, Sources
+from chaoskit.diagnosers.kit.staticpod import ALL_CONTAINERS
 from chaoskit.model.params import FaultParams
 
 
@@ -50,7 +51,7 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
                 "info": f"{CRICTL} info",
                 "service": f"systemctl is-active {containerd.SERVICE}",
                 "process": f'{pid_command(containerd.PROCESS)} && ps -o stat= -p "$pid"',
-                "containers": f"{CRICTL} ps -a -o json",
+                "containers": ALL_CONTAINERS,
                 "journal": "journalctl -u containerd --since '-5 min' --no-pager -o short-iso | tail -n 300",
             },
         )

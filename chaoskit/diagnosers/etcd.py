@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from chaoskit.components import apiserver, etcd
+from chaoskit.diagnosers.kit.api_metrics import metrics_window
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded, uncollected
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
@@ -32,13 +33,12 @@ ETCD_METRICS = (
     "etcd_mvcc_db_total_size_in_bytes",
     "etcd_server_quota_backend_bytes",
 )
-API_METRICS = ("etcd_request_duration_seconds",)
 # each side's second scrape only when its first answered: a frozen etcd (or API server) costs one timeout, not two
 WINDOWS = (("etcd_before", "etcd_wait", "etcd_after"), ("api_before", "api_wait", "api_after"))
 
 
 class EtcdParams(FaultParams):
-    window: float = Field(default=5.0, ge=1, le=60, description="Seconds between the two metrics scrapes.")
+    window: float = Field(default=1.0, ge=1, le=60, description="Seconds between the two metrics scrapes.")
     fsync_p99: float = Field(default=0.25, description="Seconds; WAL fsync p99 above this: warning (disk too slow).")
     commit_p99: float = Field(default=0.25, description="Seconds; backend commit p99 above this: warning.")
     request_p99: float = Field(default=1.0, description="Seconds; the API server's etcd request p99: warning.")
@@ -101,7 +101,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
 
     def collect(self, src: Sources, node: str) -> EtcdEvidence:
         own = scrape_command(f"{ETCD_METRICS_URL}/metrics", ETCD_METRICS)
-        api = scrape_command(f"{apiserver.URL}/metrics", API_METRICS, client_cert=True)
+        api_before, api_wait, api_after = metrics_window(self.p.window)  # the API server diagnoser's: read once
         s = src.sections(
             node,
             {
@@ -110,9 +110,9 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                 "etcd_before": own,
                 "etcd_wait": window_wait(self.p.window),
                 "etcd_after": own,
-                "api_before": api,
-                "api_wait": window_wait(self.p.window),
-                "api_after": api,
+                "api_before": api_before,
+                "api_wait": api_wait,
+                "api_after": api_after,
                 "host_cpu": HOST_CPU,
                 **process_commands(etcd.PROCESS),
             },

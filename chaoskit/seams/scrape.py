@@ -16,6 +16,7 @@ histogram_quantile does.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import ssl
 import urllib.error
@@ -167,18 +168,43 @@ class FakeScraper:
         return parse(self.texts[url], url)
 
 
-def scrape_command(url: str, names: Sequence[str], *, client_cert: bool = False, max_time: float = 8) -> str:
+def scrape_command(
+    url: str,
+    names: Sequence[str],
+    *,
+    client_cert: bool = False,
+    max_time: float = 4,  # a local component answers in milliseconds; a frozen one costs this much
+    keep: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """A shell line printing only the wanted metric families (and their TYPE lines) of `url`; fails if curl does.
 
     `client_cert` presents kubeadm's apiserver-kubelet-client certificate, which every component's delegated
-    authn/authz accepts.
+    authn/authz accepts. `keep` maps a family to the only labels wanted of it: its samples are summed over the
+    others on the node (the API server's latency histograms shrink from thousands of lines to a few hundred).
     """
     cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} " if client_cert else ""
     wanted = shlex.quote(f"^(# TYPE )?({'|'.join(names)})")
-    return (
-        f"m=$(curl -sSkf {cert}--max-time {max_time:g} {shlex.quote(url)}) || exit $?; "
-        f"printf '%s\\n' \"$m\" | grep -E {wanted} || true"
+    line = f"m=$(curl -sSkf {cert}--max-time {max_time:g} {shlex.quote(url)}) || exit $?; "
+    line += f"printf '%s\\n' \"$m\" | grep -E {wanted}"
+    for family, labels in (keep or {}).items():
+        line += f" | {_sum_over_command(family, labels)}"
+    return line + " || true"
+
+
+def _sum_over_command(family: str, keep: Sequence[str]) -> str:
+    """awk summing `family`'s samples over every label but `keep` (values with `",` in them are not expected)."""
+    program = (
+        f"$0 ~ /^{family}(_bucket|_sum|_count)?\\{{/ {{"
+        ' i = index($0, "{"); j = index($0, "} "); name = substr($0, 1, i - 1);'
+        ' n = split(substr($0, i + 1, j - i - 1), parts, "\\",");'
+        ' key = "";'
+        ' for (k = 1; k <= n; k++) { p = parts[k] (k < n ? "\\"" : ""); e = index(p, "=");'
+        '   if (index("," keep ",", "," substr(p, 1, e - 1) ",")) key = key (key == "" ? "" : ",") p }'
+        ' sums[name "{" key "}"] += substr($0, j + 2); next }'
+        " { print }"
+        ' END { for (s in sums) printf "%s %.17g\\n", s, sums[s] }'
     )
+    return f"awk -v keep={shlex.quote(','.join(keep))} {shlex.quote(program)}"
 
 
 Labels = Mapping[str, str]
@@ -240,6 +266,45 @@ class Histogram:
         return self.sum / self.count if self.count > 0 else None
 
 
+_SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*")
+_LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(?:,|$)')
+_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def _plain_samples(text: str) -> tuple[Sample, ...] | None:
+    """The samples of plain exposition text, about 20 times faster than prometheus_client's parser (the API
+    server's histograms run to thousands of lines a scrape); None for anything unusual, which that parser takes."""
+    out = []
+    counters = set()  # counter families not named *_total: their samples are read as <name>_total, as that parser does
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            words = line.split()
+            if len(words) == 4 and words[1] == "TYPE" and words[3] == "counter" and not words[2].endswith("_total"):
+                counters.add(words[2])
+            continue
+        m = _SAMPLE.fullmatch(line)
+        if m is None:
+            return None
+        name, body, value = m.groups()
+        name = f"{name}_total" if name in counters else name
+        labels: dict[str, str] = {}
+        if body:
+            pos = 0
+            for lm in _LABEL.finditer(body):
+                if lm.start() != pos:
+                    return None
+                v = lm.group(2)
+                labels[lm.group(1)] = re.sub(r"\\[\\\"n]", lambda e: _UNESCAPE[e.group(0)], v) if "\\" in v else v
+                pos = lm.end()
+            if pos != len(body):
+                return None
+        try:
+            out.append(Sample(name, labels, float(value)))
+        except ValueError:
+            return None
+    return tuple(out)
+
+
 def _matches(labels: Labels, match: Mapping[str, str], where: Callable[[Labels], bool] | None) -> bool:
     return all(labels.get(k) == v for k, v in match.items()) and (where is None or where(labels))
 
@@ -258,6 +323,9 @@ class Metrics:
     @classmethod
     def parse(cls, text: str, source: str = "metrics text") -> Metrics:
         """`text` parsed; malformed text gives no samples and the parser's complaint as the error."""
+        fast = _plain_samples(text)
+        if fast is not None:
+            return cls(fast)
         try:
             return cls.of(parse(text, source))
         except ScrapeError as exc:

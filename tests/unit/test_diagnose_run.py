@@ -79,7 +79,7 @@ def respond(argv: tuple[str, ...]) -> Completed:
     commands = {file: cmd for cmd, file in _COMMAND.findall(script)}
     for name, file in _SECTION.findall(script):
         cmd = commands[file]
-        output, rc = answer(name, cmd)
+        output, rc = answer(name.rsplit("/", 1)[-1], cmd)  # a batch prefixes each asker's names
         out.append(f"@@chaoskit-section {name}\n{output}\n@@chaoskit-rc {rc}")
     return Completed(argv, 0, "\n".join(out) + "\n")
 

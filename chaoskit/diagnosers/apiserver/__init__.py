@@ -14,7 +14,6 @@ from chaoskit.diagnosers.apiserver.evidence import (
     API,
     CLIENT_CERTS,
     HEALTH_PATHS,
-    METRICS,
     MUTATING,
     SERVING_FILE,
     WINDOW,
@@ -22,6 +21,7 @@ from chaoskit.diagnosers.apiserver.evidence import (
     ApiServerParams,
 )
 from chaoskit.diagnosers.apiserver.traffic import client_view, errors, latency, watches
+from chaoskit.diagnosers.kit.api_metrics import metrics_window
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
@@ -34,16 +34,14 @@ from chaoskit.diagnosers.kit.common import (
     metrics_of,
     uncollected,
 )
-from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.certs import cert_dates_command, parse_not_after, served_cert_command
-from chaoskit.seams.scrape import scrape_command
 
 __all__ = [
     "API",
     "CLIENT_CERTS",
     "HEALTH_PATHS",
-    "METRICS",
     "MUTATING",
     "SERVING_FILE",
     "WINDOW",
@@ -62,7 +60,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
     Params = ApiServerParams
 
     def collect(self, src: Sources, node: str) -> ApiServerEvidence:
-        scrape = scrape_command(f"{API}/metrics", METRICS, client_cert=True)
+        before, wait, after = metrics_window(self.p.window)
         s = src.sections(
             node,
             {
@@ -70,9 +68,9 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
                 "livez": http_command(f"{API}/livez?verbose"),
                 "served": served_cert_command(apiserver.ADDRESS, "serving"),
                 "files": cert_dates_command({"serving-file": SERVING_FILE, **CLIENT_CERTS}),
-                "metrics_before": scrape,
-                "wait": window_wait(self.p.window),
-                "metrics_after": scrape,
+                "metrics_before": before,
+                "wait": wait,
+                "metrics_after": after,
                 "etcd_filter": f"iptables -w 2 -S 2>/dev/null | grep -E -- '--[ds]port {apiserver.ETCD_PORT}' || true",
                 **process_commands(apiserver.PROCESS),
             },

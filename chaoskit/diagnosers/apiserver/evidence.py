@@ -19,20 +19,15 @@ from chaoskit.seams.scrape import Metrics
 API = apiserver.URL
 CLIENT_CERTS = apiserver.CLIENT_CERTS
 SERVING_FILE = apiserver.SERVING_CERT
-METRICS = (
-    "apiserver_request_total",
-    "apiserver_request_duration_seconds",
-    "apiserver_longrunning_requests",
-    "apiserver_registered_watchers",
-    "process_resident_memory_bytes",
-)
+
+
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
 HEALTH_PATHS = ("/healthz", "/livez", "/readyz")  # in apiserver_request_total's subresource label, as requested
 WINDOW = ("metrics_before", "wait", "metrics_after")  # no second scrape when the first got no answer
 
 
 class ApiServerParams(FaultParams):
-    window: float = Field(default=5.0, ge=1, le=60, description="Seconds between the two metrics scrapes.")
+    window: float = Field(default=1.0, ge=1, le=60, description="Seconds between the two metrics scrapes.")
     error_ratio_warning: float = Field(default=0.01, description="5xx share of requests in the window: warning.")
     error_ratio_critical: float = Field(default=0.05, description="5xx share of requests in the window: critical.")
     min_requests: int = Field(default=20, description="Fewer requests in the window than this: no error verdict.")

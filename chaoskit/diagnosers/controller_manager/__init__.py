@@ -39,9 +39,11 @@ from chaoskit.diagnosers.controller_manager.evidence import (
 from chaoskit.diagnosers.controller_manager.permissions import permissions
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
+    HttpAnswer,
     age,
     api_unavailable,
     failing_checks,
+    http_command,
     items,
     metrics_of,
     rounded,
@@ -61,8 +63,8 @@ from chaoskit.diagnosers.kit.controllers import (
 )
 from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
 from chaoskit.diagnosers.kit.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
-from chaoskit.diagnosers.kit.sources import Sources
-from chaoskit.diagnosers.kit.staticpod import assess_process, collect_local
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.scrape import Metrics, scrape_command
 
 
@@ -75,8 +77,21 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     Params = ControllerManagerParams
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
-        healthz, metrics, process = collect_local(src, node, controller_manager.PROCESS, HEALTHZ, METRICS_URL, METRICS)
-        started = src.clock()
+        scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
+        # both work queue scrapes in the one node script, the window running while the API is read
+        s = src.sections(
+            node,
+            {
+                "healthz": http_command(HEALTHZ),
+                "metrics": scrape,
+                "wait": window_wait(self.p.window),
+                "metrics_after": scrape,
+                "cmdline": controller_manager.CMDLINE,
+                **process_commands(controller_manager.PROCESS),
+            },
+            chains=[("metrics", "wait", "metrics_after")],  # no second scrape when the first got no answer
+        )
+        metrics = metrics_of(s["metrics"])
         reads = {
             name: src.api.fetch(path)
             for name, path in (
@@ -96,20 +111,15 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         }
         reads["default_accounts"] = src.api.fetch(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
         failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
-        wait = max(0.0, self.p.window - (src.clock() - started))  # the API reads count towards the window
-        # no window to measure when the first scrape got no answer: a second one would only wait out its timeout
-        scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
-        again = {"wait": f"sleep {wait:.2f}", "metrics": scrape} if metrics else {}
-        later = src.sections(node, {**again, "cmdline": controller_manager.CMDLINE}, chains=[tuple(again)])
         return ControllerManagerEvidence(
             node=node,
             collected_at=src.clock(),
-            healthz=healthz,
+            healthz=HttpAnswer.of(s["healthz"]),
             metrics=metrics,
-            process=process,
-            metrics_after=metrics_of(later["metrics"]) if metrics else Metrics.unavailable(metrics.error),
+            process=ProcessState.of(controller_manager.PROCESS, s),
+            metrics_after=metrics_of(s["metrics_after"]) if metrics else Metrics.unavailable(metrics.error),
             window_s=self.p.window,
-            cmdline=later["cmdline"].text,
+            cmdline=s["cmdline"].text,
             failed_creates=failed_creates,
             **reads,
         )

@@ -46,7 +46,7 @@ class ControllerManagerParams(FaultParams):
     max_queue_depth: float = Field(default=100, description="Items waiting in one work queue: more is a backlog.")
     max_unfinished_work: float = Field(default=300, description="Seconds of work in progress in one queue: stuck.")
     converge_after: float = Field(default=120, description="Seconds a Deployment or HPA may take to converge.")
-    window: float = Field(default=3.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
+    window: float = Field(default=1.0, ge=1, le=60, description="Seconds between the two work queue scrapes.")
     startup_grace: float = Field(default=20, description="Seconds after taking the lease a queue alone is not stuck.")
     lag_after: float = Field(default=10, description="Seconds a ReplicaSet or Service may wait for its controller.")
     hpa_lag_after: float = Field(default=25, description="Seconds an HPA may wait for its first sync (after 15 s).")

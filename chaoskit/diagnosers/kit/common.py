@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, Assessed, Evidence, Finding
@@ -20,7 +21,7 @@ _HTTP_MARK = "@@http "
 CURL_TIMED_OUT = 28
 
 
-def http_command(url: str, *, max_time: float = 5, insecure: bool = True, extra: str = "") -> str:
+def http_command(url: str, *, max_time: float = 3, insecure: bool = True, extra: str = "") -> str:
     """curl printing the body, then the status code on a line of its own (000: nothing answered)."""
     k = "-k " if insecure else ""
     return f"curl -sS {k}{extra}--max-time {max_time:g} -w '\\n{_HTTP_MARK}%{{http_code}}\\n' {shlex.quote(url)}"
@@ -175,6 +176,7 @@ def api_unavailable(component: str, check: str, source: str, error: str) -> Asse
     return Assessed(ev, (finding,))
 
 
+@lru_cache(maxsize=16)  # a scrape two diagnosers share (one batch) is parsed once; Metrics are only read
 def metrics_of(section: Section) -> Metrics:
     """A scrape section as metrics; a failed scrape keeps curl's last words as the reason."""
     return Metrics.parse(section.output) if section.ok else Metrics.unavailable(section.text[-300:] or "no answer")

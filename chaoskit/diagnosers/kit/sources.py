@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from chaoskit.diagnosers.kit.batch import NodeBatches
 from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError
 
 T = TypeVar("T")
-API_TIMEOUT = 5.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s
+API_TIMEOUT = 4.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s
 CONNECT_TIMEOUT = 3.0  # seconds to connect (a frozen API server still accepts: its kernel completes the handshake)
 
 
@@ -74,6 +75,7 @@ class ApiAccess:
         self.timeout, self.budget = timeout, budget
         self._down = ""  # why the API is considered unreachable; "" while it answers
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Fetched] = {}
+        self._asking: dict[tuple[str, tuple[tuple[str, str], ...]], threading.Event] = {}  # reads in flight
         self._lock = threading.Lock()
         self._probed = threading.Event()
         self._probed.set()  # no probe in flight
@@ -103,13 +105,30 @@ class ApiAccess:
         with self._lock:
             if key in self._cache and not fresh:
                 return self._cache[key]
+            asked = self._asking.get(key)
+            if asked is None or fresh:  # nobody is reading it now: this call does
+                asked = self._asking[key] = threading.Event()
+                mine = True
+            else:  # another diagnoser asks the same right now: wait for its answer, not read it twice
+                mine = False
+        if not mine:
+            asked.wait(self.budget.cap(self.timeout + 1) + 1)
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            return Fetched(error=f"GET {path}: no answer before the diagnosis's time budget ran out")
         self._probed.wait(self.budget.cap(self.timeout + 1))  # the probe is itself bounded by the timeout
         try:
             got = Fetched(self._bounded(f"GET {path}", lambda: self.kube.get(path, **query)))
         except ApiUnavailable as exc:
             got = Fetched(error=str(exc))
+        except BaseException:
+            asked.set()  # the waiters find no answer and say so
+            raise
         with self._lock:
             self._cache[key] = got
+            self._asking.pop(key, None)
+        asked.set()
         return got
 
     def raw(self, path: str) -> Fetched:
@@ -242,6 +261,12 @@ class Sources:
     api: ApiAccess
     clock: Callable[[], float] = field(default=time.time)
     budget: Budget = UNLIMITED  # every node script and API read ends by its deadline
+    batches: NodeBatches[Section] | None = None  # one round-trip per node for the scripts asked at once
+
+    def batched(self) -> Sources:
+        """These sources with the node scripts asked at about the same moment joined, per node."""
+        self.batches = NodeBatches(self._script, NOT_RUN)
+        return self
 
     @classmethod
     def of(
@@ -258,7 +283,15 @@ class Sources:
         self, node: str, commands: Mapping[str, str], timeout: float = 60, chains: Sequence[Sequence[str]] = ()
     ) -> dict[str, Section]:
         """Run the commands on `node` in one shell (side by side; see `section_script` for chains), within `timeout`
-        and the budget; a command that did not run maps to a section with no exit code that says why."""
+        and the budget; a command that did not run maps to a section with no exit code that says why. Scripts asked
+        for the same node at about the same moment share one round-trip (`NodeBatches`)."""
+        if self.batches is None:
+            return self._script(node, commands, timeout, chains)
+        return self.batches.sections(node, commands, timeout, chains)
+
+    def _script(
+        self, node: str, commands: Mapping[str, str], timeout: float, chains: Sequence[Sequence[str]]
+    ) -> dict[str, Section]:
         timeout = self.budget.cap(timeout)
         if timeout < SCRIPT_MARGIN + 0.5:  # less than half a second for the commands would only cut them off
             return _not_run(node, commands, "the diagnosis's time budget is spent")

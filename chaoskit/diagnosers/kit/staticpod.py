@@ -12,13 +12,15 @@ from chaoskit.diagnosers.kit.common import HttpAnswer, excerpt, http_command, me
 from chaoskit.diagnosers.kit.sources import Section, Sources
 from chaoskit.seams.scrape import Metrics, scrape_command
 
+ALL_CONTAINERS = f"{CRICTL} ps -a -o json"
+
 
 def process_commands(process: str, *, container: str | None = None, static_pod: bool = True) -> dict[str, str]:
     """Node-script commands for `process_state`: its state letter, manifests, containers and last log lines."""
     name = container or process
     commands = {
         "process": f'{pid_command(process)} && ps -o stat= -p "$pid"',
-        "containers": f"{CRICTL} ps -a --name '^{name}$' -o json",
+        "containers": ALL_CONTAINERS,  # every container, as containerd's diagnoser reads it: one crictl call a node
         "logs": f"id=$({CRICTL} ps -a --name '^{name}$' -q | head -n1) && [ -n \"$id\" ] && "
         f'{CRICTL} logs --tail 300 "$id"',
     }
@@ -53,7 +55,7 @@ class ProcessState:
     unread: str = ""  # why the process could not be looked at (its command cut off or not run): no verdict then
 
     @classmethod
-    def of(cls, process: str, sections: dict[str, Section]) -> ProcessState:
+    def of(cls, process: str, sections: dict[str, Section], container: str | None = None) -> ProcessState:
         found = sections["process"]
         stat = found.text if found.ok else ""
         manifest = sections.get("manifest")
@@ -63,7 +65,7 @@ class ProcessState:
             if manifest and manifest.rc is not None
             else None
         )
-        state, restarts = _newest_container(sections["containers"])
+        state, restarts = _newest_container(sections["containers"], container or process)
         return cls(process, stat, manifests, state, restarts, sections["logs"].output, unread(found))
 
     @property
@@ -97,11 +99,12 @@ class ProcessState:
         )
 
 
-def _newest_container(section: Section) -> tuple[str, int | None]:
+def _newest_container(section: Section, name: str) -> tuple[str, int | None]:
     try:
-        containers = json.loads(section.output).get("containers") or []
+        listed = json.loads(section.output).get("containers") or []
     except (ValueError, AttributeError):
         return "", None
+    containers = [c for c in listed if (c.get("metadata") or {}).get("name") == name]
     if not containers:
         return "", None
     newest = max(containers, key=lambda c: int(c.get("createdAt") or 0))
