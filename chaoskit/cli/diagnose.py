@@ -15,6 +15,8 @@ from rich.console import Console
 
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, file_option, node_exec
+from chaoskit.cluster.install import CONTROL_PLANE_LABEL
+from chaoskit.diagnosers.kit.managed import MANAGED
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.env import Env
@@ -23,6 +25,8 @@ from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.progress import Progress
 from chaoskit.reports import FORMATS, render
 from chaoskit.reports.table import renderables
+from chaoskit.seams.kube import KubeError
+from chaoskit.seams.nodeexec import Node
 from chaoskit.subject import Subject, resolve
 
 
@@ -95,15 +99,22 @@ def diagnose(
     keeps one moment's picture in every format.
     """
     nodes = node_exec(g, cluster).list_nodes()
-    control_plane = next((n.name for n in nodes if n.role == "control-plane"), None)
-    if control_plane is None:
-        raise UsageError(f"no kind cluster named {cluster!r} with a control-plane node (chaoskit cluster up)")
+    if not nodes:
+        raise UsageError(f"no kind cluster named {cluster!r} and no chaoskit agents there (chaoskit cluster up)")
     record = _record(record_path) if record_path else None
     progress = Progress()
     env = cluster_env(g, cluster)
+    control_plane, out_of_reach = _control_plane(env, nodes, progress)
     yours = _subject(env, subject_ref) if subject_ref else None
     result = run_diagnosis(
-        env, control_plane, [n.name for n in nodes], components, budget=budget, say=progress.info, subject=yours
+        env,
+        control_plane,
+        [n.name for n in nodes],
+        components,
+        budget=budget,
+        say=progress.info,
+        subject=yours,
+        out_of_reach=out_of_reach,
     )
     for extra, path in (("html", html_file), ("junit", junit_file)):
         if path is not None:
@@ -118,6 +129,21 @@ def diagnose(
         click.echo(render(result, fmt, record), nl=False)
     if not result.ok:
         raise click.exceptions.Exit(EXIT_BREACHED)
+
+
+def _control_plane(env: Env, nodes: list[Node], progress: Progress) -> tuple[str, frozenset[str]]:
+    """The control-plane node to diagnose, and whether it is out of reach (no agent there: a managed control plane,
+    or `chaoskit install --nodes workers`), in which case what the API server shows of itself is judged."""
+    reached = next((n.name for n in nodes if n.role == "control-plane"), None)
+    if reached is not None:
+        return reached, frozenset()
+    try:
+        listed = env.kube.get("/api/v1/nodes", labelSelector=CONTROL_PLANE_LABEL)["items"]
+    except KubeError:
+        listed = []
+    name = listed[0]["metadata"]["name"] if listed else MANAGED  # a managed control plane is no node at all
+    progress.info(f"no chaoskit agent on the control plane ({name}): judging it from what the API server shows")
+    return name, frozenset({name})
 
 
 def _subject(env: Env, ref: str) -> Subject:

@@ -26,6 +26,8 @@ from chaoskit.diagnosers.kit.base import (
     diagnoser_class,
 )
 from chaoskit.diagnosers.kit.budget import Budget, leashed
+from chaoskit.diagnosers.kit.managed import out_of_reach as out_of_reach_noted
+from chaoskit.diagnosers.kit.managed import through_api
 from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
 from chaoskit.diagnosers.subject import collect as collect_subject
@@ -57,11 +59,15 @@ def diagnose(
     budget: float = BUDGET,
     say: Callable[[str], None] = lambda _: None,
     subject: Subject | None = None,
+    out_of_reach: frozenset[str] = frozenset(),
 ) -> Diagnosis:
+    """`nodes` are the nodes chaoskit reaches; a control plane in `out_of_reach` (managed, or no agent there) is
+    judged from what the API server shows of itself, and its node-local evidence is said to be out of reach."""
     names = components(wanted)
     started, t0 = time.time(), time.monotonic()
     deadline = Budget(budget)
     src = Sources.of(env, control_plane, tuple(nodes), api_timeout, deadline).batched()
+    src.out_of_reach, src.elsewhere = out_of_reach, through_api
     src.api.probe("/readyz", then=partial(_said_probe, say))
     jobs = [
         (name, node) for name in names for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))
@@ -74,6 +80,7 @@ def diagnose(
         o.value if o.value is not None else _unfinished(*job, budget, o.error)
         for job, o in zip(jobs, outcomes, strict=True)
     ]
+    reports = [out_of_reach_noted(r) if r.subject in out_of_reach else r for r in reports]
     if subject is not None:  # after the components: they are the likelier cause of what ails it
         reports.append(_subject(src, subject))
     return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)

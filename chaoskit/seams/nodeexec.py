@@ -42,6 +42,12 @@ def pick(nodes: Sequence[Node], wanted: str | None, default_role: str) -> Node:
         if n.role == role:
             return n
     names = ", ".join(n.name for n in nodes) or "none"
+    if role == "control-plane" and wanted in (None, "any", role):  # the agents reach no control-plane node
+        raise UsageError(
+            f"no control-plane node chaoskit can reach (it reaches: {names}): a managed control plane, or "
+            "`chaoskit install --nodes workers`, has no agent there, so this fault cannot be injected; "
+            "nothing was injected"
+        )
     raise UsageError(f"no node {wanted!r} (role {role}) in this cluster; nodes: {names}")
 
 

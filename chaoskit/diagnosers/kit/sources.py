@@ -24,6 +24,7 @@ from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError
 
 T = TypeVar("T")
+Elsewhere = Callable[[Kube, Mapping[str, str], Sequence[Sequence[str]]], dict[str, "Section"]]
 API_TIMEOUT = 4.0  # seconds for one API read: a kind API server answers in milliseconds; its own limit is 60 s
 CONNECT_TIMEOUT = 3.0  # seconds to connect (a frozen API server still accepts: its kernel completes the handshake)
 
@@ -262,6 +263,8 @@ class Sources:
     clock: Callable[[], float] = field(default=time.time)
     budget: Budget = UNLIMITED  # every node script and API read ends by its deadline
     batches: NodeBatches[Section] | None = None  # one round-trip per node for the scripts asked at once
+    out_of_reach: frozenset[str] = frozenset()  # nodes with no way in (a managed control plane)
+    elsewhere: Elsewhere | None = None  # how their node scripts are answered instead (diagnosers.kit.managed)
 
     def batched(self) -> Sources:
         """These sources with the node scripts asked at about the same moment joined, per node."""
@@ -292,6 +295,8 @@ class Sources:
     def _script(
         self, node: str, commands: Mapping[str, str], timeout: float, chains: Sequence[Sequence[str]]
     ) -> dict[str, Section]:
+        if node in self.out_of_reach and self.elsewhere is not None:  # what the API server shows of itself
+            return self.elsewhere(self.api.kube, commands, chains)
         timeout = self.budget.cap(timeout)
         if timeout < SCRIPT_MARGIN + 0.5:  # less than half a second for the commands would only cut them off
             return _not_run(node, commands, "the diagnosis's time budget is spent")

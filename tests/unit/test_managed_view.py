@@ -1,0 +1,55 @@
+"""A control plane chaoskit cannot reach: its API server's own endpoints are read through the API, everything
+node-local comes back not run with the reason, and that reason is a note, not a warning."""
+
+from __future__ import annotations
+
+from chaoskit.components import apiserver
+from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Evidence, Finding
+from chaoskit.diagnosers.kit.common import HttpAnswer, http_command, uncollected, unread
+from chaoskit.diagnosers.kit.managed import OUT_OF_REACH, out_of_reach, through_api
+from chaoskit.diagnosers.kit.sources import window_wait
+from chaoskit.diagnosers.kit.staticpod import process_commands
+from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.scrape import Metrics, scrape_command
+
+METRICS = '# TYPE apiserver_request_total counter\napiserver_request_total{code="200"} 5\nother_metric 1\n'
+
+
+def test_the_api_servers_own_endpoints_are_read_through_the_api_and_the_rest_is_out_of_reach() -> None:
+    kube = FakeKube(raw_paths={"/readyz?verbose": "[+]ping ok\nreadyz check passed", "/metrics": METRICS})
+    scrape = scrape_command(f"{apiserver.URL}/metrics", ("apiserver_request_total",), client_cert=True)
+    s = through_api(
+        kube,
+        {
+            "readyz": http_command(f"{apiserver.URL}/readyz?verbose"),
+            "before": scrape,
+            "wait": window_wait(1),
+            "after": scrape,
+            **process_commands(apiserver.PROCESS),
+        },
+        [("before", "wait", "after")],
+    )
+    assert HttpAnswer.of(s["readyz"]).code == 200 and "readyz check passed" in s["readyz"].output
+    after = Metrics.parse(s["after"].output)
+    assert after.total("apiserver_request_total") == 5 and not after.select("other_metric")  # only what was asked
+    assert s["process"].rc is None and unread(s["process"]) == OUT_OF_REACH
+
+
+def test_an_endpoint_that_does_not_answer_is_said_as_curl_says_it() -> None:
+    s = through_api(FakeKube(), {"livez": http_command(f"{apiserver.URL}/livez?verbose")}, [])
+    assert not HttpAnswer.of(s["livez"]).answered or HttpAnswer.of(s["livez"]).code != 200
+
+
+def test_out_of_reach_evidence_is_a_note_and_the_component_stays_judged_by_the_rest() -> None:
+    ev = Evidence("process", "pgrep", {})
+    noted = uncollected("apiserver", "cp", "kube-apiserver", OUT_OF_REACH, ev)
+    real = Finding("critical", "apiserver", "/readyz: [-]etcd failed", "etcd", (ev,))
+    report = ComponentReport("apiserver", "cp", "degraded", (noted,), (ev,))
+    assert out_of_reach(report).status == "ok"
+    assert out_of_reach(report).findings[0].severity == "info"
+    both = ComponentReport("apiserver", "cp", "failed", (real, noted), (ev,))
+    assert out_of_reach(both).status == "failed"  # what the API shows still judges
+    other = uncollected("apiserver", "cp", "kube-apiserver", "cut off after 3s", ev)
+    assert (
+        out_of_reach(ComponentReport("apiserver", "cp", "degraded", (other,), (ev,))).findings[0].title == UNCOLLECTED
+    )
