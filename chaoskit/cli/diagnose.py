@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
+from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
 from chaoskit.cli.options import cluster_env, file_option, node_exec
 from chaoskit.cluster.install import CONTROL_PLANE_LABEL
 from chaoskit.diagnosers.kit.managed import MANAGED
@@ -73,6 +74,8 @@ from chaoskit.subject import Subject, resolve
     help="Also judge your Deployment (its HPA and Service found as a playbook's subject finds them): its "
     "conditions, its HPA's, its Service's endpoints, its PodDisruptionBudgets.",
 )
+@watch_option
+@count_option
 @click.pass_obj
 def diagnose(
     g: Globals,
@@ -85,6 +88,8 @@ def diagnose(
     record_path: Path | None,
     budget: float,
     subject_ref: str | None,
+    watch_s: float | None,
+    count: int | None,
 ) -> None:
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
@@ -106,6 +111,18 @@ def diagnose(
     env = cluster_env(g, cluster)
     control_plane, out_of_reach = _control_plane(env, nodes, progress)
     yours = _subject(env, subject_ref) if subject_ref else None
+    if watch_s is not None or count is not None:  # a look every few seconds, printing only what changed
+        names = [n.name for n in nodes]
+        code = watch_diagnoses(
+            lambda: run_diagnosis(
+                env, control_plane, names, components, budget=budget, subject=yours, out_of_reach=out_of_reach
+            ),
+            watch_s,
+            count,
+            fmt,
+            {"--output": output_file, "--html": html_file, "--junit": junit_file, "--record": record_path},
+        )
+        raise click.exceptions.Exit(code)
     result = run_diagnosis(
         env,
         control_plane,
