@@ -108,7 +108,7 @@ def diagnose(
         raise UsageError(f"no kind cluster named {cluster!r} and no chaoskit agents there (chaoskit cluster up)")
     record = _record(record_path) if record_path else None
     progress = Progress()
-    env = cluster_env(g, cluster)
+    env = cluster_env(g, cluster, lazy=True)  # the client loads while the node scripts run
     control_plane, out_of_reach = _control_plane(env, nodes, progress)
     yours = _subject(env, subject_ref) if subject_ref else None
     if watch_s is not None or count is not None:  # a look every few seconds, printing only what changed

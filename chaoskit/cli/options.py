@@ -67,9 +67,10 @@ def context_of(g: Globals, cluster: str) -> str:
     return g.context or f"kind-{cluster}"
 
 
-def cluster_env(g: Globals, cluster: str, runner: Runner | None = None) -> Env:
-    """The seams for `cluster`, from the global --kubeconfig/--context (default context kind-<cluster>) and --via."""
-    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+def cluster_env(g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False) -> Env:
+    """The seams for `cluster`, from the global --kubeconfig/--context (default context kind-<cluster>) and --via;
+    `lazy` connects on the first API request (see Kube.connect)."""
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster), lazy=lazy)
     return Env(kube, node_exec(g, cluster, runner, kube), cluster)
 
 

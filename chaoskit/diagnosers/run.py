@@ -37,6 +37,7 @@ from chaoskit.registry import load_catalog
 from chaoskit.subject import Subject
 
 BUDGET = 8.0  # seconds for the whole collection at most: a healthy cluster needs about 2, a frozen component 4-5
+QUORUM_READ = "/api/v1/nodes"  # a list served from etcd (no resourceVersion), which the diagnosers read anyway
 GRACE = 1.0  # seconds past the deadline for a component to judge what it collected
 
 
@@ -69,6 +70,7 @@ def diagnose(
     src = Sources.of(env, control_plane, tuple(nodes), api_timeout, deadline).batched()
     src.out_of_reach, src.elsewhere = out_of_reach, through_api
     src.api.probe("/readyz", then=partial(_said_probe, say))
+    src.api.prefetch(QUORUM_READ)
     jobs = [
         (name, node) for name in names for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))
     ]

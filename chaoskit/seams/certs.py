@@ -38,7 +38,7 @@ def cert_dates_command(paths: Mapping[str, str]) -> str:
 
 def served_cert_command(host_port: str, label: str) -> str:
     """The certificate a TLS server presents, as `<label> notAfter=<date>`."""
-    fetch = f"echo | timeout 5 openssl s_client -connect {host_port} 2>/dev/null | openssl x509 -noout -enddate"
+    fetch = f"echo | timeout 3 openssl s_client -connect {host_port} 2>/dev/null | openssl x509 -noout -enddate"
     return f'd=$({fetch}) && echo "{label} $d" || echo "{label} unreadable"'
 
 

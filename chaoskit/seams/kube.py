@@ -10,12 +10,13 @@ from __future__ import annotations
 import copy
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kubernetes import client, config, watch
-from kubernetes.client.exceptions import ApiException
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
 
 from chaoskit.errors import ToolError
 from chaoskit.seams.poll import poll
@@ -52,6 +53,41 @@ def kube_error(message: str, status: int | None) -> KubeError:
     return kind(message, status or None)  # the client says 0 for its own failures (TLS, refused): no answer
 
 
+def _api_exception() -> type[ApiException]:
+    """The client's error class, imported on first need: the kubernetes package costs 0.3 s to import, which a
+    diagnosis spends on its node scripts instead (see `Kube.connect(lazy=True)`)."""
+    from kubernetes.client.exceptions import ApiException
+
+    return cast("type[ApiException]", ApiException)
+
+
+def _from_config(kubeconfig: str | None, context: str | None) -> Any:
+    from kubernetes import config
+
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    except (config.ConfigException, OSError) as exc:
+        raise KubeError(f"cannot load kubeconfig (context {context!r}): {exc}") from exc
+
+
+class _Connection:
+    """The API client made from the kubeconfig on first use, and shared by every bounded copy of its Kube."""
+
+    def __init__(self, kubeconfig: str | None, context: str | None) -> None:
+        self.kubeconfig, self.context = kubeconfig, context
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = _from_config(self.kubeconfig, self.context)
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:  # call_api, configuration: the client's own
+        return getattr(self.client(), name)
+
+
 def _said(exc: ApiException) -> str:
     """What the API server said: its Status message when the body is one, else the body's start."""
     body = exc.body.decode(errors="replace") if isinstance(exc.body, bytes) else str(exc.body or "")
@@ -64,7 +100,7 @@ def _said(exc: ApiException) -> str:
 
 @dataclass
 class Kube:
-    api: client.ApiClient
+    api: Any  # kubernetes.client.ApiClient, or a _Connection that makes one on first use
     requests: int = 0  # API requests made (each watch counts once): what the benchmarks report
     timeout: Timeout | None = None  # per request; None waits as long as the server holds the connection
 
@@ -75,15 +111,16 @@ class Kube:
         return other
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
-        try:
-            return cls(config.new_client_from_config(config_file=kubeconfig, context=context))
-        except (config.ConfigException, OSError) as exc:
-            raise KubeError(f"cannot load kubeconfig (context {context!r}): {exc}") from exc
+    def connect(cls, kubeconfig: str | None = None, context: str | None = None, *, lazy: bool = False) -> Kube:
+        """A client of the kubeconfig's context; `lazy` loads it (and the kubernetes package) on the first request,
+        so a bad kubeconfig is said by that request, as an API server that does not answer."""
+        return cls(_Connection(kubeconfig, context) if lazy else _from_config(kubeconfig, context))
 
     @classmethod
     def in_cluster(cls) -> Kube:
         """From inside a pod: its service account's token (re-read as the kubelet rotates it) and the cluster CA."""
+        from kubernetes import client, config
+
         c = client.Configuration()
         try:
             config.load_incluster_config(client_configuration=c)
@@ -107,7 +144,7 @@ class Kube:
                 _return_http_data_only=False,
                 _request_timeout=self.timeout,
             )
-        except ApiException as exc:
+        except _api_exception() as exc:
             raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:  # urllib3 connection errors: API server unreachable
             raise KubeError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
@@ -148,16 +185,17 @@ class Kube:
                 response_type="object",
                 _request_timeout=self.timeout,
             )
-        except ApiException as exc:
+        except _api_exception() as exc:
             what = f"{obj['kind']}/{obj['metadata']['name']}"
             raise kube_error(f"apply {what}: HTTP {exc.status}: {_said(exc)}", exc.status) from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
         """Run argv in a pod's first container; returns (exit code, combined output)."""
+        from kubernetes import client
         from kubernetes.stream import stream
 
-        core = client.CoreV1Api(self.api)
+        core = client.CoreV1Api(self.api.client() if isinstance(self.api, _Connection) else self.api)
         try:
             resp = stream(
                 core.connect_get_namespaced_pod_exec,
@@ -174,7 +212,7 @@ class Kube:
             out = (resp.read_stdout() or "") + (resp.read_stderr() or "")
             code = resp.returncode
             resp.close()
-        except ApiException as exc:
+        except _api_exception() as exc:
             raise kube_error(f"exec in {namespace}/{pod}: HTTP {exc.status} {exc.reason}", exc.status) from exc
         return (code if code is not None else -1), out
 
@@ -190,7 +228,7 @@ class Kube:
                 _return_http_data_only=True,
                 _request_timeout=self.timeout,
             )
-        except ApiException as exc:
+        except _api_exception() as exc:
             raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:
             raise KubeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
@@ -198,6 +236,8 @@ class Kube:
 
     def events(self, path: str, timeout: float, **query: str) -> Iterator[tuple[str, Obj]]:
         """Watch a collection path; yields (type, object) until timeout."""
+        from kubernetes import watch
+
         self.requests += 1
         w = watch.Watch()
         func = _WatchFunc(self, path)

@@ -100,6 +100,11 @@ class ApiAccess:
 
         threading.Thread(target=run, name="chaoskit-api-probe", daemon=True).start()
 
+    def prefetch(self, path: str) -> None:
+        """Read `path` in the background now: a read that needs etcd, asked at once, finds a hung etcd (and trips the
+        breaker) while the node scripts run, not after them; whoever reads it later shares this answer."""
+        threading.Thread(target=self.fetch, args=(path,), name="chaoskit-api-prefetch", daemon=True).start()
+
     def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
         """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
         key = (path, tuple(sorted(query.items())))

@@ -21,8 +21,9 @@ def process_commands(process: str, *, container: str | None = None, static_pod: 
     commands = {
         "process": f'{pid_command(process)} && ps -o stat= -p "$pid"',
         "containers": ALL_CONTAINERS,  # every container, as containerd's diagnoser reads it: one crictl call a node
-        "logs": f"id=$({CRICTL} ps -a --name '^{name}$' -q | head -n1) && [ -n \"$id\" ] && "
-        f'{CRICTL} logs --tail 300 "$id"',
+        # the newest log file of its containers, as `crictl logs` prints it, without two crictl calls a component
+        "logs": f"f=$(ls -t /var/log/pods/kube-system_*/{name}/*.log 2>/dev/null | head -n1) && [ -n \"$f\" ] && "
+        f"tail -n 300 \"$f\" | sed -E 's/^[^ ]+ (stdout|stderr) [FP] //'",
     }
     if static_pod:  # the manifest wherever it is under /etc/kubernetes: moved away is the "down" fault's signature
         commands["manifest"] = f"find /etc/kubernetes -name '{process}.yaml*' 2>/dev/null"
