@@ -22,7 +22,7 @@ def process_commands(process: str, *, container: str | None = None, static_pod: 
         "process": f'{pid_command(process)} && ps -o stat= -p "$pid"',
         "containers": ALL_CONTAINERS,  # every container, as containerd's diagnoser reads it: one crictl call a node
         # the newest log file of its containers, as `crictl logs` prints it, without two crictl calls a component
-        "logs": f"f=$(ls -t /var/log/pods/kube-system_*/{name}/*.log 2>/dev/null | head -n1) && [ -n \"$f\" ] && "
+        "logs": f'f=$(ls -t /var/log/pods/kube-system_*/{name}/*.log 2>/dev/null | head -n1) && [ -n "$f" ] && '
         f"tail -n 300 \"$f\" | sed -E 's/^[^ ]+ (stdout|stderr) [FP] //'",
     }
     if static_pod:  # the manifest wherever it is under /etc/kubernetes: moved away is the "down" fault's signature
