@@ -48,9 +48,18 @@ FAULT_COLUMNS = (
 
 @faults.command("list")
 @listing_output_option
-def list_faults(output: str) -> None:
+@click.option(
+    "--cluster",
+    help="Also say, per fault, whether chaoskit can inject it on this cluster: where its agents reach no "
+    "control-plane node (a managed cluster, `chaoskit install --nodes workers`), the control plane's cannot be.",
+)
+@click.pass_obj
+def list_faults(g: Globals, output: str, cluster: str | None) -> None:
     """Every fault chaoskit can inject, by component."""
     load_catalog()
+    nodes = node_exec(g, cluster).list_nodes() if cluster else None
+    if cluster and not nodes:
+        raise UsageError(f"no kind cluster named {cluster!r} and no chaoskit agents there")
     rows = []
     for name in FAULTS.names():
         cls = _fault_class(name)
@@ -62,9 +71,18 @@ def list_faults(output: str) -> None:
                 "target": getattr(cls, "target_role", ""),
                 "summary": " ".join(doc.split("\n\n")[0].split()),
                 "parameters": sorted(cls.Params.model_json_schema().get("properties", {})),
+                **({"here": _reach(nodes, cls.target_role)} if nodes is not None else {}),
             }
         )
-    render(Listing("fault", FAULT_COLUMNS, rows), output)
+    columns = FAULT_COLUMNS if nodes is None else (*FAULT_COLUMNS[:3], Column("here", "here"), *FAULT_COLUMNS[3:])
+    render(Listing("fault", columns, rows), output)
+
+
+def _reach(nodes: list[Node], role: str) -> str:
+    """"yes", or why the fault cannot be injected where chaoskit's agents are."""
+    if any(n.role == role for n in nodes):
+        return "yes"
+    return f"no: no chaoskit agent on a {role} node"
 
 
 PARAM_COLUMNS = (
