@@ -22,6 +22,7 @@ from chaoskit.errors import EXIT_BREACHED, EXIT_OK, UsageError
 
 INTERVAL = 5.0  # seconds between looks: a healthy diagnosis takes about 2, so a look every ~7 s
 FORMATS = ("table", "json")  # what a stream of changes can be printed as
+WHY = 120  # characters of why evidence was not collected on a text line (JSON keeps it whole)
 
 F = TypeVar("F", bound=Callable[..., Any])
 Look = Callable[[], Diagnosis]
@@ -169,12 +170,11 @@ class Lines:
             node_width = max((len(r.subject) for r in current.reports), default=0)
             for r in current.reports:
                 self._line(f"  {r.component:<{width}}  {r.subject:<{node_width}}  {self._word(r.status)}")
-            for c in found:
-                if not isinstance(c, StatusChanged):
-                    self._line(f"  {self._change(c, per_node)}")
+            for text in self._changes([c for c in found if not isinstance(c, StatusChanged)], per_node):
+                self._line(f"  {text}")
         elif found:
-            for c in found:
-                self._line(f"{at} {self._change(c, per_node)}")
+            for text in self._changes(found, per_node):
+                self._line(f"{at} {text}")
         elif self._tty:
             self._write(f"{_ERASE}{at} no change · {self._word(current.status)}")
             self._heartbeat = True
@@ -191,15 +191,21 @@ class Lines:
         text = word or "absent"
         return click.style(text, fg=_COLORS.get(text)) if self._tty and text in _COLORS else text
 
-    def _change(self, c: Change, per_node: frozenset[str]) -> str:
-        if isinstance(c, StatusChanged):
-            return f"{c.component} on {c.node}: {self._word(c.before)} → {self._word(c.after)}"
-        if isinstance(c, CollectionChanged):
-            checks = ", ".join(c.checks) or "evidence"
-            if c.collected:
-                return f"{c.component} on {c.node}: {checks} collected again"
-            return f"{c.component} on {c.node}: {checks} not collected ({c.why})"
-        return self._finding(c, per_node)
+    def _changes(self, found: Sequence[Change], per_node: frozenset[str]) -> list[str]:
+        # the checks of one component on one node that went (or came back) together make one line
+        lines: list[str] = []
+        gone: list[CollectionChanged] = []
+        for c in [*found, None]:
+            if gone and not (isinstance(c, CollectionChanged) and _together(gone[0], c)):
+                lines.append(_collection(gone))
+                gone = []
+            if isinstance(c, CollectionChanged):
+                gone.append(c)
+            elif isinstance(c, StatusChanged):
+                lines.append(f"{c.component} on {c.node}: {self._word(c.before)} → {self._word(c.after)}")
+            elif isinstance(c, FindingChanged):
+                lines.append(self._finding(c, per_node))
+        return lines
 
     def _finding(self, c: FindingChanged, per_node: frozenset[str]) -> str:
         f = c.finding
@@ -207,6 +213,19 @@ class Lines:
         where = f"{c.component} on {c.node}" if c.component in per_node and c.node not in f.title else c.component
         was = f" (was {self._word(c.was)})" if c.was else ""
         return f"{sign} {self._word(f.severity)} {where}: {f.title}{was}"
+
+
+def _together(a: CollectionChanged, b: CollectionChanged) -> bool:
+    return (a.component, a.node, a.collected) == (b.component, b.node, b.collected)
+
+
+def _collection(same: Sequence[CollectionChanged]) -> str:
+    first = same[0]
+    checks = ", ".join(dict.fromkeys(check for c in same for check in c.checks)) or "evidence"
+    if first.collected:
+        return f"{first.component} on {first.node}: {checks} collected again"
+    why = first.why if len(first.why) <= WHY else first.why[: WHY - 1] + "…"
+    return f"{first.component} on {first.node}: {checks} not collected ({why})"
 
 
 def _per_node(*looks: Diagnosis | None) -> frozenset[str]:

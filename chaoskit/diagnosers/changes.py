@@ -4,7 +4,9 @@ A component is identified by (component, node); a finding by (component, node, i
 its first ": " (the detail after it is what a diagnoser measured or quoted) with every number masked, so "PLEG on n
 last active 12s ago" stays one finding when it becomes "... 17s ago". Severity is not part of the identity: the same
 finding turning from warning to critical is reported as a change of that finding. A finding that says its evidence
-could not be collected is no verdict on the component, so its coming and going is a change of collection instead.
+could not be collected ("Evidence could not be collected", or an info resting only on evidence that did not come,
+such as "API-side evidence unavailable") is no verdict on the component, so its coming and going is a change of
+collection instead, known by the checks it names.
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def shape(title: str) -> str:
     return _NUMBER.sub("#", title.split(": ", 1)[0])
 
 
+def uncollected(f: Finding) -> bool:
+    """A finding that only says evidence did not come: no verdict, whatever its severity."""
+    unanswered = bool(f.evidence) and not any(e.available for e in f.evidence)
+    return f.title == UNCOLLECTED or (f.severity == "info" and unanswered)
+
+
 def changes(previous: Diagnosis | None, current: Diagnosis) -> list[Change]:
     """Everything that differs from `previous` to `current`, in the current look's report order; with no previous
     look, every component's status and every finding (as appeared)."""
@@ -138,7 +146,7 @@ def _index(
     for r in reports:
         status[(r.component, r.subject)] = r.status
         for f in r.findings:
-            if f.title == UNCOLLECTED:
+            if uncollected(f):
                 missing.setdefault((r.component, r.subject, f.checks), f)
                 continue
             key = (r.component, r.subject, shape(f.title))

@@ -133,6 +133,16 @@ def test_evidence_uncollected_and_back_is_a_change_of_collection_not_a_finding()
     ]
 
 
+def test_api_side_evidence_unavailable_is_collection_too() -> None:
+    lease = Evidence("heartbeat", "GET lease", {"error": "refused"}, available=False)
+    skipped = Finding(
+        "info", "kubelet", "API-side evidence unavailable (heartbeat)", "the API server did not answer", (lease,)
+    )
+    assert changes(look(report("kubelet", WORKER)), look(report("kubelet", WORKER, skipped))) == [
+        CollectionChanged("kubelet", WORKER, ("heartbeat",), False, "the API server did not answer")
+    ]
+
+
 def test_a_node_that_went_is_a_status_change_to_none() -> None:
     gone = look(report("etcd", CP), report("kubelet", CP))
     assert changes(healthy(), gone) == [StatusChanged("kubelet", WORKER, "ok", None)]
@@ -187,6 +197,22 @@ def test_the_first_look_lists_its_findings_naming_the_node_where_the_title_does_
     first = look(report("kubelet", CP), report("kubelet", WORKER, finding("kubelet", "the node lease is stale")))
     watch(Looks(first), interval=5, count=1, printer=Lines(out.append))
     assert out[-1] == f"  + warning kubelet on {WORKER}: the node lease is stale\n"
+
+
+def test_checks_of_one_component_that_went_together_are_one_line() -> None:
+    why = "chaoskit could not look at kube-apiserver " + "x" * 200
+    gone = [Finding("warning", "apiserver", UNCOLLECTED, why, (Evidence(c, "src"),)) for c in ("process", "readyz")]
+    out: list[str] = []
+    looks = Looks(
+        look(report("apiserver", CP)),
+        look(report("apiserver", CP, *gone), at=T0 + 7),
+        look(report("apiserver", CP), at=T0 + 14),
+    )
+    watch(looks, interval=5, count=3, printer=Lines(out.append), sleep=looks.sleep)
+    lines = "".join(out).splitlines()
+    assert lines[-3].startswith(f"{stamp(T0 + 7)} apiserver on {CP}: process, readyz not collected (chaoskit could")
+    assert lines[-3].endswith("x…)") and len(lines[-3]) < 200
+    assert lines[-1] == f"{stamp(T0 + 14)} apiserver on {CP}: process, readyz collected again"
 
 
 def test_count_stops_and_the_exit_code_is_the_last_looks() -> None:
