@@ -79,7 +79,7 @@ def list_faults(g: Globals, output: str, cluster: str | None) -> None:
 
 
 def _reach(nodes: list[Node], role: str) -> str:
-    """"yes", or why the fault cannot be injected where chaoskit's agents are."""
+    """ "yes", or why the fault cannot be injected where chaoskit's agents are."""
     if any(n.role == role for n in nodes):
         return "yes"
     return f"no: no chaoskit agent on a {role} node"

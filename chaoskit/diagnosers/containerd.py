@@ -16,7 +16,7 @@ from pydantic import Field
 from chaoskit.components import containerd
 from chaoskit.components.common import CRICTL, pid_command, thaw_command
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
-from chaoskit.diagnosers.kit.common import excerpt
+from chaoskit.diagnosers.kit.common import excerpt, uncollected, unread
 from chaoskit.diagnosers.kit.sources import Section, Sources
 from chaoskit.diagnosers.kit.staticpod import ALL_CONTAINERS
 from chaoskit.model.params import FaultParams
@@ -34,6 +34,7 @@ class ContainerdEvidence:
     stat: str  # ps state letters of containerd ("T..." when stopped), "" when absent
     containers: Section  # crictl ps -a -o json
     journal: str
+    unread: str = ""  # why systemd or the process could not be looked at (the node script cut off): no verdict then
 
 
 @register
@@ -62,6 +63,7 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
             stat=s["process"].text if s["process"].ok else "",
             containers=s["containers"],
             journal=s["journal"].output,
+            unread=unread(s["service"]) or unread(s["process"]),
         )
 
     def assess(self, ev: ContainerdEvidence) -> list[Assessed]:
@@ -81,6 +83,8 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
             log_lines=excerpt(ev.journal, ("error", "timeout")),
             conditions=tuple(f"{k}={v}" for k, v in conditions.items()),
         )
+        if ev.unread:  # a look cut short said "not running" of a containerd that was fine
+            return Assessed(e, (uncollected("containerd", ev.node, "containerd", ev.unread, e),))
         finding = _cri_finding(ev, e, conditions)
         return Assessed(e, (finding,) if finding else ())
 

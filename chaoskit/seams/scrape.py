@@ -173,7 +173,7 @@ def scrape_command(
     names: Sequence[str],
     *,
     client_cert: bool = False,
-    max_time: float = 4,  # a local component answers in milliseconds; a frozen one costs this much
+    max_time: float = 3,  # a local component answers in milliseconds; a frozen one costs this much
     keep: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """A shell line printing only the wanted metric families (and their TYPE lines) of `url`; fails if curl does.

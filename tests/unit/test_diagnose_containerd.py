@@ -9,6 +9,7 @@ import json
 from diagnose_evidence import containerd, text, titles
 
 from chaoskit.diagnosers.containerd import ContainerdDiagnoser, ContainerdEvidence
+from chaoskit.diagnosers.kit.base import UNCOLLECTED
 from chaoskit.diagnosers.kit.sources import Section
 
 
@@ -74,3 +75,9 @@ def test_an_older_exited_instance_behind_a_running_one_is_no_crash_loop() -> Non
     old["annotations"]["io.kubernetes.container.restartCount"] = "7"
     listing["containers"].append(old)
     assert analyze(containerd(containers=Section(json.dumps(listing), 0))) == []
+
+
+def test_a_look_cut_short_is_no_verdict_on_containerd() -> None:
+    cut = "could not run on chaoskit-worker: timed out after 7.9s"
+    titles = analyze(containerd(service="could", stat="", unread=cut))
+    assert titles == [f"warning: {UNCOLLECTED}"]

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from chaoskit.diagnosers.kit.batch import NodeBatches
-from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, leashed
+from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, Outcome, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError
@@ -103,9 +103,11 @@ class ApiAccess:
     def prefetch(self, path: str) -> None:
         """Read `path` in the background now: a read that needs etcd, asked at once, finds a hung etcd (and trips the
         breaker) while the node scripts run, not after them; whoever reads it later shares this answer."""
-        threading.Thread(target=self.fetch, args=(path,), name="chaoskit-api-prefetch", daemon=True).start()
+        threading.Thread(
+            target=self.fetch, args=(path,), kwargs={"_probe": False}, name="chaoskit-api-prefetch", daemon=True
+        ).start()
 
-    def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
+    def fetch(self, path: str, *, fresh: bool = False, _probe: bool = True, **query: str) -> Fetched:
         """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
         key = (path, tuple(sorted(query.items())))
         with self._lock:
@@ -123,7 +125,8 @@ class ApiAccess:
                 if key in self._cache:
                     return self._cache[key]
             return Fetched(error=f"GET {path}: no answer before the diagnosis's time budget ran out")
-        self._probed.wait(self.budget.cap(self.timeout + 1))  # the probe is itself bounded by the timeout
+        if _probe:  # a prefetch is a probe of its own
+            self._probed.wait(self.budget.cap(self.timeout + 1))  # the probe is itself bounded by the timeout
         try:
             got = Fetched(self._bounded(f"GET {path}", lambda: self.kube.get(path, **query)))
         except ApiUnavailable as exc:
@@ -149,7 +152,9 @@ class ApiAccess:
         wait = self.budget.cap(self.timeout)
         if wait <= 0:
             raise ApiUnavailable(f"{what}: not asked, the diagnosis's time budget is spent")
-        (outcome,) = leashed([call], wait, name="chaoskit-api-read")
+        outcome = self._unless_tripped(call, wait)
+        if not outcome.finished and self._down:  # another read found the API server gone meanwhile
+            raise ApiUnavailable(f"API server unreachable: {self._down}")
         if not outcome.finished:
             if wait < self.timeout:  # cut short by the budget: no verdict on the API server
                 raise ApiUnavailable(f"{what}: no answer before the diagnosis's time budget ran out")
@@ -163,6 +168,26 @@ class ApiAccess:
                 self._trip(message)
             raise ApiUnavailable(message) from outcome.error
         raise outcome.error
+
+    def _unless_tripped(self, call: Callable[[], T], wait: float) -> Outcome[T]:
+        """The call's outcome within `wait` seconds, or unfinished as soon as the breaker opens: a read in flight
+        when another finds the API server gone stops waiting too."""
+        box: list[Outcome[T]] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box.append(Outcome(call()))
+            except BaseException as exc:  # handed to the caller, as leashed does
+                box.append(Outcome(error=exc))
+            done.set()
+
+        threading.Thread(target=run, name="chaoskit-api-read", daemon=True).start()
+        deadline = time.monotonic() + wait
+        while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._down or time.monotonic() >= deadline:
+                break
+        return box[0] if box else Outcome(finished=False)
 
     def _trip(self, reason: str) -> None:
         with self._lock:
