@@ -7,6 +7,7 @@ Plain SVG text, no script and no external reference, so the HTML report stays on
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -68,11 +69,18 @@ def _row(subject: str, per_node: bool) -> str:
     return f"change {what} · {node}" if per_node and node else what
 
 
-def _counted(rows: Mapping[tuple[int, str], list[Sample]], per_node: bool) -> str:
+ROW_NOUNS = {"controller_resync": "Deployment(s)", "apiserver_recovery": "stage(s)"}  # else a row is a pod
+
+
+def _counted(rows: Mapping[tuple[int, str], list[Sample]], per_node: bool, kind: str) -> str:
     if not per_node:  # a scale-up's or a lost node's own row is no pod
-        return f"{sum(1 for _, label in rows if not run_level(label))} pod(s)"
+        return f"{sum(1 for _, label in rows if not run_level(label))} {ROW_NOUNS.get(kind, 'pod(s)')}"
     nodes = {label.rsplit(" · ", 1)[-1] for _, label in rows}
     return f"{len({run for run, _ in rows})} change(s) on {len(nodes)} node(s)"
+
+
+def _natural(label: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", label))
 
 
 def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
@@ -99,7 +107,7 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(m.name)} timeline">',
         f'<text x="{PAD}" y="{PAD + 10}" class="title">{escape(m.name)} ({escape(m.type)}): '
-        f"{_counted(rows, per_node)}, {span:.2f}s from first to last stage</text>",
+        f"{_counted(rows, per_node, m.type)}, {span:.2f}s from first to last stage</text>",
     ]
     top = PAD + 24
     step = _tick_step(span)
@@ -109,7 +117,8 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
         out.append(f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{top + len(rows) * ROW}" class="grid"/>')
         out.append(f'<text x="{tx:.1f}" y="{top + len(rows) * ROW + 14}" class="tick">{tick:g}s</text>')
         tick += step
-    ordered = sorted(rows.items(), key=lambda kv: (kv[0][0], min(s.start for s in kv[1])))
+    # by start, then as people count (resync-2 before resync-10) where rows start together
+    ordered = sorted(rows.items(), key=lambda kv: (kv[0][0], min(s.start for s in kv[1]), _natural(kv[0][1])))
     for i, ((run, pod), items) in enumerate(ordered):
         y = top + i * ROW
         label = f"run {run} · {pod}" if len(runs) > 1 and not per_node else pod  # a change is its own run
@@ -123,9 +132,10 @@ def timeline_svg(m: MeasurementResult, width: int = 960) -> str:
                 f'<rect x="{x(s.start):.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW - 6}" '
                 f'fill="{stages[s.stage]}"><title>{escape(tip)}</title></rect>'
             )
+    owners = {s.stage: s.component for s in samples if s.component}  # the measurement's own word first
     for j, (stage, colour) in enumerate(stages.items()):
         y = legend_top + j * LEGEND_ROW
-        owner = STAGE_COMPONENTS.get(stage, "")
+        owner = owners.get(stage) or STAGE_COMPONENTS.get(stage, "")
         out.append(f'<rect x="{PAD}" y="{y}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text x="{PAD + 18}" y="{y + 10}" class="legend">{escape(stage)} — {escape(owner)}</text>')
     out.append("</svg>")

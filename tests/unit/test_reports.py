@@ -207,3 +207,22 @@ def test_a_rule_sync_timeline_has_a_row_per_change_and_node() -> None:
     texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
     assert "change 2 · chaoskit-worker2" in texts and "rules_programmed — kube-proxy" in texts
     assert any("2 change(s) on 2 node(s)" in t for t in texts)
+
+
+def test_a_resync_timeline_counts_deployments_names_its_own_owners_and_orders_rows_as_people_count() -> None:
+    samples = [
+        Sample("controller_resync", stage, owner, name, t, t + 1.0, 0.5)
+        for name in ("resync-10", "resync-2", "resync-1")
+        for stage, owner, t in (
+            ("deployment_synced", "controller-manager", 1000.0),
+            ("replicas_created", "controller-manager", 1001.0),
+            ("ready", "scheduler", 1002.0),
+        )
+    ]
+    svg = ElementTree.fromstring(
+        timeline_svg(MeasurementResult("resync", "controller_resync", 1000.0, samples=samples))
+    )
+    texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert any("3 Deployment(s)" in t for t in texts)
+    assert [t for t in texts if t.startswith("resync-")] == ["resync-1", "resync-2", "resync-10"]
+    assert "ready — scheduler" in texts  # the measurement's owner, not HPA-to-Ready's kubelet
