@@ -16,8 +16,7 @@ from rich.console import Console
 from chaoskit.cli import Globals
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
 from chaoskit.cli.options import cluster_env, file_option, node_exec
-from chaoskit.cluster.install import CONTROL_PLANE_LABEL
-from chaoskit.diagnosers.kit.managed import MANAGED
+from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.env import Env
@@ -26,8 +25,6 @@ from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.progress import Progress
 from chaoskit.reports import FORMATS, render
 from chaoskit.reports.table import renderables
-from chaoskit.seams.kube import KubeError
-from chaoskit.seams.nodeexec import Node
 from chaoskit.subject import Subject, resolve
 
 
@@ -109,7 +106,9 @@ def diagnose(
     record = _record(record_path) if record_path else None
     progress = Progress()
     env = cluster_env(g, cluster, lazy=True)  # the client loads while the node scripts run
-    control_plane, out_of_reach = _control_plane(env, nodes, progress)
+    control_plane, out_of_reach = control_plane_of(env.kube, nodes)
+    if out_of_reach:
+        progress.info(f"no chaoskit agent on the control plane ({control_plane}): judged from what the API shows")
     yours = _subject(env, subject_ref) if subject_ref else None
     if watch_s is not None or count is not None:  # a look every few seconds, printing only what changed
         names = [n.name for n in nodes]
@@ -146,21 +145,6 @@ def diagnose(
         click.echo(render(result, fmt, record), nl=False)
     if not result.ok:
         raise click.exceptions.Exit(EXIT_BREACHED)
-
-
-def _control_plane(env: Env, nodes: list[Node], progress: Progress) -> tuple[str, frozenset[str]]:
-    """The control-plane node to diagnose, and whether it is out of reach (no agent there: a managed control plane,
-    or `chaoskit install --nodes workers`), in which case what the API server shows of itself is judged."""
-    reached = next((n.name for n in nodes if n.role == "control-plane"), None)
-    if reached is not None:
-        return reached, frozenset()
-    try:
-        listed = env.kube.get("/api/v1/nodes", labelSelector=CONTROL_PLANE_LABEL)["items"]
-    except KubeError:
-        listed = []
-    name = listed[0]["metadata"]["name"] if listed else MANAGED  # a managed control plane is no node at all
-    progress.info(f"no chaoskit agent on the control plane ({name}): judging it from what the API server shows")
-    return name, frozenset({name})
 
 
 def _subject(env: Env, ref: str) -> Subject:

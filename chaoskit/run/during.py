@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
+from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
 from chaoskit.events import Diagnosed, Emit
@@ -55,9 +56,9 @@ def diagnose_cluster(
 ) -> Diagnosis | None:
     """A diagnosis of every component (and of your subject, when the run has one), said in one line; None when it
     broke (it must not cost the experiment)."""
-    control_plane = next((n.name for n in nodes if n.role == "control-plane"), nodes[0].name)
     try:
-        found = diagnose(env, control_plane, [n.name for n in nodes], subject=subject)
+        control_plane, out_of_reach = control_plane_of(env.kube, nodes)  # a managed one is read through the API
+        found = diagnose(env, control_plane, [n.name for n in nodes], subject=subject, out_of_reach=out_of_reach)
     except Exception as exc:  # a broken diagnoser reports, it does not stop a run
         emit(Diagnosed(when, error=f"{type(exc).__name__}: {exc}"))
         return None

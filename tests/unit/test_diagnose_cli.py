@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -57,7 +58,9 @@ def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
         return Diagnosis("chaoskit", (report,), 1_700_000_000.0 + len(calls), 0.1)
 
     monkeypatch.setattr(cmd, "node_exec", lambda *_: Nodes())
-    monkeypatch.setattr(cmd, "cluster_env", lambda *_, **__: None)
+    monkeypatch.setattr(
+        cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None)
+    )  # only read off the control plane
     monkeypatch.setattr(cmd, "run_diagnosis", fake_diagnosis)
     html, junit = tmp_path / "d.html", tmp_path / "d.xml"
     done = CliRunner().invoke(cli, ["diagnose", "-o", "json", "--html", str(html), "--junit", str(junit)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
@@ -268,7 +269,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> list[Diagnosis]:
             return [Node(CP, "control-plane"), Node(WORKER, "worker")]
 
     monkeypatch.setattr(cmd, "node_exec", lambda *_, **__: Nodes())
-    monkeypatch.setattr(cmd, "cluster_env", lambda *_, **__: None)
+    monkeypatch.setattr(
+        cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None)
+    )  # only read off the control plane
     monkeypatch.setattr(cmd, "run_diagnosis", lambda *_, **__: queue.pop(0))
     return queue
 

@@ -19,13 +19,29 @@ from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Finding, by_severity, status_of
 from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.nodeexec import Node
 
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 MANAGED = "control-plane (managed)"  # the subject of its reports when the control plane is no node of the cluster
 OUT_OF_REACH = "no chaoskit agent on this node (a managed control plane): node-local evidence is out of reach"
 _API_URL = re.compile(re.escape(apiserver.URL) + r"(/[^') ]*)")
 _GREP = re.compile(r"grep -E '([^']*)'")
 _WAIT = re.compile(r"a \+ ([0-9.]+) - b")
 _HTTP_MARK = "@@http "
+
+
+def control_plane_of(kube: Kube, nodes: Sequence[Node]) -> tuple[str, frozenset[str]]:
+    """The control-plane node to diagnose among the nodes chaoskit reaches, and the nodes out of its reach: none,
+    or the control plane when no agent runs there (then named as the API lists it, or MANAGED when it is no node)."""
+    reached = next((n.name for n in nodes if n.role == "control-plane"), None)
+    if reached is not None:
+        return reached, frozenset()
+    try:
+        listed = kube.get("/api/v1/nodes", labelSelector=CONTROL_PLANE_LABEL)["items"]
+    except KubeError:
+        listed = []
+    name = str(listed[0]["metadata"]["name"]) if listed else MANAGED
+    return name, frozenset({name})
 
 
 def through_api(kube: Kube, commands: Mapping[str, str], chains: Sequence[Sequence[str]]) -> dict[str, Section]:
