@@ -6,10 +6,11 @@ from __future__ import annotations
 from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, http_command, uncollected, unread
-from chaoskit.diagnosers.kit.managed import OUT_OF_REACH, out_of_reach, through_api
+from chaoskit.diagnosers.kit.managed import MANAGED, OUT_OF_REACH, control_plane_of, out_of_reach, through_api
 from chaoskit.diagnosers.kit.sources import window_wait
 from chaoskit.diagnosers.kit.staticpod import process_commands
 from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.scrape import Metrics, scrape_command
 
 METRICS = '# TYPE apiserver_request_total counter\napiserver_request_total{code="200"} 5\nother_metric 1\n'
@@ -53,3 +54,13 @@ def test_out_of_reach_evidence_is_a_note_and_the_component_stays_judged_by_the_r
     assert (
         out_of_reach(ComponentReport("apiserver", "cp", "degraded", (other,), (ev,))).findings[0].title == UNCOLLECTED
     )
+
+
+def test_the_control_plane_is_the_reached_one_else_the_apis_and_out_of_reach() -> None:
+    cp = {"metadata": {"name": "cp", "labels": {"node-role.kubernetes.io/control-plane": ""}}}
+    worker = {"metadata": {"name": "w1", "labels": {}}}
+    kube = FakeKube({"/api/v1/nodes/cp": cp, "/api/v1/nodes/w1": worker})
+    assert control_plane_of(kube, [Node("cp", "control-plane"), Node("w1", "worker")]) == ("cp", frozenset())
+    assert control_plane_of(kube, [Node("w1", "worker")]) == ("cp", frozenset({"cp"}))
+    managed = FakeKube({"/api/v1/nodes/w1": worker})  # a managed control plane is no node
+    assert control_plane_of(managed, [Node("w1", "worker")]) == (MANAGED, frozenset({MANAGED}))
