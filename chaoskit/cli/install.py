@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from chaoskit.cli import Globals
@@ -28,18 +30,27 @@ from chaoskit.seams.shell import SubprocessRunner
     help="chaoskit's image in a registry the cluster pulls from (default: built here and "
     "loaded into the kind cluster).",
 )
+@click.option(
+    "--nodes",
+    type=click.Choice(ops.NODES),
+    default="all",
+    show_default=True,
+    help="Which nodes run an agent: all (kind, kubeadm: the control plane is broken through its node) or workers "
+    "(a managed cluster: no agent on control-plane nodes, the operator on a worker).",
+)
 @click.option("--rotate", is_flag=True, help="Issue a new CA and certificates (the agents restart with them).")
 @click.option("--dry-run", is_flag=True, help="Print the manifests (without the Secrets) and change nothing.")
 @click.pass_obj
-def install(g: Globals, cluster: str, image: str | None, rotate: bool, dry_run: bool) -> None:
+def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: bool, dry_run: bool) -> None:
     """Install the ChaosExperiment operator and a node agent on every node; idempotent.
 
     The agents serve chaoskit's node commands on host port 10370 over mutual TLS with a CA made for this install;
     this CLI keeps the clients' certificate under ~/.local/state/chaoskit/installs/<context>/. Installing is the
     opt-in that lets chaoskit act on a cluster it did not build.
     """
+    on = cast("ops.Nodes", nodes)
     if dry_run:
-        click.echo(ops.dump(ops.manifests(image or selfimage.CHAOSKIT_IMAGE)), nl=False)
+        click.echo(ops.dump(ops.manifests(image or selfimage.CHAOSKIT_IMAGE, nodes=on)), nl=False)
         return
     progress, runner = Progress(), SubprocessRunner()
     kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
@@ -56,7 +67,7 @@ def install(g: Globals, cluster: str, image: str | None, rotate: bool, dry_run: 
         with progress.step(f"loading {selfimage.CHAOSKIT_IMAGE} into kind cluster {cluster}"):
             Kind(runner, cache.root / "bin" / "kind").load_archive(cluster, archive)
         image, image_id = selfimage.CHAOSKIT_IMAGE, archive.parent.name
-    took = ops.install(kube, context_of(g, cluster), image, image_id, rotate=rotate, say=progress.info)
+    took = ops.install(kube, context_of(g, cluster), image, image_id, nodes=on, rotate=rotate, say=progress.info)
     local = ops.LocalInstall.for_context(context_of(g, cluster))
     local.save(kube)
     click.echo(

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
@@ -35,10 +35,31 @@ CLIENT_SECRET = "chaoskit-client-tls"
 MANIFESTS = ("namespace.yaml", "crd.yaml", "rbac.yaml", "operator.yaml", "agent.yaml")  # in the order applied
 IMAGE_ID = "chaoskit.dev/image-id"  # on the pod templates: a rebuilt image of the same tag rolls the pods
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+AGENT_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"
+
+# Which nodes run an agent: every node (kind, kubeadm: chaoskit breaks the control plane through its node), or the
+# workers only (a managed cluster: its control-plane nodes, if any are listed, are not ours to run a pod on)
+Nodes = Literal["all", "workers"]
+NODES: tuple[Nodes, ...] = ("all", "workers")
+# on the agent DaemonSet when the agents run on the workers only; absent means every node (installs before it)
+NODES_ANNOTATION = "chaoskit.dev/nodes"
 
 
-def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "") -> list[Obj]:
-    """Every object of deploy/chaoskit, with `image` in place of the shipped reference."""
+def _on_workers(doc: Obj) -> None:
+    """Keep the agent off control-plane nodes and let the operator run on a worker."""
+    if doc["kind"] == "DaemonSet":
+        doc["metadata"].setdefault("annotations", {})[NODES_ANNOTATION] = "workers"
+        affinity = doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+        for term in affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+            term["matchExpressions"].append({"key": CONTROL_PLANE_LABEL, "operator": "DoesNotExist"})
+    elif doc["kind"] == "Deployment":
+        doc["spec"]["template"]["spec"].pop("nodeSelector", None)
+        doc["spec"]["template"]["spec"].pop("tolerations", None)
+
+
+def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "", nodes: Nodes = "all") -> list[Obj]:
+    """Every object of deploy/chaoskit, with `image` in place of the shipped reference; `nodes` says which nodes
+    run an agent (deploy/chaoskit as it is for "all")."""
     out: list[Obj] = []
     for name in MANIFESTS:
         for doc in YAML(typ="safe").load_all((deploy_dir() / name).read_text()):
@@ -50,6 +71,8 @@ def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "") -> list[Obj]:
                     c["image"] = image
                 if image_id:
                     template["metadata"].setdefault("annotations", {})[IMAGE_ID] = image_id
+            if nodes == "workers":
+                _on_workers(doc)
             out.append(doc)
     return out
 
@@ -58,34 +81,49 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def secret(name: str, ca: bytes, pair: pki.Pair) -> Obj:
+def secret(name: str, ca: bytes, pair: pki.Pair, namespace: str = NAMESPACE) -> Obj:
     data = {"ca.crt": _b64(ca), "tls.crt": _b64(pair.cert), "tls.key": _b64(pair.key)}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "chaoskit"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "chaoskit"}},
         "data": data,
     }
 
 
-def _secret_path(name: str) -> str:
-    return f"/api/v1/namespaces/{NAMESPACE}/secrets/{name}"
+def _secret_path(name: str, namespace: str = NAMESPACE) -> str:
+    return f"/api/v1/namespaces/{namespace}/secrets/{name}"
 
 
-def ensure_secrets(kube: Kube, install: str, rotate: bool = False) -> bool:
+def ensure_secrets(kube: Kube, install: str, rotate: bool = False, namespace: str = NAMESPACE) -> bool:
     """The two TLS Secrets, issued from a fresh CA when either is missing (or `rotate`); True when issued."""
-    if not rotate and all(kube.find(_secret_path(n)) is not None for n in (AGENT_SECRET, CLIENT_SECRET)):
+    paths = [_secret_path(n, namespace) for n in (AGENT_SECRET, CLIENT_SECRET)]
+    if not rotate and all(kube.find(p) is not None for p in paths):
         return False
     issued = pki.issue(install)
-    kube.apply(secret(AGENT_SECRET, issued.ca, issued.server))
-    kube.apply(secret(CLIENT_SECRET, issued.ca, issued.client))
+    kube.apply(secret(AGENT_SECRET, issued.ca, issued.server, namespace))
+    kube.apply(secret(CLIENT_SECRET, issued.ca, issued.client, namespace))
     return True
+
+
+def prepare(kube: Kube, install: str, namespace: str) -> bool:
+    """For an install another tool applies (the Helm chart's hook), before its pods start: the namespace labelled
+    as install's own (privileged pods admitted) and the TLS Secrets, issued when either is missing; True then."""
+    ns = manifests()[0]
+    ns["metadata"]["name"] = namespace
+    kube.apply(ns)
+    return ensure_secrets(kube, install, namespace=namespace)
+
+
+def remove_secrets(kube: Kube, namespace: str) -> list[str]:
+    """Delete the TLS Secrets `prepare` issued (the chart's uninstall: they are no object of its release)."""
+    return [n for n in (AGENT_SECRET, CLIENT_SECRET) if kube.delete(_secret_path(n, namespace)) is not None]
 
 
 def ready(kube: Kube) -> str | None:
     """None when every node runs a Ready agent and the operator is available; else what is still missing."""
-    ds = kube.find(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent")
+    ds = kube.find(AGENT_PATH)
     st = (ds or {}).get("status", {})
     want, have = st.get("desiredNumberScheduled", 0), st.get("numberReady", 0)
     if not ds or not want or have < want or st.get("updatedNumberScheduled", 0) < want:
@@ -143,12 +181,23 @@ class LocalInstall:
             self.dir.rmdir()
 
 
+def installed_nodes(kube: Kube) -> Nodes:
+    """Which nodes the installed agents run on, as their DaemonSet says ("all" when it says nothing)."""
+    ds = kube.find(AGENT_PATH) or {}
+    said = (ds.get("metadata", {}).get("annotations") or {}).get(NODES_ANNOTATION)
+    return "workers" if said == "workers" else "all"
+
+
 def agent_nodes(kube: Kube, port: int = PORT) -> list[AgentNode]:
-    """Every node with its role and its agent's address (the node's InternalIP: the agent is on the host network);
-    simulated nodes run no agent (nor anything else) and have no address."""
+    """Every node that runs an agent, with its role and its agent's address (the node's InternalIP: the agent is
+    on the host network); simulated nodes run no agent (nor anything else) and have no address, nor do
+    control-plane nodes when the agents run on the workers only."""
+    workers_only = installed_nodes(kube) == "workers"
     out = []
     for node in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]:
         meta, addresses = node["metadata"], node.get("status", {}).get("addresses") or []
+        if workers_only and CONTROL_PLANE_LABEL in (meta.get("labels") or {}):
+            continue
         ip = next((a["address"] for a in addresses if a["type"] == "InternalIP"), None)
         if ip is None:
             raise KubeError(f"node {meta['name']} has no InternalIP to reach its agent at")
@@ -188,13 +237,14 @@ def install(
     image: str,
     image_id: str,
     *,
+    nodes: Nodes = "all",
     rotate: bool = False,
     timeout: float = 240.0,
     say: Callable[[str], None] = lambda _: None,
 ) -> float:
     """Apply everything (Secrets first, so the pods find them), wait until agents and operator are up; seconds."""
     t0 = time.monotonic()
-    objs = manifests(image, image_id)
+    objs = manifests(image, image_id, nodes)
     kube.apply(objs[0])  # the namespace, for the Secrets
     if ensure_secrets(kube, install_name, rotate):
         say("issued a new CA, the agents' and the clients' certificates")

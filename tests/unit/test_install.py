@@ -3,11 +3,14 @@ the agent on every node in the node's namespaces, one operator at a time; the Se
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from chaoskit.cluster import install as ops
+from chaoskit.cluster.assets import deploy_dir
 from chaoskit.seams.kube import FakeKube, KubeError
 
 
@@ -93,3 +96,82 @@ def test_uninstall_lets_go_of_finished_experiments_and_refuses_while_one_runs() 
     ops.uninstall(kube, said.append)
     assert kube.objects[f"{path}/done"]["metadata"]["finalizers"] == ["theirs/keep"]  # it stays, let go of
     assert said[0] == "released finished ChaosExperiment team/done from the operator's finalizer"
+
+
+def test_workers_keeps_the_agents_off_the_control_plane_and_the_operator_on_a_worker() -> None:
+    objs = {f"{o['kind']}/{o['metadata']['name']}": o for o in ops.manifests(nodes="workers")}
+    agent = objs["DaemonSet/chaoskit-agent"]
+    assert agent["metadata"]["annotations"] == {ops.NODES_ANNOTATION: "workers"}
+    required = agent["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    (term,) = required["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [
+        {"key": "type", "operator": "NotIn", "values": ["kwok"]},
+        {"key": ops.CONTROL_PLANE_LABEL, "operator": "DoesNotExist"},
+    ]
+    assert agent["spec"]["template"]["spec"]["tolerations"] == [{"operator": "Exists"}]  # tainted workers too
+    operator = objs["Deployment/chaoskit-operator"]["spec"]["template"]["spec"]
+    assert "nodeSelector" not in operator and "tolerations" not in operator
+    every = {f"{o['kind']}/{o['metadata']['name']}": o for o in ops.manifests()}
+    assert every.keys() == objs.keys()
+    assert "annotations" not in every["DaemonSet/chaoskit-agent"]["metadata"]  # all: deploy/chaoskit as it is
+
+
+def test_all_is_deploy_chaoskit_as_shipped() -> None:
+    shipped = [d for n in ops.MANIFESTS for d in YAML(typ="safe").load_all((deploy_dir() / n).read_text()) if d]
+    assert ops.manifests(nodes="all") == ops.manifests() == shipped
+
+
+def test_dry_run_shows_the_nodes_choice() -> None:
+    from click.testing import CliRunner
+
+    from chaoskit.cli import cli
+
+    workers = CliRunner().invoke(cli, ["install", "--dry-run", "--nodes", "workers"])
+    assert workers.exit_code == 0, workers.output
+    assert "chaoskit.dev/nodes: workers" in workers.output and "operator: DoesNotExist" in workers.output
+    every = CliRunner().invoke(cli, ["install", "--dry-run"]).output
+    assert every == ops.dump(ops.manifests()) and "chaoskit.dev/nodes" not in every
+    bad = CliRunner().invoke(cli, ["install", "--dry-run", "--nodes", "masters"])
+    assert bad.exit_code == 2 and "'masters' is not one of 'all', 'workers'" in bad.output
+
+
+def _cluster(nodes: str | None) -> FakeKube:
+    """A control-plane node and a worker, and the agents' DaemonSet saying `nodes` (None: no DaemonSet)."""
+    kube = FakeKube()
+    for name, labels, ip in (("cp", {ops.CONTROL_PLANE_LABEL: ""}, "10.0.0.1"), ("w1", {}, "10.0.0.2")):
+        kube.objects[f"/api/v1/nodes/{name}"] = {
+            "metadata": {"name": name, "labels": labels},
+            "status": {"addresses": [{"type": "InternalIP", "address": ip}]},
+        }
+    if nodes is not None:
+        meta = {"name": "chaoskit-agent", "annotations": {ops.NODES_ANNOTATION: nodes}}
+        kube.objects[ops.AGENT_PATH] = {"metadata": meta}
+    return kube
+
+
+@pytest.mark.parametrize(("nodes", "listed"), [(None, ["cp", "w1"]), ("all", ["cp", "w1"]), ("workers", ["w1"])])
+def test_agent_nodes_lists_only_nodes_that_run_an_agent(nodes: str | None, listed: list[str]) -> None:
+    assert [n.name for n in ops.agent_nodes(_cluster(nodes))] == listed
+
+
+def test_local_install_keeps_no_control_plane_node_when_the_agents_run_on_the_workers(tmp_path: Path) -> None:
+    kube = _cluster("workers")
+    ops.ensure_secrets(kube, "kind-x")
+    local = ops.LocalInstall(tmp_path / "install")
+    local.save(kube)
+    assert [n.name for n in local.node_exec().nodes] == ["w1"]
+
+
+def test_prepare_labels_the_namespace_and_issues_once_and_teardown_deletes_the_secrets() -> None:
+    kube = FakeKube()
+    assert ops.prepare(kube, "helm:x", "team-chaos") is True
+    namespace = kube.get("/api/v1/namespaces/team-chaos")
+    assert namespace["metadata"]["labels"] == ops.manifests()[0]["metadata"]["labels"]
+    agent = kube.get("/api/v1/namespaces/team-chaos/secrets/chaoskit-agent-tls")
+    assert agent["type"] == "kubernetes.io/tls" and set(agent["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    assert ops.prepare(kube, "helm:x", "team-chaos") is False  # an upgrade's hook: the same CA
+    assert kube.get("/api/v1/namespaces/team-chaos/secrets/chaoskit-agent-tls")["data"] == agent["data"]
+    assert ops.remove_secrets(kube, "team-chaos") == [ops.AGENT_SECRET, ops.CLIENT_SECRET]
+    assert ops.remove_secrets(kube, "team-chaos") == []
