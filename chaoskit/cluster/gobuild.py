@@ -112,6 +112,13 @@ TARGETS: dict[str, GoTarget] = {
             ("crictl",),
             ldflags=(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={v.CRICTL.lstrip('v')}",),
         ),
+        # on its own module graph too; stamped as upstream's Makefile does, else `helm version` says v4.3
+        GoTarget(
+            "helm",
+            (f"helm.sh/helm/v4/cmd/helm@{v.HELM}",),
+            ("helm",),
+            ldflags=(f"-X helm.sh/helm/v4/internal/version.version={v.HELM}",),
+        ),
         # CoreDNS with the plugins a cluster's DNS uses: the cloud backends' SDKs made most of a full build
         GoTarget("coredns", ("chaoskit.dev/images/coredns",), ("coredns",), module="coredns"),
         GoTarget("pause", ("chaoskit.dev/images/pause",), ("pause",), module="pause"),

@@ -20,6 +20,8 @@ CRICTL: Final = "v1.34.0"
 METRICS_SERVER: Final = "v0.8.0"
 # simulated nodes: kwok plays kubelet for Node objects that no machine stands behind
 KWOK: Final = "v0.8.0"
+# the chart in deploy/helm is installed and tested with this helm, built from the module proxy like kind
+HELM: Final = "v4.3.2"
 DEBIAN_SUITE: Final = "bookworm"
 DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
 # The stock image kind v0.30.0 pairs with 1.34, used when a registry is reachable.
