@@ -1,4 +1,6 @@
-"""`chaoskit agent serve | exec`: the node agent itself, and one command through it (what error messages paste)."""
+"""`chaoskit agent serve | exec | setup | teardown`: the node agent itself, one command through it (what error
+messages paste), and what the agents need in their namespace when another tool installs them (the Helm chart's
+hooks)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from pathlib import Path
 import click
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import node_exec
+from chaoskit.cli.options import context_of, node_exec
+from chaoskit.seams.kube import Kube
 
 
 @click.group()
@@ -44,3 +47,42 @@ def exec_(g: Globals, cluster: str, node: str, argv: tuple[str, ...]) -> None:
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     sys.exit(done.returncode)
+
+
+def _kube(g: Globals, in_cluster: bool) -> Kube:
+    return Kube.in_cluster() if in_cluster else Kube.connect(g.kubeconfig, context_of(g, "chaoskit"))
+
+
+in_cluster_option = click.option(
+    "--in-cluster", is_flag=True, help="Run in a pod: its service account (the chart's hook Job)."
+)
+namespace_option = click.option("--namespace", "namespace", required=True, help="Where the agents run.")
+
+
+@agent.command()
+@namespace_option
+@click.option("--name", default="helm", show_default=True, help="What the install's CA is named after.")
+@in_cluster_option
+@click.pass_obj
+def setup(g: Globals, namespace: str, name: str, in_cluster: bool) -> None:
+    """Label NAMESPACE to admit the privileged agents and issue the agents' and clients' TLS Secrets there when
+    either is missing; never rotates (`chaoskit install --rotate` does). Idempotent."""
+    from chaoskit.cluster.install import prepare
+
+    issued = prepare(_kube(g, in_cluster), name, namespace)
+    click.echo(f"{namespace}: " + ("issued a new CA and both pairs" if issued else "the TLS Secrets are in place"))
+
+
+@agent.command()
+@namespace_option
+@in_cluster_option
+@click.pass_obj
+def teardown(g: Globals, namespace: str, in_cluster: bool) -> None:
+    """Before the operator goes: refuse while a ChaosExperiment runs, let go of the finished ones (as `chaoskit
+    uninstall` does), delete the TLS Secrets `setup` issued in NAMESPACE."""
+    from chaoskit.cluster.install import release_experiments, remove_secrets
+
+    kube = _kube(g, in_cluster)
+    release_experiments(kube, click.echo)
+    gone = remove_secrets(kube, namespace)
+    click.echo(f"{namespace}: deleted {', '.join(gone) or 'nothing'}")

@@ -117,7 +117,7 @@ def prepare(kube: Kube, install: str, namespace: str) -> bool:
 
 
 def remove_secrets(kube: Kube, namespace: str) -> list[str]:
-    """Delete the TLS Secrets `prepare` issued (the chart's uninstall: they are no object of its release)."""
+    """Delete the TLS Secrets `prepare` issued (the chart's uninstall: they are no object of its release); which."""
     return [n for n in (AGENT_SECRET, CLIENT_SECRET) if kube.delete(_secret_path(n, namespace)) is not None]
 
 
@@ -264,11 +264,9 @@ def _ref(experiment: Obj) -> str:
     return f"{experiment['metadata']['namespace']}/{experiment['metadata']['name']}"
 
 
-def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:
-    """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted.
-
-    Refused while an experiment still runs: without the operator nobody would revert its faults (before their
-    switches' deadlines) or let it go. A finished experiment stays, let go of by the operator's finalizer."""
+def release_experiments(kube: Kube, say: Callable[[str], None] = lambda _: None) -> None:
+    """Before the operator goes: refuse while an experiment still runs (nobody would revert its faults before their
+    switches' deadlines, or let it go); let go of every finished one, which stays."""
     try:
         experiments = kube.get(EXPERIMENTS)["items"]
     except KubeError:
@@ -288,6 +286,12 @@ def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[s
             {"metadata": {"finalizers": kept}},
         )
         say(f"released finished ChaosExperiment {_ref(e)} from the operator's finalizer")
+
+
+def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Delete what install applied but the CRD (deleting it would delete every experiment); what was deleted.
+    Refused while an experiment still runs (release_experiments)."""
+    release_experiments(kube, say)
     gone = []
     for obj in uninstall_objects():
         path = object_path(obj)
