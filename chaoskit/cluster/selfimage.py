@@ -19,6 +19,7 @@ from pathlib import Path
 import chaoskit
 from chaoskit import __version__
 from chaoskit.cluster import debian
+from chaoskit.cluster.assets import deploy_dir
 from chaoskit.cluster.cache import Cache, cache_key
 from chaoskit.cluster.oci import PATH_ENV, FileEntry, ImageSpec, write_archive
 from chaoskit.seams.shell import Runner
@@ -175,6 +176,8 @@ def build(cache: Cache, runner: Runner) -> Path:
     base = debian.build(PYTHON, cache, runner)
     deps = site_packages(cache, runner)
     own = [f for pkg in _package_dirs() for f in _files(pkg, f"{SITE}/{pkg.name}")]
+    # install's manifests where a wheel keeps them: the chart's setup hook labels its namespace from them
+    own += _files(deploy_dir(), f"{SITE}/chaoskit/_assets/deploy/chaoskit")
     # keyed by exactly what goes in (compiled caches left out: they differ between checkouts of the same tree)
     key = cache_key(PYTHON.key(), deps.parent.name, *(part for f in own for part in _identity(f)))
     if (hit := cache.get("images", "chaoskit", key)) is not None:

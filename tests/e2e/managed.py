@@ -36,7 +36,7 @@ def assert_the_managed_view(kube: Kube, cluster: str) -> None:
     looked = chaoskit("--via", "agent", "diagnose", "--cluster", cluster, "-o", "json")
     assert looked.returncode == 0, (looked.stdout[-3000:], looked.stderr[-2000:])
     assert "no chaoskit agent on the control plane" in looked.stderr
-    reports = {(r["component"], r["subject"]): r for r in json.loads(looked.stdout)["reports"]}
+    reports = {(r["component"], r["subject"]): r for r in json.loads(looked.stdout)["diagnosis"]["reports"]}
     assert ("kubelet", control_plane) not in reports  # no agent there: no node-local look at all
     api = reports[("apiserver", control_plane)]
     checks = {c["check"]: c for c in api["checks"]}

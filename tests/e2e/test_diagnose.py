@@ -36,7 +36,7 @@ def test_healthy_cluster_diagnoses_ok_everywhere_and_its_reports_parse(tmp_path:
     done, doc, not_ok = _diagnose(html, junit)
     warned = [f for findings in not_ok.values() for f in findings if not f.startswith("info: ")]
     if warned and all(f.startswith("warning: ") for f in warned):
-        # the window of 5 s caught a spell of the host's (a slow disk, a few 5xx as the tests before it wind down):
+        # the 1 s window caught a spell of the host's (a slow disk, a few 5xx as the tests before it wind down):
         # real warnings, seen in CI; a second look, 10 s on, must then be ok everywhere
         print(f"\na slow spell first, so a second look: {not_ok}")
         time.sleep(10)
