@@ -21,7 +21,7 @@ from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.safety import recognise
-from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.nodeexec import Node, pick
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import ResolvedStep, resolve
 
@@ -79,10 +79,12 @@ def list_faults(g: Globals, output: str, cluster: str | None) -> None:
 
 
 def _reach(nodes: list[Node], role: str) -> str:
-    """ "yes", or why the fault cannot be injected where chaoskit's agents are."""
-    if any(n.role == role for n in nodes):
-        return "yes"
-    return f"no: no chaoskit agent on a {role} node"
+    """ "yes", or why the fault cannot be injected where chaoskit's agents are: as a run resolves its target."""
+    try:
+        pick(nodes, None, role)
+    except UsageError:
+        return f"no: no chaoskit agent on a {role} node"
+    return "yes"
 
 
 PARAM_COLUMNS = (

@@ -28,13 +28,13 @@ from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams import pki
 from chaoskit.seams.agentexec import PORT, AgentNode, AgentNodeExec, client_context
 from chaoskit.seams.kube import Kube, KubeError, Obj, condition, object_path
+from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL
 
 NAMESPACE = "chaoskit-system"
 AGENT_SECRET = "chaoskit-agent-tls"
 CLIENT_SECRET = "chaoskit-client-tls"
 MANIFESTS = ("namespace.yaml", "crd.yaml", "rbac.yaml", "operator.yaml", "agent.yaml")  # in the order applied
 IMAGE_ID = "chaoskit.dev/image-id"  # on the pod templates: a rebuilt image of the same tag rolls the pods
-CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 AGENT_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"
 
 # Which nodes run an agent: every node (kind, kubeadm: chaoskit breaks the control plane through its node), or the

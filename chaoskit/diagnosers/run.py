@@ -26,8 +26,7 @@ from chaoskit.diagnosers.kit.base import (
     diagnoser_class,
 )
 from chaoskit.diagnosers.kit.budget import Budget, leashed
-from chaoskit.diagnosers.kit.managed import out_of_reach as out_of_reach_noted
-from chaoskit.diagnosers.kit.managed import through_api
+from chaoskit.diagnosers.kit.managed import out_of_reach_noted, through_api
 from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
 from chaoskit.diagnosers.subject import collect as collect_subject

@@ -17,6 +17,8 @@ from chaoskit.errors import UsageError
 from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.shell import Completed, FakeRunner, Runner, end
 
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm's mark of what role "control-plane" is
+
 
 @dataclass(frozen=True)
 class Node:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, http_command, uncollected, unread
-from chaoskit.diagnosers.kit.managed import MANAGED, OUT_OF_REACH, control_plane_of, out_of_reach, through_api
+from chaoskit.diagnosers.kit.managed import MANAGED, OUT_OF_REACH, control_plane_of, out_of_reach_noted, through_api
 from chaoskit.diagnosers.kit.sources import window_wait
 from chaoskit.diagnosers.kit.staticpod import process_commands
 from chaoskit.seams.kube import FakeKube
@@ -46,13 +46,14 @@ def test_out_of_reach_evidence_is_a_note_and_the_component_stays_judged_by_the_r
     noted = uncollected("apiserver", "cp", "kube-apiserver", OUT_OF_REACH, ev)
     real = Finding("critical", "apiserver", "/readyz: [-]etcd failed", "etcd", (ev,))
     report = ComponentReport("apiserver", "cp", "degraded", (noted,), (ev,))
-    assert out_of_reach(report).status == "ok"
-    assert out_of_reach(report).findings[0].severity == "info"
+    assert out_of_reach_noted(report).status == "ok"
+    assert out_of_reach_noted(report).findings[0].severity == "info"
     both = ComponentReport("apiserver", "cp", "failed", (real, noted), (ev,))
-    assert out_of_reach(both).status == "failed"  # what the API shows still judges
+    assert out_of_reach_noted(both).status == "failed"  # what the API shows still judges
     other = uncollected("apiserver", "cp", "kube-apiserver", "cut off after 3s", ev)
     assert (
-        out_of_reach(ComponentReport("apiserver", "cp", "degraded", (other,), (ev,))).findings[0].title == UNCOLLECTED
+        out_of_reach_noted(ComponentReport("apiserver", "cp", "degraded", (other,), (ev,))).findings[0].title
+        == UNCOLLECTED
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 from chaoskit.cluster.images import KWOK_IMAGE
 from chaoskit.cluster.kwok.stages import config_text
 from chaoskit.model.kwok import SIMULATED_SELECTOR
+from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL
 
 Obj = dict[str, Any]
 
@@ -26,7 +27,6 @@ PORT: Final = 10247  # /healthz and /metrics; on the node's network: no port of 
 LEASE_DURATION_S: Final = 40  # a kubelet's stock; kwok renews each node's Lease every quarter of it
 IMAGE_ID: Final = "chaoskit.dev/image-id"  # on the pod template: a rebuilt image of the same tag rolls the pod
 STAGES_DIGEST: Final = "chaoskit.dev/stages"  # on the pod template too: kwok reads its Stages only when it starts
-CONTROL_PLANE: Final = "node-role.kubernetes.io/control-plane"
 LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "chaoskit"}
 DEPLOYMENT_PATH: Final = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{NAME}"
 
@@ -149,8 +149,8 @@ def deployment(image: str = KWOK_IMAGE, image_id: str = "") -> Obj:
             # the node's network: the API server is reached without kube-proxy or the pod network in the way
             "hostNetwork": True,
             "priorityClassName": "system-cluster-critical",
-            "nodeSelector": {CONTROL_PLANE: ""},
-            "tolerations": [{"key": CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {CONTROL_PLANE_LABEL: ""},
+            "tolerations": [{"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [container],
             "volumes": [{"name": "stages", "configMap": {"name": CONFIG_MAP}}],
         },

@@ -28,7 +28,6 @@ class _Batch(Generic[S]):
     timeout: float = 0.0
     alias: dict[str, str] = field(default_factory=dict)  # joined name -> the joined name that runs the same command
     askers: int = 0
-    closed: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     found: dict[str, S] = field(default_factory=dict)
 
@@ -49,8 +48,9 @@ class _Batch(Generic[S]):
             known[tuple(commands[n] for n in chain)] = joined
         chained = {n for chain in self.chains for n in chain}
         singles = {cmd: name for name, cmd in self.commands.items() if name not in chained}
+        asked_chained = {n for chain in chains for n in chain}
         for name, cmd in commands.items():
-            if any(name in chain for chain in chains):
+            if name in asked_chained:
                 continue
             if cmd in singles:
                 self.alias[prefix + name] = singles[cmd]

@@ -19,9 +19,8 @@ from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Finding, by_severity, status_of
 from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.seams.kube import Kube, KubeError
-from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL, Node
 
-CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 MANAGED = "control-plane (managed)"  # the subject of its reports when the control plane is no node of the cluster
 OUT_OF_REACH = "no chaoskit agent on this node (a managed control plane): node-local evidence is out of reach"
 _API_URL = re.compile(re.escape(apiserver.URL) + r"(/[^') ]*)")
@@ -89,7 +88,7 @@ def _one(kube: Kube, command: str, chain_start: float) -> Section:
     return Section("\n".join(line for line in body.splitlines() if keep is None or keep.match(line)), 0)
 
 
-def out_of_reach(report: ComponentReport) -> ComponentReport:
+def out_of_reach_noted(report: ComponentReport) -> ComponentReport:
     """The report with its "could not look" warnings about node-local evidence out of reach turned into notes: on a
     managed control plane they are how things are, not a verdict (the API-side checks still judge)."""
     findings = tuple(_noted(f) for f in report.findings)

@@ -104,11 +104,14 @@ class ApiAccess:
         """Read `path` in the background now: a read that needs etcd, asked at once, finds a hung etcd (and trips the
         breaker) while the node scripts run, not after them; whoever reads it later shares this answer."""
         threading.Thread(
-            target=self.fetch, args=(path,), kwargs={"_probe": False}, name="chaoskit-api-prefetch", daemon=True
+            target=self._fetch, args=(path, {}, False, False), name="chaoskit-api-prefetch", daemon=True
         ).start()
 
-    def fetch(self, path: str, *, fresh: bool = False, _probe: bool = True, **query: str) -> Fetched:
+    def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
         """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
+        return self._fetch(path, query, fresh, True)
+
+    def _fetch(self, path: str, query: dict[str, str], fresh: bool, after_probe: bool) -> Fetched:
         key = (path, tuple(sorted(query.items())))
         with self._lock:
             if key in self._cache and not fresh:
@@ -125,7 +128,7 @@ class ApiAccess:
                 if key in self._cache:
                     return self._cache[key]
             return Fetched(error=f"GET {path}: no answer before the diagnosis's time budget ran out")
-        if _probe:  # a prefetch is a probe of its own
+        if after_probe:  # a prefetch is a probe of its own
             self._probed.wait(self.budget.cap(self.timeout + 1))  # the probe is itself bounded by the timeout
         try:
             got = Fetched(self._bounded(f"GET {path}", lambda: self.kube.get(path, **query)))
