@@ -94,7 +94,7 @@ class ProcessState:
             observed["manifest_found_at"] = ", ".join(self.manifests) or "nowhere under /etc/kubernetes"
         return Evidence(
             "process",
-            f"pgrep -x {comm(self.process)}, crictl ps -a, crictl logs on {node}",
+            f"pgrep -x {comm(self.process)}, crictl ps -a, its newest log in /var/log/pods on {node}",
             observed,
             log_lines=excerpt(self.log),
         )
