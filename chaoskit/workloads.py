@@ -12,6 +12,7 @@ from chaoskit.seams.kube import Kube
 
 Obj = dict[str, Any]
 PORT = 8080
+PORT_NAME = "http"  # the web Service's port, as kube-proxy names its rules
 
 
 def namespace(name: str) -> Obj:
@@ -103,7 +104,7 @@ def simulated_pods(ns: str, name: str = "backlog", replicas: int = 1) -> Obj:
 
 
 def service(ns: str, name: str = "web", session_affinity: bool = False) -> Obj:
-    spec: Obj = {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": PORT, "name": "http"}]}
+    spec: Obj = {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": PORT, "name": PORT_NAME}]}
     if session_affinity:  # kube-proxy keeps each client IP on the pod it first reached (10800 s stock)
         spec["sessionAffinity"] = "ClientIP"
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}

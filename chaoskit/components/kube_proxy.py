@@ -153,6 +153,13 @@ def endpoint_ips_command(namespace: str, service: str, port_name: str, protocol:
     return f"{{ {nft}; {ipt}; }}"
 
 
+def routes(nodes: NodeExec, node: str, namespace: str, service: str, port_name: str) -> bool:
+    """Whether `node`'s rules lead one Service port to an endpoint: a pod Ready in the API is routed from a node
+    only once that node's kube-proxy has synced it (a few hundred ms when idle, seconds on a busy node)."""
+    done = nodes.run(node, ["sh", "-c", endpoint_ips_command(namespace, service, port_name)], check=False, timeout=30)
+    return bool(done.stdout.split())
+
+
 _NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")
 _NFT_ENDPOINT = re.compile(r"goto endpoint-\S+?/(tcp|udp|sctp)/[^/\s]*__([\d.]+)/(\d+)\b")
 

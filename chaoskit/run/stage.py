@@ -5,12 +5,14 @@ their HPA."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
 from chaoskit import subject as subjects
 from chaoskit import workloads
+from chaoskit.components import kube_proxy as kp
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
 from chaoskit.events import Emit, Said
@@ -18,6 +20,8 @@ from chaoskit.journal import Journal
 from chaoskit.measurements.base import TargetParams
 from chaoskit.model.playbook import Playbook, ScaleUp
 from chaoskit.model.record import RunRecord, StepRecord
+
+ROUTED_TIMEOUT_S = 30.0  # a busy node's kube-proxy syncs a new endpoint within seconds; a broken one never
 
 
 @dataclass
@@ -28,6 +32,7 @@ class Stage:
     journal: Journal
     emit: Emit
     subject: subjects.Subject | None = None
+    nodes: list[str] = field(default_factory=list)  # the nodes chaoskit reaches, whose rules must route the workload
 
     def say(self, text: str) -> None:
         self.emit(Said(text))
@@ -70,12 +75,32 @@ class Stage:
         ):
             kube.apply(obj)
         kube.wait("the web workload to be ready", lambda: workloads.ready_replicas(self.env.kube, ns) >= 1, 120)
+        self.routed_from_every_node(ns)
         self.say(f"workload ready in namespace {ns}")
         if not w.load.concurrency:
             return
         time.sleep(w.load.start_after)
         url = f"http://web.{ns}.svc.cluster.local/burn?ms={w.load.burn_ms}"
         kube.apply(workloads.load_generator(ns, url, concurrency=w.load.concurrency))
+
+    def routed_from_every_node(self, ns: str, timeout: float = ROUTED_TIMEOUT_S) -> None:
+        """Wait until every node's rules lead the web Service to its pod: a probe's first request (or the load's)
+        from a node whose kube-proxy has not synced the pod yet is refused, and would count against the system."""
+
+        def routed(node: str) -> bool:
+            deadline = time.monotonic() + timeout
+            while not kp.routes(self.env.nodes, node, ns, "web", workloads.PORT_NAME):
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.2)
+            return True
+
+        if not self.nodes:
+            return
+        with ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="chaoskit-routed") as pool:
+            late = [n for n, ok in zip(self.nodes, pool.map(routed, self.nodes), strict=True) if not ok]
+        if late:  # a node's kube-proxy already broken: the run goes on, and its probes will say so
+            self.say(f"the web Service is not routed from {', '.join(late)} after {timeout:.0f}s; going on")
 
     def resolve_subject(self, pb: Playbook, rec: RunRecord) -> subjects.Subject:
         """The user's objects, found before anything is injected; their HPA must have room for every scaleUp."""

@@ -35,6 +35,7 @@ from chaoskit.runner import Runner
 from chaoskit.safety import Lock
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node, pick
+from chaoskit.seams.shell import Completed, FakeRunner
 from chaoskit.step import resolve_step
 
 load_catalog()
@@ -283,12 +284,39 @@ class ReadyKube(FakeKube):
         return super().apply(obj)
 
 
+def routed_nodes(unsynced: int = 0, never: str = "") -> FakeNodeExec:
+    """Nodes whose rules lead the web Service to a pod after `unsynced` reads each (`never`: that node's don't)."""
+    reads: dict[str, int] = {}
+
+    def answer(argv: tuple[str, ...]) -> Completed | None:
+        if "KUBE-SEP" not in argv[-1]:  # not the read of a Service's endpoints
+            return None
+        reads[argv[0]] = reads.get(argv[0], 0) + 1
+        synced = argv[0] != never and reads[argv[0]] > unsynced
+        return Completed(argv, 0, "10.244.1.7\n" if synced else "")
+
+    return FakeNodeExec(FakeRunner(responder=answer))
+
+
+def test_the_workload_is_ready_only_once_every_nodes_rules_route_its_service(tmp_path: Path) -> None:
+    said: list[Event] = []
+    nodes = routed_nodes(unsynced=2, never="chaoskit-worker2")
+    runner = Runner(Env(ReadyKube(), nodes, "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), said.append)
+    runner.stage.routed_from_every_node("chaoskit-scaled", timeout=1.0)
+    reads = [c[0] for c in nodes.calls if "KUBE-SEP" in c[-1]]
+    assert reads.count("chaoskit-worker") == 3, "read until its kube-proxy synced the pod, then no more"
+    assert reads.count("chaoskit-worker2") > 3, "read again until the deadline"
+    assert [e.text for e in said if isinstance(e, Said)] == [
+        "the web Service is not routed from chaoskit-worker2 after 1s; going on"
+    ]
+
+
 @pytest.mark.parametrize(("load", "generator"), [("{}", True), ("{concurrency: 0}", False)])
 def test_a_load_of_no_loops_deploys_no_load_generator(
     load: str, generator: bool, registered: Catalog, tmp_path: Path
 ) -> None:
     kube = ReadyKube()
-    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    runner = Runner(Env(kube, routed_nodes(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
     runner.stage.deploy(_parse(registered, SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
     assert ("/apis/apps/v1/namespaces/chaoskit-scaled/deployments/load" in kube.objects) == generator
     assert "/apis/apps/v1/namespaces/chaoskit-scaled/deployments/web" in kube.objects
@@ -441,7 +469,6 @@ def _probed_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: Callable[[], bool], catalog: Catalog
 ) -> RunRecord:
     from chaoskit.probes import run as probes_run
-    from chaoskit.seams.shell import Completed, FakeRunner
 
     monkeypatch.setattr(probes_run, "MIN_PHASE_S", 0.2)  # a unit test's phases: a few samples, not seconds
     shell = FakeRunner(responder=lambda argv: Completed(argv, 1 if fails() else 0, "", "shop down"))
