@@ -111,6 +111,10 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
     Params = SchedulerParams
 
     def collect(self, src: Sources, node: str) -> SchedulerEvidence:
+        pending = src.api.soon(PENDING_PODS, fieldSelector="status.phase=Pending")  # read while the script runs
+        events = src.api.soon(FAILED_SCHEDULING, fieldSelector="reason=FailedScheduling")
+        lease = src.api.soon(LEASE)
+        nodes = src.api.soon("/api/v1/nodes")  # simulated ones too: the scheduler weighs them as any node
         healthz, metrics, process = collect_local(
             src, node, scheduler.PROCESS, HEALTHZ, scheduler.METRICS_URL, ("scheduler_pending_pods",)
         )
@@ -120,10 +124,10 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             healthz=healthz,
             metrics=metrics,
             process=process,
-            pending=src.api.fetch(PENDING_PODS, fieldSelector="status.phase=Pending"),
-            events=src.api.fetch(FAILED_SCHEDULING, fieldSelector="reason=FailedScheduling"),
-            lease=src.api.fetch(LEASE),
-            nodes=src.api.fetch("/api/v1/nodes"),  # simulated ones too: the scheduler weighs them as any node
+            pending=pending(),
+            events=events(),
+            lease=lease(),
+            nodes=nodes(),
         )
 
     def assess(self, ev: SchedulerEvidence) -> list[Assessed]:

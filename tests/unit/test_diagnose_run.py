@@ -5,6 +5,7 @@ component is judged on its own evidence and only says which API-side evidence it
 from __future__ import annotations
 
 import re
+import shlex
 import threading
 from typing import Any
 
@@ -21,8 +22,9 @@ from chaoskit.seams.shell import Completed, FakeRunner
 
 NODES = ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"]
 PARKED = "/etc/kubernetes/chaoskit-parked/kube-apiserver.yaml"
-_COMMAND = re.compile(r'^\( (.*?) \) >"\$d/(\d+)" 2>&1; r=\$\?', re.S | re.M)  # a command and its output file
-_SECTION = re.compile(r"^echo '@@chaoskit-section (\S+)'; if \[ -e \"\$d/(\d+)\.rc\"", re.M)  # a section, its file
+_JOB = re.compile(r"sh -c ('(?:[^']|'\"'\"')*')")  # a job: its commands as one quoted argument
+_COMMAND = re.compile(r'^\( (.*?) \) >>"\$d/(\d+)" 2>&1; r=\$\?', re.S | re.M)  # a command and its output file
+_SECTION = re.compile(r"^echo '@@chaoskit-section (\S+)' >\"\$d/(\d+)\"", re.M)  # a section, its file
 
 
 class ApiDown(FakeKube):
@@ -76,7 +78,8 @@ def answer(name: str, cmd: str) -> tuple[str, int]:
 def respond(argv: tuple[str, ...]) -> Completed:
     script = argv[-1]
     out = []
-    commands = {file: cmd for cmd, file in _COMMAND.findall(script)}
+    jobs = [shlex.split(job)[0] for job in _JOB.findall(script)]
+    commands = {file: cmd for job in jobs for cmd, file in _COMMAND.findall(job)}
     for name, file in _SECTION.findall(script):
         cmd = commands[file]
         output, rc = answer(name.rsplit("/", 1)[-1], cmd)  # a batch prefixes each asker's names

@@ -77,23 +77,8 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
     Params = ControllerManagerParams
 
     def collect(self, src: Sources, node: str) -> ControllerManagerEvidence:
-        scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
-        # both work queue scrapes in the one node script, the window running while the API is read
-        s = src.sections(
-            node,
-            {
-                "healthz": http_command(HEALTHZ),
-                "metrics": scrape,
-                "wait": window_wait(self.p.window),
-                "metrics_after": scrape,
-                "cmdline": controller_manager.CMDLINE,
-                **process_commands(controller_manager.PROCESS),
-            },
-            chains=[("metrics", "wait", "metrics_after")],  # no second scrape when the first got no answer
-        )
-        metrics = metrics_of(s["metrics"])
-        reads = {
-            name: src.api.fetch(path)
+        reads = {  # asked now, answered while the node script runs
+            name: src.api.soon(path)
             for name, path in (
                 ("lease", LEASE),
                 ("deployments", DEPLOYMENTS),
@@ -109,8 +94,23 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 ("node_leases", NODE_LEASES),
             )
         }
-        reads["default_accounts"] = src.api.fetch(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
-        failed_creates = src.api.fetch(EVENTS, fieldSelector="reason=FailedCreate")
+        reads["default_accounts"] = src.api.soon(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
+        reads["failed_creates"] = src.api.soon(EVENTS, fieldSelector="reason=FailedCreate")
+        scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
+        # both work queue scrapes in the one node script, the window running while the API is read
+        s = src.sections(
+            node,
+            {
+                "healthz": http_command(HEALTHZ),
+                "metrics": scrape,
+                "wait": window_wait(self.p.window),
+                "metrics_after": scrape,
+                "cmdline": controller_manager.CMDLINE,
+                **process_commands(controller_manager.PROCESS),
+            },
+            chains=[("metrics", "wait", "metrics_after")],  # no second scrape when the first got no answer
+        )
+        metrics = metrics_of(s["metrics"])
         return ControllerManagerEvidence(
             node=node,
             collected_at=src.clock(),
@@ -120,8 +120,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             metrics_after=metrics_of(s["metrics_after"]) if metrics else Metrics.unavailable(metrics.error),
             window_s=self.p.window,
             cmdline=s["cmdline"].text,
-            failed_creates=failed_creates,
-            **reads,
+            **{name: answer() for name, answer in reads.items()},
         )
 
     def assess(self, ev: ControllerManagerEvidence) -> list[Assessed]:

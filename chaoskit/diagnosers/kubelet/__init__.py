@@ -52,6 +52,9 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
     Params = KubeletParams
 
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
+        node_obj = src.api.soon(f"/api/v1/nodes/{node}")  # read while the scripts run
+        lease = src.api.soon(kubelet.node_lease(node))
+        pods = src.api.soon("/api/v1/pods", fieldSelector=f"spec.nodeName={node}")
         cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} "
         s, remote = src.side_by_side(
             (
@@ -86,10 +89,10 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             client_not_after=parse_not_after(s["cert"].output).get("client"),
             disk_used_percent=used_percent(s["disk"].output),
             journal=s["journal"].output,
-            node_obj=src.api.fetch(f"/api/v1/nodes/{node}"),
-            lease=src.api.fetch(kubelet.node_lease(node)),
+            node_obj=node_obj(),
+            lease=lease(),
             api_reach=s["api_reach"],
-            pods=src.api.fetch("/api/v1/pods", fieldSelector=f"spec.nodeName={node}"),
+            pods=pods(),
         )
 
     def assess(self, ev: KubeletEvidence) -> list[Assessed]:
