@@ -11,10 +11,8 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from ruamel.yaml import YAML
 
 from chaoskit.cli import Globals
-from chaoskit.cluster.install import LocalInstall
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.seams.kube import Kube, KubeError
@@ -49,6 +47,8 @@ def emit(data: object, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, default=str))
     else:
+        from ruamel.yaml import YAML  # on use: only -o yaml needs it
+
         y = YAML()
         y.default_flow_style = False
         y.width = 4096  # a command line in a plan must stay on one line to be pasteable
@@ -85,6 +85,8 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
         return docker
     if g.via == "auto" and (found := docker.list_nodes()):
         return replace(docker, known=tuple(found))  # listed once per command
+    from chaoskit.cluster.install import LocalInstall  # on use: kind on this host needs no agent credentials
+
     local = LocalInstall.for_context(context_of(g, cluster))
     if not local.present:
         try:

@@ -1,43 +1,5 @@
-"""Pure data: the playbook format and its durations. No I/O here."""
+"""Pure data: the playbook format, its durations, records and timelines. No I/O here.
 
-from chaoskit.model.duration import Duration, DurationError, PositiveDuration, format_duration, parse_duration
-from chaoskit.model.playbook import (
-    API_VERSION,
-    KIND,
-    Check,
-    ConcurrentStep,
-    FaultStep,
-    Hpa,
-    Load,
-    MeasurementRef,
-    Metadata,
-    Playbook,
-    Spec,
-    Step,
-    Target,
-    Threshold,
-    Workload,
-)
-
-__all__ = [
-    "API_VERSION",
-    "KIND",
-    "Check",
-    "ConcurrentStep",
-    "Duration",
-    "DurationError",
-    "FaultStep",
-    "Hpa",
-    "Load",
-    "MeasurementRef",
-    "Metadata",
-    "Playbook",
-    "PositiveDuration",
-    "Spec",
-    "Step",
-    "Target",
-    "Threshold",
-    "Workload",
-    "format_duration",
-    "parse_duration",
-]
+Import from the modules themselves (chaoskit.model.playbook, chaoskit.model.duration, ...): this package re-exports
+nothing, so a look at a duration does not load every playbook model.
+"""

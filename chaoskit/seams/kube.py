@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
 from chaoskit.errors import ToolError
+from chaoskit.seams.kubeget import Answer, KubeGet, Refused
 from chaoskit.seams.poll import poll
 
 Obj = dict[str, Any]
@@ -71,12 +72,32 @@ def _from_config(kubeconfig: str | None, context: str | None) -> Any:
 
 
 class _Connection:
-    """The API client made from the kubeconfig on first use, and shared by every bounded copy of its Kube."""
+    """The API client made from the kubeconfig on first use, and shared by every bounded copy of its Kube. Plain
+    GETs go through `KubeGet` where the kubeconfig is plain (no official client to import); the rest, and every
+    other kubeconfig, through the official client."""
 
     def __init__(self, kubeconfig: str | None, context: str | None) -> None:
         self.kubeconfig, self.context = kubeconfig, context
         self._client: Any = None
         self._lock = threading.Lock()
+        self._gets: KubeGet | None | bool = False  # False: not looked at yet
+
+    def _plain_gets(self) -> KubeGet | None:
+        with self._lock:
+            if self._gets is False:
+                self._gets = KubeGet.from_kubeconfig(self.kubeconfig, self.context)
+            return self._gets if isinstance(self._gets, KubeGet) else None
+
+    def call_api(self, path: str, method: str, **kw: Any) -> Any:
+        """The official client's call_api, a GET served by KubeGet when it can (not a watch: that streams)."""
+        query = list(kw.get("query_params") or [])
+        gets = self._plain_gets() if method == "GET" and ("watch", "true") not in query else None
+        if gets is None:
+            return self.client().call_api(path, method, **kw)
+        _, body = gets.get(path, query, kw.get("_request_timeout"))
+        if kw.get("_return_http_data_only"):
+            return Answer(body)  # read whole: only raw() asks for the body itself
+        return (json.loads(body) if body else None), 200, {}
 
     def client(self) -> Any:
         with self._lock:
@@ -88,7 +109,7 @@ class _Connection:
         return getattr(self.client(), name)
 
 
-def _said(exc: ApiException) -> str:
+def _said(exc: ApiException | Refused) -> str:
     """What the API server said: its Status message when the body is one, else the body's start."""
     body = exc.body.decode(errors="replace") if isinstance(exc.body, bytes) else str(exc.body or "")
     try:
@@ -144,6 +165,8 @@ class Kube:
                 _return_http_data_only=False,
                 _request_timeout=self.timeout,
             )
+        except Refused as exc:  # KubeGet's answer of 400 or more (tried first: the other imports the client)
+            raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except _api_exception() as exc:
             raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:  # urllib3 connection errors: API server unreachable
@@ -228,6 +251,8 @@ class Kube:
                 _return_http_data_only=True,
                 _request_timeout=self.timeout,
             )
+        except Refused as exc:
+            raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except _api_exception() as exc:
             raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:

@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from chaoskit.errors import PlaybookError
-from chaoskit.model import Duration, Playbook
+from chaoskit.model.duration import Duration
+from chaoskit.model.playbook import Playbook
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import Registered, Registry
 

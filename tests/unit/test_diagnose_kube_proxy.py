@@ -4,6 +4,7 @@ against the recorded Services and EndpointSlices, edited into a frozen, slow, la
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, process, text, titles
@@ -193,22 +194,32 @@ def test_rules_whose_read_was_cut_off_give_no_verdict() -> None:
 
 
 def test_collect_looks_again_when_the_rules_lag_the_api_in_its_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first look reads the API beside the rules; the look again reads it first, so the rules may only be
+    newer than what they are compared with."""
     monkeypatch.setattr(kube_proxy_module, "RECHECK_AFTER", 0.0)
     full = text("kube-proxy/rules-iptables.txt")
     reads: list[str] = []
+    order: list[str] = []
 
     def respond(argv: tuple[str, ...]) -> Completed:
         rules = full if reads else ""  # the first read races a sync: no rules yet
         reads.append(argv[0])
+        order.append("rules")
         sections = {"mode": "iptables", "now": text("kube-proxy/node-time.txt"), "iptables": rules}
         out = "".join(f"@@chaoskit-section {k}\n{v}\n@@chaoskit-rc 0\n" for k, v in sections.items())
         return Completed(argv, 0, out)
 
-    kube = FakeKube({SERVICES: obj("kube-proxy/services.json"), SLICES: obj("kube-proxy/endpointslices.json")})
+    class Ordered(FakeKube):
+        def request(self, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+            order.append(path)
+            return super().request(method, path, body, query)
+
+    kube = Ordered({SERVICES: obj("kube-proxy/services.json"), SLICES: obj("kube-proxy/endpointslices.json")})
     src = Sources.of(Env(kube, FakeNodeExec(FakeRunner(responder=respond)), "chaoskit"), "cp", ("cp", "w"))
     ev = KubeProxyDiagnoser().collect(src, "w")
     assert reads == ["w", "w"] and ev.rules.strip() == full.strip()
     assert kube.calls.count(("GET", SLICES)) == 2
+    assert order[-3:] == [SERVICES, SLICES, "rules"], order  # the look again: the API first
 
 
 @pytest.mark.parametrize("synced_before_s", [10.0, None])

@@ -13,7 +13,7 @@ from playbook_catalog import EXAMPLE, FILE, make_catalog
 from ruamel.yaml import YAML
 
 from chaoskit.errors import PlaybookError
-from chaoskit.model import Playbook
+from chaoskit.model.playbook import Playbook
 from chaoskit.playbook import parse_playbook
 
 FUZZ = settings(

@@ -8,7 +8,7 @@ import pytest
 from playbook_catalog import EXAMPLE, FILE, MINIMAL, load, make_catalog, problems
 
 from chaoskit.errors import EXIT_INVALID_PLAYBOOK, PlaybookError
-from chaoskit.model import ConcurrentStep, FaultStep
+from chaoskit.model.playbook import ConcurrentStep, FaultStep
 from chaoskit.playbook import load_playbook, parse_playbook
 
 # MINIMAL's lines: 1 apiVersion, 2 kind, 3 metadata:, 4 name, 5 spec:, 6 steps:, 7 "- fault:", 8 duration

@@ -5,18 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from chaoskit.model import (
-    ConcurrentStep,
-    FaultStep,
-    Metadata,
-    Playbook,
-    Spec,
-    Target,
-    Threshold,
-    format_duration,
-    parse_duration,
-)
-from chaoskit.model.duration import DurationError
+from chaoskit.model.duration import DurationError, format_duration, parse_duration
+from chaoskit.model.playbook import ConcurrentStep, FaultStep, Metadata, Playbook, Spec, Target, Threshold
 
 
 def _playbook(*steps: FaultStep | ConcurrentStep, **spec: object) -> Playbook:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from chaoskit.components import kube_proxy as kp
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
@@ -22,7 +23,7 @@ from chaoskit.diagnosers.kit.common import (
     uncollected,
     unread,
 )
-from chaoskit.diagnosers.kit.sources import Sources
+from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.diagnosers.kube_proxy.evidence import (
     METRICS,
@@ -59,8 +60,16 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
         return ev
 
     def _read(self, src: Sources, node: str, *, fresh: bool) -> KubeProxyEvidence:
-        services = src.api.fetch(SERVICES, fresh=fresh)  # before the rules: these may only be newer
-        slices = src.api.fetch(SLICES, fresh=fresh)
+        """The first look reads the API beside the rules (in the node round-trip the other diagnosers share); a look
+        again after a difference reads the API first, so that the rules it compares may only be newer."""
+        if fresh:
+            services, slices = src.api.fetch(SERVICES, fresh=True), src.api.fetch(SLICES, fresh=True)
+            return self._node_side(src, node, lambda: services, lambda: slices)
+        return self._node_side(src, node, src.api.soon(SERVICES), src.api.soon(SLICES))
+
+    def _node_side(
+        self, src: Sources, node: str, services: Callable[[], Fetched], slices: Callable[[], Fetched]
+    ) -> KubeProxyEvidence:
         s = src.sections(
             node,
             {
@@ -86,8 +95,8 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
             rules=s["nft"].output if mode == "nftables" else s["iptables"].output,
             rules_unread=unread(s["nft"] if mode == "nftables" else s["iptables"]),
             process=ProcessState.of(kp.PROCESS, s),
-            services=services,
-            slices=slices,
+            services=services(),
+            slices=slices(),
         )
 
     def assess(self, ev: KubeProxyEvidence) -> list[Assessed]:
