@@ -32,7 +32,8 @@ TypeError
 ValueError
  └── DurationError               (model.duration): a bad duration, reported as a playbook problem
 Exception
- └── _Problem                    (model.promql): a bad PromQL expression, reported as a playbook problem
+ ├── _Problem                    (model.promql): a bad PromQL expression, reported as a playbook problem
+ └── Refused                     (seams.kubeget): an answer of 400 or more, raised on as KubeError (seams.kube)
 """
 
 from __future__ import annotations
