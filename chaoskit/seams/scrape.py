@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chaoskit.errors import CommandError, ToolError
 from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY
 from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.shell import Asks
 
 __all__ = [
     "FakeScraper",
@@ -175,7 +176,7 @@ def scrape_command(
     client_cert: bool = False,
     max_time: float = 3,  # a local component answers in milliseconds; a frozen one costs this much
     keep: Mapping[str, Sequence[str]] | None = None,
-) -> str:
+) -> Asks:
     """A shell line printing only the wanted metric families (and their TYPE lines) of `url`; fails if curl does.
 
     `client_cert` presents kubeadm's apiserver-kubelet-client certificate, which every component's delegated
@@ -183,12 +184,12 @@ def scrape_command(
     others on the node (the API server's latency histograms shrink from thousands of lines to a few hundred).
     """
     cert = f"--cert {KUBELET_CLIENT_CERT} --key {KUBELET_CLIENT_KEY} " if client_cert else ""
-    wanted = shlex.quote(f"^(# TYPE )?({'|'.join(names)})")
+    families = f"^(# TYPE )?({'|'.join(names)})"
     line = f"m=$(curl -sSkf {cert}--max-time {max_time:g} {shlex.quote(url)}) || exit $?; "
-    line += f"printf '%s\\n' \"$m\" | grep -E {wanted}"
+    line += f"printf '%s\\n' \"$m\" | grep -E {shlex.quote(families)}"
     for family, labels in (keep or {}).items():
         line += f" | {_sum_over_command(family, labels)}"
-    return line + " || true"
+    return Asks(line + " || true", url=url, families=families)
 
 
 def _sum_over_command(family: str, keep: Sequence[str]) -> str:

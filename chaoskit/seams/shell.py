@@ -29,6 +29,25 @@ class Completed:
         return self.stdout + self.stderr
 
 
+class Asks(str):
+    """A shell line that also says what it asks, for a reader that cannot run it: the URL it GETs (`url`), printed as
+    body then status line (`http`) or as the metric families matching `families` (a regular expression), or how long
+    after its chain began it ends (`wait_s`). A managed control plane's node script is answered from these through the
+    API (diagnosers.kit.managed); a line composed from one is a plain str again, and is not answered there."""
+
+    url: str
+    http: bool
+    families: str
+    wait_s: float | None
+
+    def __new__(
+        cls, line: str, *, url: str = "", http: bool = False, families: str = "", wait_s: float | None = None
+    ) -> Asks:
+        self = super().__new__(cls, line)
+        self.url, self.http, self.families, self.wait_s = url, http, families, wait_s
+        return self
+
+
 class Runner(Protocol):
     def run(
         self,

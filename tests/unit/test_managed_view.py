@@ -7,10 +7,11 @@ from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, http_command, uncollected, unread
 from chaoskit.diagnosers.kit.managed import MANAGED, OUT_OF_REACH, control_plane_of, out_of_reach_noted, through_api
-from chaoskit.diagnosers.kit.sources import window_wait
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import process_commands
+from chaoskit.env import Env
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import Node
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.scrape import Metrics, scrape_command
 
 METRICS = '# TYPE apiserver_request_total counter\napiserver_request_total{code="200"} 5\nother_metric 1\n'
@@ -65,3 +66,13 @@ def test_the_control_plane_is_the_reached_one_else_the_apis_and_out_of_reach() -
     assert control_plane_of(kube, [Node("w1", "worker")]) == ("cp", frozenset({"cp"}))
     managed = FakeKube({"/api/v1/nodes/w1": worker})  # a managed control plane is no node
     assert control_plane_of(managed, [Node("w1", "worker")]) == (MANAGED, frozenset({MANAGED}))
+
+
+def test_a_helpers_line_keeps_what_it_asks_through_the_node_batch_and_a_composed_one_does_not() -> None:
+    kube = FakeKube(raw_paths={"/livez?verbose": "[+]ping ok\nlivez check passed"})
+    src = Sources.of(Env(kube, FakeNodeExec(), "chaoskit"), "cp", ("w",)).batched()
+    src.out_of_reach, src.elsewhere = frozenset({"cp"}), through_api
+    livez = http_command(f"{apiserver.URL}/livez?verbose")
+    s = src.sections("cp", {"livez": livez, "composed": livez + " || true"})
+    assert HttpAnswer.of(s["livez"]).code == 200 and "livez check passed" in s["livez"].output
+    assert unread(s["composed"]) == OUT_OF_REACH  # a plain str again: what it asks is no longer known

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+STOP_POLL_S = 0.1  # how often a leashed wait asks whether to stop
 
 
 class Budget:
@@ -39,8 +40,14 @@ class Outcome(Generic[T]):
     finished: bool = True
 
 
-def leashed(calls: Sequence[Callable[[], T]], timeout: float, name: str = "chaoskit-leashed") -> list[Outcome[T]]:
-    """Run every call at once, each in a thread of its own, and wait at most `timeout` seconds for them all.
+def leashed(
+    calls: Sequence[Callable[[], T]],
+    timeout: float,
+    name: str = "chaoskit-leashed",
+    stop: Callable[[], bool] | None = None,
+) -> list[Outcome[T]]:
+    """Run every call at once, each in a thread of its own, and wait at most `timeout` seconds for them all, or
+    until `stop` says there is no point (looked at every STOP_POLL_S: an API read stops once the API is known gone).
 
     A call still running then is reported unfinished and left behind: its thread is a daemon, so a read stuck on a
     frozen process does not keep chaoskit from exiting.
@@ -60,5 +67,8 @@ def leashed(calls: Sequence[Callable[[], T]], timeout: float, name: str = "chaos
         t.start()
     deadline = time.monotonic() + timeout
     for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
+        while t.is_alive() and (left := deadline - time.monotonic()) > 0:
+            if stop is not None and stop():
+                return [box[0] if box else Outcome(finished=False) for box in boxes]
+            t.join(min(left, STOP_POLL_S) if stop is not None else left)
     return [box[0] if box else Outcome(finished=False) for box in boxes]

@@ -16,15 +16,17 @@ from chaoskit.diagnosers.kit.sources import Fetched, Section
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.certs import DAY, expiry
 from chaoskit.seams.scrape import Metrics
+from chaoskit.seams.shell import Asks
 
 _HTTP_MARK = "@@http "
 CURL_TIMED_OUT = 28
 
 
-def http_command(url: str, *, max_time: float = 3, insecure: bool = True, extra: str = "") -> str:
+def http_command(url: str, *, max_time: float = 3, insecure: bool = True, extra: str = "") -> Asks:
     """curl printing the body, then the status code on a line of its own (000: nothing answered)."""
     k = "-k " if insecure else ""
-    return f"curl -sS {k}{extra}--max-time {max_time:g} -w '\\n{_HTTP_MARK}%{{http_code}}\\n' {shlex.quote(url)}"
+    line = f"curl -sS {k}{extra}--max-time {max_time:g} -w '\\n{_HTTP_MARK}%{{http_code}}\\n' {shlex.quote(url)}"
+    return Asks(line, url=url, http=True)
 
 
 @dataclass(frozen=True)

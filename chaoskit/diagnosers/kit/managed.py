@@ -20,12 +20,10 @@ from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Finding, 
 from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.seams.kube import Kube, KubeError
 from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL, Node
+from chaoskit.seams.shell import Asks
 
 MANAGED = "control-plane (managed)"  # the subject of its reports when the control plane is no node of the cluster
 OUT_OF_REACH = "no chaoskit agent on this node (a managed control plane): node-local evidence is out of reach"
-_API_URL = re.compile(re.escape(apiserver.URL) + r"(/[^') ]*)")
-_GREP = re.compile(r"grep -E '([^']*)'")
-_WAIT = re.compile(r"a \+ ([0-9.]+) - b")
 _HTTP_MARK = "@@http "
 
 
@@ -68,23 +66,23 @@ def through_api(kube: Kube, commands: Mapping[str, str], chains: Sequence[Sequen
 
 
 def _one(kube: Kube, command: str, chain_start: float) -> Section:
-    if "sleep" in command and (wait := _WAIT.search(command)):
-        time.sleep(max(0.0, chain_start + float(wait.group(1)) - time.monotonic()))
+    """One command as the API answers it: what it asks is in the line itself when a helper made it (`Asks`)."""
+    asks = command if isinstance(command, Asks) else Asks(command)
+    if asks.wait_s is not None:  # window_wait: the window waited out here
+        time.sleep(max(0.0, chain_start + asks.wait_s - time.monotonic()))
         return Section("", 0)
-    url = _API_URL.search(command)
-    if url is None:
+    if not asks.url.startswith(f"{apiserver.URL}/"):
         return Section(OUT_OF_REACH, None)
-    path = url.group(1)
+    path = asks.url[len(apiserver.URL) :]
     try:
         body = kube.raw(path)
     except KubeError as exc:
         if exc.status is None:  # nothing answered: as curl says it
-            return Section(f"curl: (7) {exc}\n{_HTTP_MARK}000" if _HTTP_MARK in command else str(exc), 7)
-        return Section(f"{exc}\n{_HTTP_MARK}{exc.status}", 0) if _HTTP_MARK in command else Section(str(exc), 22)
-    if _HTTP_MARK in command:  # http_command: the body, then the status on a line of its own
+            return Section(f"curl: (7) {exc}\n{_HTTP_MARK}000" if asks.http else str(exc), 7)
+        return Section(f"{exc}\n{_HTTP_MARK}{exc.status}", 0) if asks.http else Section(str(exc), 22)
+    if asks.http:  # http_command: the body, then the status on a line of its own
         return Section(f"{body}\n{_HTTP_MARK}200", 0)
-    wanted = _GREP.search(command)  # scrape_command: only the wanted families
-    keep = re.compile(wanted.group(1)) if wanted else None
+    keep = re.compile(asks.families) if asks.families else None  # scrape_command: only the wanted families
     return Section("\n".join(line for line in body.splitlines() if keep is None or keep.match(line)), 0)
 
 

@@ -23,6 +23,7 @@ from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, Outcome, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.shell import Asks
 
 T = TypeVar("T")
 Elsewhere = Callable[[Kube, Mapping[str, str], Sequence[Sequence[str]]], dict[str, "Section"]]
@@ -184,22 +185,8 @@ class ApiAccess:
     def _unless_tripped(self, call: Callable[[], T], wait: float) -> Outcome[T]:
         """The call's outcome within `wait` seconds, or unfinished as soon as the breaker opens: a read in flight
         when another finds the API server gone stops waiting too."""
-        box: list[Outcome[T]] = []
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                box.append(Outcome(call()))
-            except BaseException as exc:  # handed to the caller, as leashed does
-                box.append(Outcome(error=exc))
-            done.set()
-
-        threading.Thread(target=run, name="chaoskit-api-read", daemon=True).start()
-        deadline = time.monotonic() + wait
-        while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
-            if self._down or time.monotonic() >= deadline:
-                break
-        return box[0] if box else Outcome(finished=False)
+        (outcome,) = leashed([call], wait, name="chaoskit-api-read", stop=lambda: bool(self._down))
+        return outcome
 
     def _trip(self, reason: str) -> None:
         with self._lock:
@@ -271,13 +258,13 @@ def section_script(commands: Mapping[str, str], chains: Sequence[Sequence[str]] 
     return "\n".join(lines)
 
 
-def window_wait(seconds: float) -> str:
+def window_wait(seconds: float) -> Asks:
     """A chain step that sleeps until `seconds` after its chain began: a window between two scrapes then runs from
     the start of one to the start of the next, and a slow first scrape does not lengthen it."""
     left = (
         f'awk -v a="$chain_start" -v b="$(date +%s.%N)" \'BEGIN {{ d = a + {seconds:g} - b; print (d > 0 ? d : 0) }}\''
     )
-    return f'sleep "$({left})"'
+    return Asks(f'sleep "$({left})"', wait_s=seconds)
 
 
 def parse_sections(text: str) -> dict[str, Section]:
