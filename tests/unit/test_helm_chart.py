@@ -93,6 +93,17 @@ def test_the_chart_renders_what_install_applies(helm_bin: Path, nodes: install.N
     assert agent["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/instance"] == "chaoskit"
 
 
+def test_an_image_id_rolls_the_pods_as_installs_does(helm_bin: Path) -> None:
+    image_id = "sha256:" + "ab" * 32
+    release, _ = _split(_render(helm_bin, f"image.id={image_id}"))
+    wanted = {_key(o): o for o in install.manifests(CHAOSKIT_IMAGE, image_id) if o["kind"] != "Namespace"}
+    for key in ("DaemonSet/chaoskit-agent", "Deployment/chaoskit-operator"):
+        assert release[key]["spec"]["template"]["metadata"]["annotations"] == {install.IMAGE_ID: image_id}
+        assert _as_install_makes_it(release[key]) == wanted[key], key
+    plain, _ = _split(_render(helm_bin))
+    assert "annotations" not in plain["DaemonSet/chaoskit-agent"]["spec"]["template"]["metadata"]
+
+
 def test_the_chart_is_versioned_with_chaoskit_and_its_values_reach_the_pods(helm_bin: Path) -> None:
     chart = YAML(typ="safe").load((CHART / "Chart.yaml").read_text())
     assert (chart["apiVersion"], chart["version"], chart["appVersion"]) == ("v2", "0.1.0", __version__)
