@@ -26,7 +26,7 @@ from chaoskit.diagnosers.kit.base import (
     diagnoser_class,
 )
 from chaoskit.diagnosers.kit.budget import Budget, leashed
-from chaoskit.diagnosers.kit.managed import out_of_reach_noted, through_api
+from chaoskit.diagnosers.kit.managed import MANAGED, out_of_reach_noted, through_api
 from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
 from chaoskit.diagnosers.subject import collect as collect_subject
@@ -71,7 +71,9 @@ def diagnose(
     src.api.probe("/readyz", then=partial(_said_probe, say))
     src.api.prefetch(QUORUM_READ)
     jobs = [
-        (name, node) for name in names for node in (src.nodes if diagnoser_class(name).per_node else (control_plane,))
+        (name, node)
+        for name in names
+        for node in _subjects(diagnoser_class(name), src.nodes, control_plane, out_of_reach)
     ]
     # collection waits on docker exec and HTTP, not on our CPU: every job at once
     outcomes = leashed(
@@ -85,6 +87,17 @@ def diagnose(
     if subject is not None:  # after the components: they are the likelier cause of what ails it
         reports.append(_subject(src, subject))
     return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)
+
+
+def _subjects(
+    cls: type[Diagnoser[Any, Any]], reached: Sequence[str], control_plane: str, out_of_reach: frozenset[str]
+) -> tuple[str, ...]:
+    """The nodes a diagnoser reports on: the control plane, or each node reached and, where the API shows enough of
+    a node (kubelet), each one out of reach too (not a managed control plane that is no node)."""
+    if not cls.per_node:
+        return (control_plane,)
+    elsewhere = tuple(sorted(n for n in out_of_reach if n != MANAGED)) if cls.out_of_reach_too else ()
+    return (*elsewhere, *reached)
 
 
 def _subject(src: Sources, s: Subject) -> ComponentReport:

@@ -37,7 +37,13 @@ def assert_the_managed_view(kube: Kube, cluster: str) -> None:
     assert looked.returncode == 0, (looked.stdout[-3000:], looked.stderr[-2000:])
     assert "no chaoskit agent on the control plane" in looked.stderr
     reports = {(r["component"], r["subject"]): r for r in json.loads(looked.stdout)["diagnosis"]["reports"]}
-    assert ("kubelet", control_plane) not in reports  # no agent there: no node-local look at all
+    # no agent there: its kubelet judged from what the API shows (Ready, its lease), the rest of it noted out of reach
+    kubelet = reports[("kubelet", control_plane)]
+    assert kubelet["status"] == "ok" and {f["severity"] for f in kubelet["findings"]} <= {"info"}, kubelet["findings"]
+    kubelet_checks = {c["check"]: c for c in kubelet["checks"]}
+    assert kubelet_checks["node-ready"]["available"] and kubelet_checks["heartbeat"]["available"], kubelet_checks
+    assert any(f["title"] == OUT_OF_REACH_TITLE for f in kubelet["findings"]), kubelet["findings"]
+    assert ("kube-proxy", control_plane) not in reports  # nothing of its rules is in the API: no look at all
     api = reports[("apiserver", control_plane)]
     checks = {c["check"]: c for c in api["checks"]}
     # what the API server showed of itself, read through the API: readiness, and a metrics window with requests in it

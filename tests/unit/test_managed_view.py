@@ -3,12 +3,15 @@ node-local comes back not run with the reason, and that reason is a note, not a 
 
 from __future__ import annotations
 
+from diagnose_evidence import lease_time, obj
+
 from chaoskit.components import apiserver
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, http_command, uncollected, unread
 from chaoskit.diagnosers.kit.managed import MANAGED, OUT_OF_REACH, control_plane_of, out_of_reach_noted, through_api
-from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.sources import ApiAccess, Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import process_commands
+from chaoskit.diagnosers.kubelet import KubeletDiagnoser
 from chaoskit.env import Env
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node
@@ -76,3 +79,51 @@ def test_a_helpers_line_keeps_what_it_asks_through_the_node_batch_and_a_composed
     s = src.sections("cp", {"livez": livez, "composed": livez + " || true"})
     assert HttpAnswer.of(s["livez"]).code == 200 and "livez check passed" in s["livez"].output
     assert unread(s["composed"]) == OUT_OF_REACH  # a plain str again: what it asks is no longer known
+
+
+def test_a_control_plane_nodes_kubelet_out_of_reach_is_judged_from_what_the_api_shows_of_it() -> None:
+    """No agent on the control-plane node (`install --nodes workers`): its kubelet is judged by the node's Ready
+    condition, its lease and its pods; its node-local evidence is a note."""
+    worker = obj("kubelet/node.json")["metadata"]["name"]
+    kube = FakeKube(
+        {
+            f"/api/v1/nodes/{worker}": obj("kubelet/node.json"),
+            f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{worker}": obj("kubelet/lease.json"),
+            "/api/v1/namespaces/kube-system/pods/x": {"metadata": {"name": "x"}, "spec": {"nodeName": worker}},
+        }
+    )
+    at = lease_time("kubelet/lease.json") + 2
+    src = Sources(Env(kube, FakeNodeExec(), "chaoskit"), worker, (), ApiAccess(kube), clock=lambda: at).batched()
+    src.out_of_reach, src.elsewhere = frozenset({worker}), through_api
+    diagnoser = KubeletDiagnoser()
+    report = out_of_reach_noted(diagnoser.report(diagnoser.collect(src, worker), worker))
+    assert report.status == "ok", [(f.severity, f.title) for f in report.findings]
+    assert {f.severity for f in report.findings} == {"info"}
+    available = {c.check: c.available for c in report.checks}
+    assert [f.title for f in report.findings] == ["Node-local evidence out of reach (managed control plane)"]
+    assert available["node-ready"] and available["heartbeat"], available
+
+
+def test_a_control_plane_nodes_kubelet_out_of_reach_that_stopped_heartbeating_fails_on_the_apis_word() -> None:
+    worker = obj("kubelet/node.json")["metadata"]["name"]
+    node = obj("kubelet/node.json")
+    for c in node["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c["status"], c["reason"], c["message"] = (
+                "Unknown",
+                "NodeStatusUnknown",
+                "Kubelet stopped posting node status.",
+            )
+    kube = FakeKube(
+        {
+            f"/api/v1/nodes/{worker}": node,
+            f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{worker}": obj("kubelet/lease.json"),
+        }
+    )
+    at = lease_time("kubelet/lease.json") + 120  # the lease two minutes old
+    src = Sources(Env(kube, FakeNodeExec(), "chaoskit"), worker, (), ApiAccess(kube), clock=lambda: at).batched()
+    src.out_of_reach, src.elsewhere = frozenset({worker}), through_api
+    diagnoser = KubeletDiagnoser()
+    report = out_of_reach_noted(diagnoser.report(diagnoser.collect(src, worker), worker))
+    assert report.status == "failed", [(f.severity, f.title) for f in report.findings]
+    assert any(f.severity == "critical" and "heartbeat" in f.title for f in report.findings), report.findings

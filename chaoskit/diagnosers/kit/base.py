@@ -205,6 +205,8 @@ class Diagnoser(ABC, Generic[E, P]):
 
     component: ClassVar[str]
     per_node: ClassVar[bool] = False  # True: one report per node; False: the control-plane node only
+    # per node: also a node no agent reaches (a managed control plane's), judged from what the API shows of it
+    out_of_reach_too: ClassVar[bool] = False
     Params: ClassVar[type[BaseModel]] = NoParams  # thresholds, with defaults a healthy kind cluster stays within
 
     def __init__(self, params: BaseModel | None = None) -> None:

@@ -49,6 +49,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
 
     component = "kubelet"
     per_node = True
+    out_of_reach_too = True  # its node's Ready condition, lease and pods are in the API
     Params = KubeletParams
 
     def collect(self, src: Sources, node: str) -> KubeletEvidence:
