@@ -73,14 +73,24 @@ class KubeGet:
     def get(self, path: str, query: list[tuple[str, str]], timeout: Timeout | None) -> tuple[int, bytes]:
         """GET `path` (the body, and its status below 400); Refused for an answer of 400 or more. A connection that
         did not answer raises "Connect timed out" or "Read timed out", as urllib3 says it."""
+        from http.client import RemoteDisconnected
+
         url = self.prefix + path + (f"?{urlencode(query)}" if query else "")
         headers = {"Accept": "application/json, */*"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        conn = self._connection(timeout)
+        conn, reused = self._connection(timeout)
         try:
-            conn.request("GET", url, headers=headers)
-            resp = conn.getresponse()
+            try:
+                conn.request("GET", url, headers=headers)
+                resp = conn.getresponse()
+            except (ConnectionResetError, BrokenPipeError, RemoteDisconnected):
+                if not reused:
+                    raise
+                conn.close()  # the server closed it while it idled in the pool: once more on a new one
+                conn, _ = self._connection(timeout, fresh=True)
+                conn.request("GET", url, headers=headers)
+                resp = conn.getresponse()
             body = resp.read()
         except TimeoutError as exc:
             conn.close()
@@ -97,11 +107,13 @@ class KubeGet:
             raise Refused(resp.status, resp.reason, body)
         return resp.status, body
 
-    def _connection(self, timeout: Timeout | None) -> http.client.HTTPSConnection:
+    def _connection(self, timeout: Timeout | None, *, fresh: bool = False) -> tuple[http.client.HTTPSConnection, bool]:
+        """A connection with the read timeout set, and whether it was idle in the pool (else made now)."""
         import http.client
 
         with self._lock:
-            conn = self._idle.pop() if self._idle else None
+            conn = self._idle.pop() if self._idle and not fresh else None
+        reused = conn is not None
         if conn is None:
             conn = http.client.HTTPSConnection(self.host, self.port, context=self.context)
             conn.timeout = timeout[0] if timeout else None
@@ -112,7 +124,7 @@ class KubeGet:
                 raise TimeoutError(f"Connect timed out ({self.host}:{self.port})") from exc
         if conn.sock is not None:
             conn.sock.settimeout(timeout[1] if timeout else None)
-        return conn
+        return conn, reused
 
 
 def _plain(config: Any, context: str | None, base: Path) -> KubeGet | None:

@@ -8,6 +8,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,8 +25,13 @@ ISSUED = pki.issue("test")
 
 
 class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # connections kept alive, as the API server keeps them
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        if self.path.startswith("/missing"):
+        if self.path == "/closing":  # answered as kept alive, then closed: what an idle timeout does
+            self._send(200, "bye")
+            self.close_connection = True
+        elif self.path.startswith("/missing"):
             self._send(404, {"kind": "Status", "message": 'nodes "missing" not found'})
         elif self.path == "/readyz":
             self._send(200, "ok")
@@ -98,6 +104,16 @@ def test_a_client_certificates_get_answers_json_and_a_404_is_not_found(server: i
     with pytest.raises(NotFound, match=r'GET /missing: HTTP 404 Not Found: nodes "missing" not found'):
         kube.get("/missing")
     assert kube.requests == 4
+
+
+def test_a_kept_connection_the_server_closed_meanwhile_is_replaced_not_taken_for_a_dead_server(
+    server: int, tmp_path: Path
+) -> None:
+    kube = Kube.connect(kubeconfig(tmp_path, f"https://127.0.0.1:{server}"), lazy=True)
+    assert kube.raw("/readyz") == "ok" and kube.raw("/readyz") == "ok"  # the second on the kept connection
+    assert kube.raw("/closing") == "bye"
+    time.sleep(0.2)  # the server has closed it by now; the pool still holds it
+    assert kube.raw("/readyz") == "ok"
 
 
 def test_a_bearer_token_is_sent_and_a_client_the_server_does_not_know_gets_no_answer(
