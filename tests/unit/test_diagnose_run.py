@@ -142,3 +142,19 @@ def test_a_hung_api_server_and_a_hung_node_cost_the_budget_and_no_more(monkeypat
         assert sorted(env.kube.calls) == [("GET", "/api/v1/nodes"), ("GET", "/readyz")]
     finally:
         release.set()
+
+
+def test_a_node_out_of_reach_is_reported_on_by_the_diagnosers_that_judge_it_from_the_api() -> None:
+    from chaoskit.diagnosers.kit.base import diagnoser_class
+    from chaoskit.diagnosers.kit.managed import MANAGED
+    from chaoskit.diagnosers.run import _subjects, components
+
+    components()  # registers the diagnosers
+    workers, cp = ("chaoskit-worker", "chaoskit-worker2"), frozenset({"chaoskit-control-plane"})
+    assert _subjects(diagnoser_class("kubelet"), workers, "chaoskit-control-plane", cp) == (
+        "chaoskit-control-plane",
+        *workers,
+    )
+    assert _subjects(diagnoser_class("kube-proxy"), workers, "chaoskit-control-plane", cp) == workers
+    assert _subjects(diagnoser_class("kubelet"), workers, MANAGED, frozenset({MANAGED})) == workers  # no node at all
+    assert _subjects(diagnoser_class("etcd"), workers, MANAGED, frozenset({MANAGED})) == (MANAGED,)
