@@ -153,11 +153,11 @@ def endpoint_ips_command(namespace: str, service: str, port_name: str, protocol:
     return f"{{ {nft}; {ipt}; }}"
 
 
-def routes(nodes: NodeExec, node: str, namespace: str, service: str, port_name: str) -> bool:
-    """Whether `node`'s rules lead one Service port to an endpoint: a pod Ready in the API is routed from a node
-    only once that node's kube-proxy has synced it (a few hundred ms when idle, seconds on a busy node)."""
-    done = nodes.run(node, ["sh", "-c", endpoint_ips_command(namespace, service, port_name)], check=False, timeout=30)
-    return bool(done.stdout.split())
+def endpoint_ips(nodes: NodeExec, node: str, namespace: str, service: str, port_name: str) -> list[str]:
+    """The endpoint IPs `node`'s rules lead one Service port to now: a pod Ready in the API is among them only once
+    that node's kube-proxy has synced it (a few hundred ms when idle, seconds on a busy node)."""
+    read = endpoint_ips_command(namespace, service, port_name)
+    return nodes.run(node, ["sh", "-c", read], check=False, timeout=30).stdout.split()
 
 
 _NFT_SERVICE = re.compile(r"([\d.]+) \. (tcp|udp|sctp) \. (\d+) : goto service-")

@@ -50,11 +50,10 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
     at) is made on first use; `forget_rules_probe` deletes it."""
     name = rules_probe_name(node)
     slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}"
-    read = kp.endpoint_ips_command(PROBE_NAMESPACE, name, PORT_NAME)
     found = env.kube.find(slice_path)
     taken = [ip for ep in (found or {}).get("endpoints") or [] for ip in ep.get("addresses", [])]
     # an address neither the slice nor the node's rules hold: one the rules held before would "follow" at once
-    ip = fresh_ip([*taken, *node_sh(env, node, read).stdout.split()])
+    ip = fresh_ip([*taken, *kp.endpoint_ips(env.nodes, node, PROBE_NAMESPACE, name, PORT_NAME)])
     if found is None:
         for obj in probe_objects(ip, name, KubeProxyFrozen.name):
             env.kube.apply(obj)
@@ -62,7 +61,7 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
         env.kube.patch(slice_path, {"endpoints": [endpoint(ip)]})
     deadline = time.monotonic() + wait
     while True:
-        if ip in node_sh(env, node, read).stdout.split():
+        if ip in kp.endpoint_ips(env.nodes, node, PROBE_NAMESPACE, name, PORT_NAME):
             return True
         if time.monotonic() >= deadline:
             return False

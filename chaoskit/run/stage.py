@@ -20,6 +20,7 @@ from chaoskit.journal import Journal
 from chaoskit.measurements.base import TargetParams
 from chaoskit.model.playbook import Playbook, ScaleUp
 from chaoskit.model.record import RunRecord, StepRecord
+from chaoskit.seams.poll import poll
 
 ROUTED_TIMEOUT_S = 30.0  # a busy node's kube-proxy syncs a new endpoint within seconds; a broken one never
 
@@ -88,12 +89,9 @@ class Stage:
         from a node whose kube-proxy has not synced the pod yet is refused, and would count against the system."""
 
         def routed(node: str) -> bool:
-            deadline = time.monotonic() + timeout
-            while not kp.routes(self.env.nodes, node, ns, "web", workloads.PORT_NAME):
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.2)
-            return True
+            return poll(
+                lambda: kp.endpoint_ips(self.env.nodes, node, ns, "web", workloads.PORT_NAME), timeout, 0.2
+            ).done
 
         if not self.nodes:
             return

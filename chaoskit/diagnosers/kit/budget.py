@@ -67,8 +67,6 @@ def leashed(
         t.start()
     deadline = time.monotonic() + timeout
     for t in threads:
-        while t.is_alive() and (left := deadline - time.monotonic()) > 0:
-            if stop is not None and stop():
-                return [box[0] if box else Outcome(finished=False) for box in boxes]
+        while t.is_alive() and (left := deadline - time.monotonic()) > 0 and not (stop is not None and stop()):
             t.join(min(left, STOP_POLL_S) if stop is not None else left)
     return [box[0] if box else Outcome(finished=False) for box in boxes]

@@ -105,17 +105,17 @@ class ApiAccess:
     def prefetch(self, path: str) -> None:
         """Read `path` in the background now: a read that needs etcd, asked at once, finds a hung etcd (and trips the
         breaker) while the node scripts run, not after them; whoever reads it later shares this answer."""
-        threading.Thread(
-            target=self._fetch, args=(path, {}, False, False), name="chaoskit-api-prefetch", daemon=True
-        ).start()
+        self._in_background(path, {}, after_probe=False)
 
     def soon(self, path: str, **query: str) -> Callable[[], Fetched]:
         """Start reading `path` in the background and return how to get its answer: a diagnoser asks its API reads
         before its node script, so the reads are not waited for one by one after the script."""
-        threading.Thread(
-            target=self._fetch, args=(path, query, False, True), name="chaoskit-api-soon", daemon=True
-        ).start()
+        self._in_background(path, query, after_probe=True)
         return lambda: self._fetch(path, query, False, True)  # the cached answer, or the one in flight
+
+    def _in_background(self, path: str, query: dict[str, str], *, after_probe: bool) -> None:
+        args = (path, query, False, after_probe)
+        threading.Thread(target=self._fetch, args=args, name="chaoskit-api-read-ahead", daemon=True).start()
 
     def fetch(self, path: str, *, fresh: bool = False, **query: str) -> Fetched:
         """GET `path`; the answer is cached for the diagnosis unless `fresh` asks for a new read."""
