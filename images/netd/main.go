@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -106,7 +107,12 @@ func sync(c *http.Client, base, self string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	// read to the end before closing: a body closed with its last bytes unread drops the connection mid-response,
+	// which the API server logs as "Timeout or abort while handling" (every few polls, on every node)
+	defer func() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("list nodes: HTTP %d", resp.StatusCode)
 	}
