@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -119,6 +120,16 @@ def _said(exc: ApiException | Refused) -> str:
     return str(message) if message else body[:300]
 
 
+def _failed(what: str, exc: Exception) -> KubeError:
+    """The error for a call that raised: the API server's answer with its status (KubeGet's Refused, or the official
+    client's ApiException, looked for only once that client is loaded), else no answer (unreachable, timed out)."""
+    client_loaded = "kubernetes.client.exceptions" in sys.modules  # not imported only to learn it was not used
+    if isinstance(exc, Refused) or (client_loaded and isinstance(exc, _api_exception())):
+        answer = cast("Refused", exc)  # an ApiException has the same status, reason and body
+        return kube_error(f"{what}: HTTP {answer.status} {answer.reason}: {_said(answer)}", answer.status)
+    return KubeError(f"{what}: {type(exc).__name__}: {exc}")
+
+
 @dataclass
 class Kube:
     api: Any  # kubernetes.client.ApiClient, or a _Connection that makes one on first use
@@ -165,12 +176,8 @@ class Kube:
                 _return_http_data_only=False,
                 _request_timeout=self.timeout,
             )
-        except Refused as exc:  # KubeGet's answer of 400 or more (tried first: the other imports the client)
-            raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
-        except _api_exception() as exc:
-            raise kube_error(f"{method} {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
-        except Exception as exc:  # urllib3 connection errors: API server unreachable
-            raise KubeError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise _failed(f"{method} {path}", exc) from exc
         return data
 
     def get(self, path: str, **query: str) -> Any:
@@ -251,12 +258,8 @@ class Kube:
                 _return_http_data_only=True,
                 _request_timeout=self.timeout,
             )
-        except Refused as exc:
-            raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
-        except _api_exception() as exc:
-            raise kube_error(f"GET {path}: HTTP {exc.status} {exc.reason}: {_said(exc)}", exc.status) from exc
         except Exception as exc:
-            raise KubeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+            raise _failed(f"GET {path}", exc) from exc
         return resp.data.decode()  # type: ignore[no-any-return]
 
     def events(self, path: str, timeout: float, **query: str) -> Iterator[tuple[str, Obj]]:
