@@ -115,6 +115,15 @@ def service_rules(nodes: NodeExec, node: str, namespace: str = "") -> int | None
         return None
 
 
+def fewest_service_rules(nodes: NodeExec, node: str, looks: int, every: float) -> int | None:
+    """The fewest Service entries among `looks` reads of the node's rules `every` seconds apart, in one round-trip:
+    rules that something keeps removing show as gone in one of them, however soon kube-proxy writes them back."""
+    loop = f"for i in $(seq {looks}); do {{ {service_rule_count()}; }}; sleep {every:g}; done"
+    done = nodes.run(node, ["sh", "-c", loop], check=False, timeout=30)
+    counts = [int(word) for word in done.stdout.split() if word.isdigit()]
+    return min(counts) if len(counts) == looks else None
+
+
 def _hash(text: str, length: int) -> str:
     # as kube-proxy names its chains: base32 of the SHA-256, cut
     return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:length]

@@ -122,6 +122,7 @@ def cluster_ip_serves_api(env: Env, node: str) -> bool:
 
 FLUSH_UNIT = "chaoskit-flush-rules"
 FLUSH_UNIT_PROPERTIES = ("--description=chaoskit kube-proxy.flush-rules", "--property=KillMode=control-group")
+REFLUSH_S = 0.5  # how often the unit flushes again; kube-proxy syncs at most once a second (kind's minSyncPeriod)
 
 
 @register
@@ -171,7 +172,7 @@ class KubeProxyFlushRules(Fault):
                 *FLUSH_UNIT_PROPERTIES,
                 "sh",
                 "-c",
-                f"while :; do {line} >/dev/null 2>&1; sleep 0.5; done",
+                f"while :; do {line} >/dev/null 2>&1; sleep {REFLUSH_S:g}; done",
             )
             for mode, line in flush.items()
         }
@@ -198,7 +199,11 @@ class KubeProxyFlushRules(Fault):
         return kp.service_rules(env.nodes, plan.node) == 0 and not cluster_ip_serves_api(env, plan.node)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return bool(kp.service_rules(env.nodes, plan.node)) and cluster_ip_serves_api(env, plan.node)
+        # while the unit runs, a kube-proxy sync (any endpoint change in the cluster) writes the rules back for up to
+        # REFLUSH_S; after each flush they stay gone until kube-proxy's next sync, a second after its last. So rules
+        # seen in all of 4 looks REFLUSH_S/2 apart mean no unit flushes them, not one sync caught in between
+        rules = kp.fewest_service_rules(env.nodes, plan.node, looks=4, every=REFLUSH_S / 2)
+        return bool(rules) and cluster_ip_serves_api(env, plan.node)
 
 
 class SlowSyncParams(FaultParams):
