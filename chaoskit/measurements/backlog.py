@@ -1,7 +1,7 @@
 """A scheduling backlog: every pod of a selector, from creation to bound to a node, and how fast the scheduler
 drained them (backlog_tracker.py). Pods on simulated nodes (kwok) make a backlog of hundreds cost the host nothing.
 
-Both ends are our watch's stamps, as precise as the watch delay measured at start.
+Both ends are our watch's stamps, as precise as the watch delay measured over the run.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pydantic import Field
 
 from chaoskit.measurements.backlog_tracker import BacklogTracker
 from chaoskit.measurements.base import Measurement, register
-from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
@@ -37,13 +37,13 @@ class SchedulingBacklog(Measurement):
     def start(self) -> None:
         p = params_of(self.params, BacklogParams)
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.precision = max(calibrated(self.env.kube, self.result).max, 0.001)
         self.tracker, self.lock, self.stop_event = BacklogTracker(), threading.Lock(), threading.Event()
         query = {"labelSelector": p.selector} if p.selector else {}
         ns = p.namespace or self.namespace
         self.watcher = Watcher(self.env.kube, f"/api/v1/namespaces/{ns}/pods", self._pod, self.stop_event, **query)
         self.watcher.start()
         self.watcher.wait_listed(30)
+        self.watch_delay = WatchDelaySampler(self.env.kube).start()  # last: a failed start leaves none running
 
     def _pod(self, kind: str, obj: Obj, at: float) -> None:
         if kind == "LISTED" and obj.get("spec", {}).get("nodeName"):
@@ -55,6 +55,7 @@ class SchedulingBacklog(Measurement):
         self.stop_event.set()
         self.watcher.join()
         res = self.result
+        self.precision = max(self.watch_delay.finish(res).max, 0.001)
         res.finished_at = time.time()
         with self.lock:
             res.samples = [

@@ -26,7 +26,7 @@ from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, 
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, probe_script
-from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
 from chaoskit.subject import PLURAL
@@ -56,8 +56,7 @@ class HpaScaleUp(Measurement):
         p = self.params if isinstance(self.params, TargetParams) else TargetParams()
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        delay = calibrated(kube, self.result)
-        self.tracker = HpaTracker(self.result.started_at, time.time, delay.max, answers_name_the_pod=p.first_request)
+        self.tracker = HpaTracker(self.result.started_at, time.time, answers_name_the_pod=p.first_request)
         self.seen = Observers()
         self.stop_event, self.lock = self.seen.stop_event, self.seen.lock  # the metrics poll's too
         hpa_name = p.hpa or p.deployment
@@ -93,6 +92,7 @@ class HpaScaleUp(Measurement):
         self.poller = threading.Thread(target=self._poll_metrics, name="metrics poll", daemon=True)
         self.poller.start()
         self.seen.start()
+        self.watch_delay = WatchDelaySampler(kube).start()  # last: a failed start leaves none running
 
     def _watchers(self, p: TargetParams, hpa_name: str, plural: str, selector: str) -> list[Watcher]:
         """One watch per object the HPA-to-Ready path passes through: HPA, workload, ReplicaSets, pods, slices."""
@@ -153,6 +153,7 @@ class HpaScaleUp(Measurement):
         self.seen.stop()
         self.poller.join(timeout=METRICS_POLL + 5)
         res = self.result
+        self.tracker.watch_precision = self.watch_delay.finish(res).max
         res.finished_at = time.time()
         with self.lock:
             res.samples = self.tracker.samples(self.nodes)

@@ -21,6 +21,7 @@ from chaoskit.model.timeline import (
     STAGE_COMPONENTS,
     Clamp,
     Sample,
+    Stamp,
     api_time,
     clamp_notes,
 )
@@ -35,12 +36,6 @@ Clock = Callable[[], float]  # wall-clock seconds since the epoch, as time.time 
 LATE_METRIC_S = 30.0
 # how far a pod's watch event may overtake the scale write that made it: two watch streams, seconds apart at most
 EARLY_POD_S = 5.0
-
-
-@dataclass(frozen=True)
-class Stamp:
-    at: float
-    precision: float
 
 
 @dataclass
@@ -72,7 +67,7 @@ class HpaTracker:
 
     started_at: float
     clock: Clock  # stamps a pod condition whose own lastTransitionTime is missing
-    watch_precision: float = CLOCK_RESOLUTION  # how late a watch event may arrive here: measured, per run
+    watch_precision: float = CLOCK_RESOLUTION  # how late a watch event may arrive here: measured over the run
     target_utilization: float | None = None
     replicas: int | None = None  # the Deployment's spec.replicas, as the HPA last set it
     last_scale_time: float | None = None
@@ -109,7 +104,7 @@ class HpaTracker:
                     self.hpa_said.append(said)
         min_replicas = int(spec.get("minReplicas", 1))
         if self.min_replicas is not None and min_replicas > self.min_replicas and kind != "LISTED":
-            self.forced_at = self.forced_at or Stamp(at, self.watch_precision)
+            self.forced_at = self.forced_at or Stamp(at)
         self.min_replicas = min_replicas
 
     def deployment(self, kind: str, obj: Obj, at: float) -> None:
@@ -118,7 +113,7 @@ class HpaTracker:
         before, self.replicas = self.replicas, replicas
         if before is None or replicas <= before:
             return
-        stamp = Stamp(at, self.watch_precision)
+        stamp = Stamp(at)
         if kind == "LISTED":  # seen only after a watch gap: the HPA's own record of it
             stamp = Stamp(self.last_scale_time or at, API_PRECISION)
         causes = [c for c in (self.above_since, self.forced_at) if c is not None]
@@ -154,7 +149,7 @@ class HpaTracker:
         self.rs_replicas[name] = replicas
         if before is None or replicas <= before:
             return
-        stamp = Stamp(at, self.watch_precision if kind != "LISTED" else API_PRECISION)
+        stamp = Stamp(at, None if kind != "LISTED" else API_PRECISION)
         for up in reversed(self.scale_ups):
             if up.rs_scaled is None:
                 up.rs_scaled = stamp
@@ -177,9 +172,9 @@ class HpaTracker:
             if listed and created_at < self.started_at:
                 self.known_pods.add(uid)
                 return
-            created = Stamp(created_at, API_PRECISION) if listed else Stamp(at, self.watch_precision)
+            created = Stamp(created_at, API_PRECISION) if listed else Stamp(at)
             times = self.pods[uid] = self.by_name[name] = PodTimes(name, self._run_of(created.at), created)
-        seen = Stamp(at, self.watch_precision)
+        seen = Stamp(at)
         if times.scheduled is None and spec.get("nodeName"):
             times.scheduled = self._api_stamp(obj, "PodScheduled") if listed else seen
             times.node = spec["nodeName"]
@@ -216,7 +211,7 @@ class HpaTracker:
             if times is None or times.endpoint is not None:
                 continue
             if (ep.get("conditions") or {}).get("ready"):
-                times.endpoint = Stamp(at, self.watch_precision if kind != "LISTED" else API_PRECISION)
+                times.endpoint = Stamp(at, None if kind != "LISTED" else API_PRECISION)
 
     def seen(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):
@@ -304,12 +299,18 @@ class HpaTracker:
         """The stages reported as 0 because their end was seen before their start, and why."""
         return clamp_notes(c for _, c in self._timed(nodes) if c is not None)
 
-    @staticmethod
     def _sample(
-        stage: str, subject: str, start: Stamp, end: Stamp, run: int, why: str = ""
+        self, stage: str, subject: str, start: Stamp, end: Stamp, run: int, why: str = ""
     ) -> tuple[Sample, Clamp | None]:
         sample = Sample(
-            TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at, max(start.precision, end.precision), run
+            TYPE,
+            stage,
+            STAGE_COMPONENTS[stage],
+            subject,
+            start.at,
+            end.at,
+            max(start.within(self.watch_precision), end.within(self.watch_precision)),
+            run,
         )
         if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
             why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"

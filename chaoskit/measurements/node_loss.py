@@ -7,7 +7,7 @@ Where each timestamp comes from, and so its precision:
 - last heartbeat: the node's Lease renewTime, stamped by kubelet's own clock in microseconds (a kind node shares the
   host's clock);
 - NotReady, tainted, evicted, replacement created, scheduled, Ready, in the EndpointSlice: when our watch received
-  the change (ms late at most as much as the watch delay measured at the start);
+  the change (ms late at most as much as the watch delay measured over the run);
 - in a node's rules: the in-node probe's reads of the rules, bracketed by the read that last saw them without the IP.
 
 Two stages are settings, not work: `not_ready` lasts the controller manager's node-monitor grace period and `evicted`
@@ -25,7 +25,7 @@ from chaoskit.measurements.base import Measurement, TargetParams, must_get, regi
 from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
-from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.seams.kube import Kube
@@ -59,8 +59,7 @@ class NodeLoss(Measurement):
         p = self.params if isinstance(self.params, TargetParams) else TargetParams()
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        delay = calibrated(kube, self.result)
-        self.tracker = NodeLossTracker(delay.max)
+        self.tracker = NodeLossTracker()
         workload = must_get(kube, f"/apis/apps/v1/namespaces/{ns}/{PLURAL[p.kind]}/{p.deployment}", p.kind)
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", "Service")
         selector = ",".join(f"{k}={v}" for k, v in workload["spec"]["selector"]["matchLabels"].items())
@@ -90,6 +89,7 @@ class NodeLoss(Measurement):
         rules = o.locked_one(self._rules)
         o.probes = [NodeProbe(self.env.nodes, n, script, rules) for n in self.nodes]
         o.start()
+        self.watch_delay = WatchDelaySampler(kube).start()  # last: a failed start leaves none running
 
     def _rules(self, seen: Seen) -> None:
         if isinstance(seen, RulesSeen):  # the probe reads the rules only
@@ -108,6 +108,7 @@ class NodeLoss(Measurement):
         settled, in_flight = self.seen.settle(lambda: self.tracker.in_flight(self.nodes), SETTLE)
         self.seen.stop()
         res = self.result
+        self.tracker.watch_precision = self.watch_delay.finish(res).max
         res.finished_at = time.time()
         with self.seen.lock:
             res.samples = self.tracker.samples(self.nodes)

@@ -15,17 +15,12 @@ from chaoskit.model.timeline import (
     LOST_NODE,
     STAGE_COMPONENTS,
     Sample,
+    Stamp,
     api_time,
 )
 from chaoskit.seams.kube import condition
 
 TYPE = "node_loss"
-
-
-@dataclass(frozen=True)
-class Stamp:
-    at: float
-    precision: float
 
 
 @dataclass
@@ -61,7 +56,7 @@ class Evicted:
 class NodeLossTracker:
     """Pure: the watches' and probes' observations in, stage samples out."""
 
-    watch_precision: float = CLOCK_RESOLUTION  # how late a watch event may arrive here: measured, per run
+    watch_precision: float = CLOCK_RESOLUTION  # how late a watch event may arrive here: measured over the run
     renewed: dict[str, float] = field(default_factory=dict)  # node -> its lease's latest renewTime
     ready: dict[str, bool] = field(default_factory=dict)  # node -> Ready=True as last seen
     losses: list[Loss] = field(default_factory=list)
@@ -71,7 +66,7 @@ class NodeLossTracker:
     rules: dict[str, list[RulesSeen]] = field(default_factory=dict)  # node -> every change of its rules, by time
 
     def _watched(self, at: float) -> Stamp:
-        return Stamp(at, self.watch_precision)
+        return Stamp(at)  # its precision is the watch delay measured until the end
 
     def lease(self, kind: str, obj: Obj, at: float) -> None:
         renewed = api_time((obj.get("spec") or {}).get("renewTime"))
@@ -149,7 +144,7 @@ class NodeLossTracker:
 
         def add(stage: str, subject: str, run: int, start: Stamp | None, end: Stamp | None) -> None:
             if start is not None and end is not None:
-                precision = max(start.precision, end.precision)
+                precision = max(start.within(self.watch_precision), end.within(self.watch_precision))
                 out.append(Sample(TYPE, stage, STAGE_COMPONENTS[stage], subject, start.at, end.at, precision, run))
 
         for loss in self.losses:

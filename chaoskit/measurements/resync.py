@@ -20,7 +20,7 @@ from chaoskit.errors import ToolError
 from chaoskit.measurements.base import Measurement, register
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.resync_tracker import STAGES, TYPE, ResyncTracker
-from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.duration import PositiveDuration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import MeasurementResult, Sample
@@ -53,7 +53,6 @@ class ControllerResync(Measurement):
         self.p = params_of(self.params, ResyncParams)
         kube, ns = self.env.kube, self.namespace
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        self.precision = max(calibrated(kube, self.result).max, 0.001)
         self.names = [f"resync-{i}" for i in range(self.p.deployments)]
         self.path = f"/apis/apps/v1/namespaces/{ns}/deployments"
         self.say(f"{self.p.deployments} Deployments of simulated pods in {ns}")
@@ -66,6 +65,7 @@ class ControllerResync(Measurement):
         o.start()
         self.thread = threading.Thread(target=self._watch_lease, name="resync-lease", daemon=True)
         self.thread.start()
+        self.watch_delay = WatchDelaySampler(kube).start()  # last: a failed start leaves none running
 
     def _deployment(self, name: str) -> Obj:
         obj = workloads.simulated_pods(self.namespace, name, 1)
@@ -110,6 +110,7 @@ class ControllerResync(Measurement):
         self.seen.stop()
         self.thread.join()
         res = self.result
+        self.precision = max(self.watch_delay.finish(res).max, 0.001)
         res.finished_at = time.time()
         res.gaps = self.seen.gaps
         res.extra["resync"] = summary = t.summary()

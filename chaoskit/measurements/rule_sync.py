@@ -45,7 +45,7 @@ from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, 
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
-from chaoskit.measurements.watch import Obj, Watcher, calibrated
+from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import params_of
 from chaoskit.model.timeline import MeasurementResult
@@ -79,11 +79,8 @@ class RuleSync(Measurement):
         kube, ns = self.env.kube, p.namespace or self.namespace
         svc = must_get(kube, f"/api/v1/namespaces/{ns}/services/{p.service}", f"Service {ns}/{p.service}")
         self.result = MeasurementResult(self.label, TYPE, time.time())
-        delay = calibrated(kube, self.result)
         affinity = svc["spec"].get("sessionAffinity") == "ClientIP"
-        self.tracker = RuleSyncTracker(
-            self.result.started_at, traffic=p.first_request, affinity=affinity, watch_precision=delay.max
-        )
+        self.tracker = RuleSyncTracker(self.result.started_at, traffic=p.first_request, affinity=affinity)
         if affinity and p.first_request:
             self.result.notes.append(
                 f"Service {ns}/{p.service} has sessionAffinity ClientIP: kube-proxy keeps each node's requests on the "
@@ -141,6 +138,7 @@ class RuleSync(Measurement):
         for probe in self.probes:  # before the watch: each node's rules are known before the first change
             probe.start()
         self.watcher.start()
+        self.watch_delay = WatchDelaySampler(kube).start()  # last: a failed start leaves none running
 
     def _seen(self, seen: Seen) -> None:
         with self.lock:
@@ -176,6 +174,7 @@ class RuleSync(Measurement):
         self.watcher.join()  # up to a watch window (5 s): the stream is only checked between events
         self.background.remove()
         res = self.result
+        self.tracker.watch_precision = self.watch_delay.finish(res).max
         res.finished_at = time.time()
         with self.lock:
             res.samples = self.tracker.samples(self.nodes)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit.errors import ToolError
 from chaoskit.model.timeline import CLOCK_RESOLUTION, Gap, MeasurementResult
 from chaoskit.seams.kube import Kube
 
@@ -76,15 +77,21 @@ class Watcher:
                     return
 
 
-CALIBRATION_WRITES = 5  # writes timed per measurement: enough for a max that says what one write may take
+CALIBRATION_WRITES = 5  # writes timed before the measurement counts as started: a figure from the first moment
+SAMPLE_EVERY = 1.0  # s between the writes timed while the measurement runs: its busy moments are what precision is for
+WRITE_WAIT = 2.0  # s one timed write may take to show on the watch; beyond it (the API server away) it is no sample
 CALIBRATION_NAMESPACE = "kube-system"  # always there; nothing of the user's is written
 
 
 @dataclass(frozen=True)
 class WatchDelay:
     """How late a watch event reaches chaoskit on this cluster, measured: per write of a probe ConfigMap, from the
-    moment the write was sent (the object changed no earlier) to the moment its event arrived. The largest is how far
-    a watch-stamped moment may lie after what it stamps: the precision of every watch-stamped stage end."""
+    moment the object changed at the earliest to the moment its event arrived. The largest is how far a watch-stamped
+    moment may lie after what it stamps: the precision of every watch-stamped stage end.
+
+    The object changed after the write was sent, and before its answer left the API server: no earlier than the
+    answer's arrival less the last leg of a write, which the fastest whole write bounds. So a write the API server was
+    slow to make (admission, etcd) counts for what came after it, not for the wait before."""
 
     samples: tuple[float, ...]
 
@@ -102,56 +109,88 @@ class WatchDelay:
             "clock_resolution_s": CLOCK_RESOLUTION,
         }
 
-
-def measure_watch_delay(kube: Kube, writes: int = CALIBRATION_WRITES, timeout: float = 10.0) -> WatchDelay:
-    """Write a probe ConfigMap `writes` times under a watch and time each event (the ConfigMap deleted after)."""
-    name = f"chaoskit-watch-probe-{uuid.uuid4().hex[:8]}"
-    path = f"/api/v1/namespaces/{CALIBRATION_NAMESPACE}/configmaps"
-    received: dict[str, float] = {}
-    arrived = threading.Condition()
-    stop = threading.Event()
-
-    def on_event(kind: str, obj: Obj, at: float) -> None:
-        with arrived:
-            received.setdefault(str((obj.get("data") or {}).get("n")), at)
-            arrived.notify_all()
-
-    watcher = Watcher(kube, path, on_event, stop, fieldSelector=f"metadata.name={name}").start()
-    samples: list[float] = []
-    try:
-        if not watcher.wait_listed(timeout):
-            return WatchDelay(())
-        for n in range(writes):
-            obj = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "data": {"n": str(n)},
-                "metadata": {
-                    "name": name,
-                    "namespace": CALIBRATION_NAMESPACE,
-                    "labels": {"app.kubernetes.io/managed-by": "chaoskit"},
-                },
-            }
-            sent = time.time()
-            kube.apply(obj)
-            with arrived:
-                if arrived.wait_for(lambda n=n: str(n) in received, timeout):  # type: ignore[misc]
-                    samples.append(received[str(n)] - sent)
-    finally:
-        stop.set()
-        kube.delete(f"{path}/{name}", propagation="Background")
-        watcher.join()
-    return WatchDelay(tuple(samples))
+    def note(self) -> str:
+        if not self.samples:
+            return "the watch delay could not be measured: watch-stamped ends carry the clock's resolution"
+        return (
+            f"watch-stamped ends are at most {self.max * 1000:.0f} ms late (measured: {len(self.samples)} writes "
+            f"timed to their watch events over the run, median {self.to_dict()['median_s'] * 1000:.0f} ms); the "
+            f"clock's resolution is {CLOCK_RESOLUTION * 1000:g} ms"
+        )
 
 
-def calibrated(kube: Kube, result: MeasurementResult) -> WatchDelay:
-    """The watch delay measured for one measurement, kept in its result (extra["watch_delay"]) and said in a note."""
-    delay = measure_watch_delay(kube)
-    result.extra["watch_delay"] = delay.to_dict()
-    result.notes.append(
-        f"watch-stamped ends are at most {delay.max * 1000:.0f} ms late (measured: {len(delay.samples)} writes timed "
-        f"to their watch events); the clock's resolution is {CLOCK_RESOLUTION * 1000:g} ms"
-        if delay.samples
-        else "the watch delay could not be measured: watch-stamped ends carry the clock's resolution"
-    )
-    return delay
+class WatchDelaySampler:
+    """Times writes of a probe ConfigMap to their watch events for as long as a measurement runs: CALIBRATION_WRITES
+    at its start, then one every SAMPLE_EVERY s until finish(). A quiet start alone under-states it: where a node is
+    lost, the host is busiest, and an event can reach us ten times later than at the start."""
+
+    def __init__(self, kube: Kube, every: float = SAMPLE_EVERY, wait: float = WRITE_WAIT) -> None:
+        self.kube, self.every, self.wait = kube.bounded((wait, wait)), every, wait
+        self.name = f"chaoskit-watch-probe-{uuid.uuid4().hex[:8]}"
+        self.path = f"/api/v1/namespaces/{CALIBRATION_NAMESPACE}/configmaps"
+        self.received: dict[str, float] = {}
+        self.arrived = threading.Condition()
+        self.stop = threading.Event()
+        self.samples: list[float] = []
+        self.watcher = Watcher(kube, self.path, self._event, self.stop, fieldSelector=f"metadata.name={self.name}")
+        self.thread = threading.Thread(target=self._keep_sampling, name="watch delay", daemon=True)
+        self.writes = 0
+        self.fastest = float("inf")  # s: the quickest write's round trip, which bounds any write's last leg
+
+    def start(self, writes: int = CALIBRATION_WRITES, listed_within: float = 10.0) -> WatchDelaySampler:
+        self.watcher.start()
+        if self.watcher.wait_listed(listed_within):
+            for _ in range(writes):
+                self._time_one()
+            self.thread.start()
+        return self
+
+    def finish(self, result: MeasurementResult | None = None) -> WatchDelay:
+        """Stop sampling and clean up; the delay over the whole run, kept in `result` (extra and a note)."""
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=self.wait + 1)
+        try:
+            self.kube.delete(f"{self.path}/{self.name}", propagation="Background")
+        except ToolError:
+            pass  # never written (the API away all along), or gone with it: nothing of ours is left
+        self.watcher.join()
+        delay = WatchDelay(tuple(self.samples))
+        if result is not None:
+            result.extra["watch_delay"] = delay.to_dict()
+            result.notes.append(delay.note())
+        return delay
+
+    def _event(self, kind: str, obj: Obj, at: float) -> None:
+        with self.arrived:
+            self.received.setdefault(str((obj.get("data") or {}).get("n")), at)
+            self.arrived.notify_all()
+
+    def _keep_sampling(self) -> None:
+        while not self.stop.wait(self.every):
+            self._time_one()
+
+    def _time_one(self) -> None:
+        n = str(self.writes)
+        self.writes += 1
+        obj = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "data": {"n": n},
+            "metadata": {
+                "name": self.name,
+                "namespace": CALIBRATION_NAMESPACE,
+                "labels": {"app.kubernetes.io/managed-by": "chaoskit"},
+            },
+        }
+        sent = time.time()
+        try:
+            self.kube.apply(obj)
+        except ToolError:
+            return  # the API server refused or did not answer in time: a fault at work, not a watch delay
+        answered = time.time()
+        self.fastest = min(self.fastest, answered - sent)
+        changed = max(sent, answered - self.fastest)  # the earliest the object can have changed
+        with self.arrived:
+            if self.arrived.wait_for(lambda: n in self.received, self.wait):
+                self.samples.append(max(0.0, self.received[n] - changed))

@@ -1,8 +1,8 @@
 """Pure timeline math shared by the measurements, the exporter and the reports: stages, samples, percentiles.
 
 A sample is one stage of one subject (a pod, a node) with the clocks it was read from; its precision is that of
-the coarser end: a watch event seen by us is as late as a watch event may be on this cluster (measured at the start
-of each measurement: measurements/watch.py), an API timestamp (creationTimestamp, conditions) 1 s, and an end seen by
+the coarser end: a watch event seen by us is as late as a watch event may be on this cluster (measured while
+each measurement runs: measurements/watch.py), an API timestamp (creationTimestamp, conditions) 1 s, and an end seen by
 the in-node probe the spacing of the two probe rounds that bracket it (measured per sample).
 """
 
@@ -80,6 +80,18 @@ LOST_NODE = "node/"  # the subject of a node loss's own stages (node/<name>): be
 def run_level(subject: str) -> bool:
     """Whether a sample belongs to a whole run (a scale-up, a lost node), before any one pod's stages."""
     return subject == RUN_SUBJECT or subject.startswith(LOST_NODE)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A moment seen, and how far it may lie from the moment it stamps."""
+
+    at: float
+    precision: float | None = None  # None: our watch's receipt, late by at most the watch delay measured over the run
+
+    def within(self, watch_delay: float) -> float:
+        """This stamp's precision, its watch receipt's known once the run's watch delay is."""
+        return watch_delay if self.precision is None else self.precision
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,10 @@ def test_node_loss_times_every_stage_and_the_settings_it_waited_on(catalog: Cata
     seconds = {k: s["end"] - s["start"] for k, s in by_stage.items()}
     # the settings are what those stages took, within the node controller's 5 s monitor period
     assert GRACE <= seconds["not_ready"] <= GRACE + 6, seconds
-    assert TOLERATION <= seconds["evicted"] <= TOLERATION + 2, seconds
+    # the taint-eviction controller counts the toleration from when *it* received the taint; the stage starts when
+    # our watch did, which can be later by as much as the watch delay measured over the run: the stage's precision
+    late = by_stage["evicted"]["precision"]
+    assert TOLERATION - late <= seconds["evicted"] <= TOLERATION + 2, (seconds, m["extra"]["watch_delay"])
     rules_on = {s["subject"].split("@")[1] for s in m["samples"] if s["stage"] == "rules_programmed"}
     assert rules_on == {"chaoskit-control-plane", "chaoskit-worker2"}  # every node but the lost one, NODE
     work = sum(v for k, v in seconds.items() if k not in ("not_ready", "evicted"))

@@ -10,9 +10,9 @@ from rich.console import Console
 
 from chaoskit.cli.measure import print_stages
 from chaoskit.measurements.hpa_scale_up import cpu_cores
-from chaoskit.measurements.hpa_tracker import HpaTracker, Stamp
+from chaoskit.measurements.hpa_tracker import HpaTracker
 from chaoskit.measurements.probe import AnswerSeen, RoundSeen, RulesSeen, parse_line, probe_script
-from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT, MeasurementResult, Sample
+from chaoskit.model.timeline import HPA_STAGES, RUN_SUBJECT, MeasurementResult, Sample, Stamp
 
 T0 = 1_000_000_000.0  # 2001-09-09T01:46:40Z
 NODES = ["cp", "w1"]
