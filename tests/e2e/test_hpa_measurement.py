@@ -17,6 +17,7 @@ from chaoskit.env import Env
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp, MissingPiece
 from chaoskit.measurements.probe import INTERVAL
+from chaoskit.measurements.watch import CALIBRATION_WRITES
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
@@ -45,9 +46,10 @@ def test_in_the_catalog_a_scale_up_shows_every_stage_with_its_owner_and_precisio
         assert {s.component for s in samples} == {stage.component}
     nodes = {s.subject.split("@")[1] for s in _stage(result, "rules_programmed")}
     assert nodes == {"chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"}
-    # both ends seen by our watches: as precise as a watch event is late on this cluster, measured for this run
+    # both ends seen by our watches: as precise as a watch event is late on this cluster, measured over this run (its
+    # five writes at the start, then one a second while it ran)
     watch = result.extra["watch_delay"]
-    assert watch["writes"] == 5 and watch["max_s"] > watch["clock_resolution_s"], watch
+    assert watch["writes"] > CALIBRATION_WRITES and watch["max_s"] > watch["clock_resolution_s"], watch
     assert all(abs(s.precision - watch["max_s"]) < 1e-3 for s in _stage(result, "scheduled")), watch
     # the dataplane stages carry the brackets measured by the probe's two loops, each wider than their pause between
     # rounds; the rules' two reads stay under 1.5 s on a busy host, a request round up to curl's 1 s and the next round
