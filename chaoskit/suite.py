@@ -9,6 +9,9 @@ What may overlap (the rule `chaoskit run` documents): each fault has a radius.
   node's endpoints churn, and every kube-proxy reprograms them); while one breaks a node, the others' steady-state
   checks leave it (and its pods) out.
 - namespace: a quota in one namespace; it overlaps anything that is not cluster-wide.
+A playbook whose measurements time every node's dataplane (a scale-up's pods started and programmed on each node,
+rule sync, node loss) also meets every kubelet and kube-proxy fault: a node broken by another playbook would land in
+its figures.
 Playbooks that may overlap go first, at most `parallel` at a time, each started as soon as nothing running meets
 it; then the cluster-wide ones, one by one, those taking the API server away last (a fault's `cuts_api`: down,
 unreachable, or its certificate refused; leaked watches leave it answering): while it is down or unreachable the
@@ -32,6 +35,7 @@ from chaoskit.faults.base import Radius
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import EXIT_CODES, RunRecord, Verdict
 from chaoskit.model.score import suite_score
+from chaoskit.registry import MEASUREMENTS
 from chaoskit.run.peers import Peers
 from chaoskit.runner import Runner
 from chaoskit.seams.nodeexec import Node
@@ -50,6 +54,7 @@ class Planned:
     playbook: Playbook
     radii: tuple[Radius, ...]
     cuts_api: bool = False  # a fault of it takes the API server away (down, unreachable, untrusted)
+    every_node: frozenset[str] = frozenset()  # node components its measurements time on every node
 
     @property
     def alone(self) -> bool:
@@ -67,7 +72,17 @@ class Planned:
         return frozenset(r.where for r in self.radii if r.scope == "node")
 
     def meets(self, other: Planned) -> bool:
-        return self.alone or other.alone or any(a.meets(b) for a in self.radii for b in other.radii)
+        return (
+            self.alone
+            or other.alone
+            or any(a.meets(b) for a in self.radii for b in other.radii)
+            or self.times_a_fault_of(other)
+            or other.times_a_fault_of(self)
+        )
+
+    def times_a_fault_of(self, other: Planned) -> bool:
+        """Whether a node fault of `other` would show in the figures of this one's measurements."""
+        return any(r.scope == "node" and r.component in self.every_node for r in other.radii)
 
     def radius_words(self) -> str:
         if self.alone:
@@ -77,7 +92,11 @@ class Planned:
 
 def plan(file: Path, pb: Playbook, nodes: list[Node]) -> Planned:
     steps = resolve_playbook(pb, nodes)
-    return Planned(file, pb, tuple(s.radius for s in steps), any(s.fault.cuts_api for s in steps))
+    timed: list[frozenset[str]] = [
+        getattr(MEASUREMENTS.get(m.type), "every_node", frozenset()) for m in pb.spec.measurements
+    ]
+    every_node = frozenset[str]().union(*timed)
+    return Planned(file, pb, tuple(s.radius for s in steps), any(s.fault.cuts_api for s in steps), every_node)
 
 
 def order(planned: list[Planned]) -> list[Planned]:

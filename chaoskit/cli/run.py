@@ -103,7 +103,8 @@ def run(
     PLAYBOOK is a file or a folder of them (*.yaml, *.yml). Several run as one suite: one summary, one record
     (`-o json`: the runs under "runs"), one JUnit file, one HTML report, and the worst exit code. Playbooks whose
     faults cannot meet overlap (up to --parallel): a fault on one node's kubelet, runtime or kube-proxy meets only
-    faults on that node (and a kubelet fault every kube-proxy fault), a quota only its namespace; a playbook
+    faults on that node (and a kubelet fault every kube-proxy fault), a quota only its namespace, and a playbook
+    measuring every node's dataplane (hpa_scale_up, rule_sync, node_loss) meets every such node fault; a playbook
     breaking the API server, etcd, the scheduler or the controller manager (every workload stands on them), or
     kube-proxy on every node (slow-sync, a mode switch), runs alone, after the others (the API server's last).
 
@@ -275,7 +276,14 @@ def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], pa
         {
             "parallel": parallel,
             "order": [
-                {"playbook": p.playbook.name, "radius": p.radius_words(), "runs alone": p.alone} for p in planned
+                {
+                    "playbook": p.playbook.name,
+                    "radius": p.radius_words(),
+                    "runs alone": p.alone,
+                    # its measurements time these on every node: it meets any node's fault on them
+                    "times on every node": sorted(p.every_node),
+                }
+                for p in planned
             ],
             "playbooks": plans,
         },

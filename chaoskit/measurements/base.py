@@ -54,9 +54,15 @@ class TargetParams(FaultParams):
     )
 
 
+# where a workload's pods start and where their endpoints are programmed: on every node alike
+DATAPLANE = frozenset({"kubelet", "kube-proxy"})
+
+
 class Measurement(ABC):
     name: ClassVar[str]  # as playbooks spell its type
     Params: ClassVar[type[BaseModel]] = TargetParams
+    # node components it times on every node: a fault on any node's one lands in its figures, whoever injected it
+    every_node: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, env: Env, params: BaseModel, label: str, namespace: str) -> None:
         self.env, self.params, self.label, self.namespace = env, params, label, namespace

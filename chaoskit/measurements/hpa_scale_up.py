@@ -22,7 +22,7 @@ import threading
 import time
 
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.base import DATAPLANE, Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, probe_script
@@ -50,6 +50,7 @@ class HpaScaleUp(Measurement):
     """HPA-to-Ready per scale-up, stage by stage, each stage owned by one component."""
 
     name = TYPE
+    every_node = DATAPLANE
     Params = TargetParams
 
     def start(self) -> None:

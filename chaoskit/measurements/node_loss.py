@@ -21,7 +21,7 @@ from typing import Any
 
 from chaoskit.components import node_lifecycle
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import Measurement, TargetParams, must_get, register
+from chaoskit.measurements.base import DATAPLANE, Measurement, TargetParams, must_get, register
 from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script
@@ -53,6 +53,7 @@ class NodeLoss(Measurement):
     """A node lost and its pods back elsewhere, stage by stage, each stage owned by one component."""
 
     name = TYPE
+    every_node = DATAPLANE
     Params = TargetParams
 
     def start(self) -> None:

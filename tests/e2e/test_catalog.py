@@ -19,7 +19,7 @@ from junitparser import JUnitXml
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.faults.base import Fault
 from chaoskit.model.factcheck import observed_words
-from chaoskit.registry import FAULTS, load_catalog
+from chaoskit.registry import FAULTS, MEASUREMENTS, load_catalog
 from tests.e2e.catalog import Catalog
 
 load_catalog()
@@ -56,6 +56,12 @@ def test_what_cannot_meet_overlapped_and_what_runs_alone_did(catalog: Catalog) -
         for b in shared
         if a is not b
     ), "nothing overlapped"
+    for r in shared:  # a playbook timing every node's dataplane never shared its time with a node's broken one
+        timed = set().union(*(getattr(MEASUREMENTS.get(m["type"]), "every_node", set()) for m in r["measurements"]))
+        for o in shared:
+            broken = {f.component for f in (FAULTS.get(s["fault"]) for s in o["steps"]) if f.scope == "node"}
+            if o is not r and o["started_s"] < r["finished_s"] and r["started_s"] < o["finished_s"]:
+                assert not timed & broken, f"{r['playbook']} timed {timed} while {o['playbook']} broke {broken}"
 
 
 @pytest.mark.parametrize("name", FAULTS.names())

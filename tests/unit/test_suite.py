@@ -60,6 +60,19 @@ def test_node_faults_meet_only_on_the_same_node_and_cluster_faults_meet_everythi
     assert quota.radius_words() == "namespace q" and stop_w1.nodes == {"chaoskit-worker"}
 
 
+def test_a_playbook_timing_every_nodes_dataplane_meets_every_kubelet_and_kube_proxy_fault() -> None:
+    measured = "\n  measurements:\n    - {name: up, type: hpa_scale_up}"
+    webhook = "apiserver.admission-webhook-failing"
+    timed = playbook("timed", webhook, params="\n      params: {namespace: a}" + measured)
+    untimed = playbook("untimed", webhook, params="\n      params: {namespace: b}")
+    freeze_w2 = playbook("freeze-w2", "kube-proxy.freeze", "chaoskit-worker2")
+    stop_w1 = playbook("stop-w1", "kubelet.stop", "worker")
+    assert timed.every_node == {"kubelet", "kube-proxy"} and not timed.alone
+    assert timed.meets(freeze_w2) and freeze_w2.meets(timed) and timed.meets(stop_w1), "its rules_programmed on w2"
+    assert not untimed.meets(freeze_w2) and not untimed.meets(stop_w1), "a namespace fault alone stays there"
+    assert not timed.meets(untimed), "two namespaces' faults still overlap"
+
+
 def test_pods_nothing_can_place_stay_in_their_namespace_but_a_tainted_node_reaches_every_playbook() -> None:
     unplaceable = playbook("cpu", "scheduler.unschedulable", params="\n      params: {reason: resources}")
     assert unplaceable.radius_words() == "namespace chaoskit-faults" and not unplaceable.meets(
