@@ -215,9 +215,8 @@ class Kube:
                 response_type="object",
                 _request_timeout=self.timeout,
             )
-        except _api_exception() as exc:
-            what = f"{obj['kind']}/{obj['metadata']['name']}"
-            raise kube_error(f"apply {what}: HTTP {exc.status}: {_said(exc)}", exc.status) from exc
+        except Exception as exc:  # a timed-out or refused connection too: every failure is the seam's one error
+            raise _failed(f"apply {obj['kind']}/{obj['metadata']['name']}", exc) from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.seams.kube import FakeKube, Kube, NotFound, Obj, condition, object_path
+from chaoskit.seams.kube import FakeKube, Kube, KubeError, NotFound, Obj, condition, object_path
 
 
 def _obj(api_version: str, kind: str, name: str = "web", namespace: str | None = "demo") -> Obj:
@@ -129,6 +129,20 @@ def test_an_api_error_says_the_servers_message_not_its_json() -> None:
     plain = ApiException(status=502, reason="Bad Gateway")
     plain.body = b"<html>upstream down</html>"
     assert _said(plain) == "<html>upstream down</html>"
+
+
+class TimingOutApi:
+    """An API server that does not answer within the request's timeout."""
+
+    def call_api(self, *_: Any, **__: Any) -> Any:
+        raise TimeoutError("The read operation timed out")
+
+
+def test_an_apply_without_an_answer_is_the_seams_error_with_no_status() -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kube-system"}}
+    with pytest.raises(KubeError) as err:
+        Kube(TimingOutApi()).apply(obj)
+    assert err.value.status is None and "apply ConfigMap/x: TimeoutError" in str(err.value)
 
 
 def test_the_fake_lists_a_namespaced_kind_across_namespaces_as_the_api_server_does() -> None:
