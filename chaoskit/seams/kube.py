@@ -204,9 +204,10 @@ class Kube:
 
     def apply(self, obj: Obj) -> Any:
         """Server-side apply: create or update, idempotently, as field manager chaoskit."""
+        path, what = object_path(obj), f"apply {obj['kind']}/{obj['metadata']['name']}"  # a bad object is our bug
         try:
             data, _, _ = self.api.call_api(
-                object_path(obj),
+                path,
                 "PATCH",
                 query_params=[("fieldManager", "chaoskit"), ("force", "true")],
                 body=obj,
@@ -216,7 +217,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         except Exception as exc:  # a timed-out or refused connection too: every failure is the seam's one error
-            raise _failed(f"apply {obj['kind']}/{obj['metadata']['name']}", exc) from exc
+            raise _failed(what, exc) from exc
         return data
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
