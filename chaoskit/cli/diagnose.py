@@ -1,7 +1,8 @@
 """`chaoskit diagnose [COMPONENT...]`: what is wrong with each control-plane component and node, and why.
 
-Exit codes: 0 every component ok · 1 any component degraded or failed (a finding at warning or critical level) ·
-2 usage · 4 the diagnosis itself could not run (no cluster, no Docker).
+Exit codes: 0 nothing judged wrong · 1 any component degraded or failed (a finding at warning or critical level, an
+unexplained symptom among them) · 2 usage · 4 the diagnosis itself could not run (no cluster, no Docker), or no
+component could be judged.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
 from chaoskit.env import Env
-from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.errors import UsageError
 from chaoskit.progress import Progress
 from chaoskit.reports import FORMATS, render
 
@@ -91,14 +92,16 @@ def diagnose(
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd,
-    metrics-server (the resource metrics pipeline), reverts (chaoskit's own dead-man switches: one that gave up or is
-    retrying) (default: all). Works when the API server
+    metrics-server (the resource metrics pipeline), workloads (the cluster's symptoms: pods, Deployments, Services,
+    HPAs, node conditions, each given to the finding that explains it or reported as unexplained), reverts
+    (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server
     is down: the API server's report then fails on node-local evidence, and the others say which API-side
     evidence was unavailable.
 
-    Exit codes: 0 when every component is ok; 1 when any is degraded or failed (so a CI gate fails on warnings
-    too); 2 usage; 4 the diagnosis could not run. --html and --junit write the same diagnosis again, so a CI job
-    keeps one moment's picture in every format.
+    Exit codes: 0 when nothing was judged wrong (a component whose evidence could not be collected is "unknown"
+    and said, not failed); 1 when any is degraded or failed, a symptom nobody explains among them (so a CI gate fails
+    on warnings too); 2 usage; 4 the diagnosis could not run, or judged nothing. --html and --junit write the same
+    diagnosis again, so a CI job keeps one moment's picture in every format.
     """
     nodes = node_exec(g, cluster).list_nodes()
     if not nodes:
@@ -147,8 +150,8 @@ def diagnose(
         Console(highlight=False).print(renderables(result, record))
     else:
         click.echo(render(result, fmt, record), nl=False)
-    if not result.ok:
-        raise click.exceptions.Exit(EXIT_BREACHED)
+    if result.exit_code:
+        raise click.exceptions.Exit(result.exit_code)
 
 
 def _subject(env: Env, ref: str) -> Subject:

@@ -18,7 +18,7 @@ import click
 
 from chaoskit.diagnosers.changes import Change, CollectionChanged, FindingChanged, StatusChanged, changes
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.errors import EXIT_BREACHED, EXIT_OK, UsageError
+from chaoskit.errors import UsageError
 
 INTERVAL = 5.0  # seconds between looks: a healthy diagnosis takes about 2, so a look every ~7 s
 FORMATS = ("table", "json")  # what a stream of changes can be printed as
@@ -115,7 +115,7 @@ def watch(
     finally:
         printer.close()
     assert previous is not None  # count >= 1, so a look ran or KeyboardInterrupt was passed on
-    return EXIT_OK if previous.ok else EXIT_BREACHED
+    return previous.exit_code
 
 
 class Printer(Protocol):

@@ -27,6 +27,7 @@ from chaoskit.diagnosers.kit.base import (
 )
 from chaoskit.diagnosers.kit.budget import Budget, leashed
 from chaoskit.diagnosers.kit.managed import MANAGED, out_of_reach_noted, through_api
+from chaoskit.diagnosers.kit.owning import own
 from chaoskit.diagnosers.kit.sources import API_TIMEOUT, Fetched, Sources
 from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
 from chaoskit.diagnosers.subject import collect as collect_subject
@@ -86,7 +87,7 @@ def diagnose(
     reports = [out_of_reach_noted(r) if r.subject in out_of_reach else r for r in reports]
     if subject is not None:  # after the components: they are the likelier cause of what ails it
         reports.append(_subject(src, subject))
-    return Diagnosis(env.cluster, tuple(reports), started, time.monotonic() - t0)
+    return Diagnosis(env.cluster, own(reports), started, time.monotonic() - t0)
 
 
 def _subjects(
@@ -135,7 +136,7 @@ def collection_failed(component: str, node: str, exc: BaseException) -> Componen
     e = Evidence(
         "collect", f"chaoskit diagnose {component}", {"error": f"{type(exc).__name__}: {exc}"[:500]}, available=False
     )
-    finding = Finding(
+    finding = Finding(  # a warning with no verdict: the report's status is unknown, not degraded
         "warning",
         component,
         UNCOLLECTED,
@@ -143,4 +144,4 @@ def collection_failed(component: str, node: str, exc: BaseException) -> Componen
         (e,),
         ("rerun with a single component (chaoskit diagnose COMPONENT) to see the error alone",),
     )
-    return ComponentReport(component, node, "degraded", (finding,), (e,))
+    return ComponentReport(component, node, "unknown", (finding,), (e,))

@@ -13,7 +13,7 @@ from chaoskit.model.factcheck import observed_words
 from chaoskit.model.timeline import MeasurementResult
 
 Record = Mapping[str, Any]
-STATUS_MARK = {"ok": "✓", "degraded": "!", "failed": "✗"}
+STATUS_MARK = {"ok": "✓", "degraded": "!", "failed": "✗", "unknown": "?"}
 SEVERITY_MARK = {"critical": "✗", "warning": "!", "info": "i"}
 
 

@@ -13,7 +13,7 @@ from rich.text import Text
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.reports.common import SEVERITY_MARK, STATUS_MARK, Record, findings, measurements, seconds, when
 
-STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red"}
+STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red", "unknown": "dim"}
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
 

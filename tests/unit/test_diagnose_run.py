@@ -98,7 +98,7 @@ def test_with_the_api_server_down_only_the_api_server_fails() -> None:
     assert set(status.values()) == {"ok"}, {k: v for k, v in status.items() if v != "ok"}
     # five cluster reports (the control plane's four, the metrics pipeline); kubelet, kube-proxy, containerd, reverts
     # per node
-    assert len(d.reports) == 5 + 3 * 4
+    assert len(d.reports) == 6 + 3 * 4  # the control plane's six (workloads among them), each node's four
     api = d.reports[0]
     assert api.findings[0].title.startswith("kube-apiserver is not running: its static-pod manifest")
     assert (

@@ -56,7 +56,7 @@ def test_the_first_look_is_every_component_and_every_finding() -> None:
     assert changes(None, first) == [
         StatusChanged("etcd", CP, None, "ok"),
         StatusChanged("kubelet", WORKER, None, "degraded"),
-        StatusChanged("containerd", WORKER, None, "degraded"),
+        StatusChanged("containerd", WORKER, None, "unknown"),
         FindingChanged("kubelet", WORKER, "appeared", pleg),
         CollectionChanged("containerd", WORKER, ("crictl",), False, "could not read crictl"),
     ]
@@ -125,11 +125,11 @@ def test_evidence_uncollected_and_back_is_a_change_of_collection_not_a_finding()
         report("etcd", CP), report("kubelet", CP), report("kubelet", WORKER, uncollected("kubelet", "node-lease"))
     )
     assert changes(healthy(), missing) == [
-        StatusChanged("kubelet", WORKER, "ok", "degraded"),
+        StatusChanged("kubelet", WORKER, "ok", "unknown"),
         CollectionChanged("kubelet", WORKER, ("node-lease",), False, "could not read node-lease"),
     ]
     assert changes(missing, healthy()) == [
-        StatusChanged("kubelet", WORKER, "degraded", "ok"),
+        StatusChanged("kubelet", WORKER, "unknown", "ok"),
         CollectionChanged("kubelet", WORKER, ("node-lease",), True),
     ]
 

@@ -22,11 +22,13 @@ from chaoskit.registry import Registered, Registry
 UNCOLLECTED = "Evidence could not be collected"  # the title of a finding whose evidence did not come: no verdict
 
 Severity = Literal["critical", "warning", "info"]
-Status = Literal["ok", "degraded", "failed"]
+# unknown: its evidence could not be collected, so no verdict (never a reason to fail a gate on its own)
+Status = Literal["ok", "degraded", "failed", "unknown"]
 Observed = str | int | float | bool | None
 
 SEVERITY_ORDER: dict[Severity, int] = {"critical": 0, "warning": 1, "info": 2}
-STATUS_ORDER: dict[Status, int] = {"failed": 0, "degraded": 1, "ok": 2}
+STATUS_ORDER: dict[Status, int] = {"failed": 0, "degraded": 1, "unknown": 2, "ok": 3}
+ANYTHING = "*"  # what a finding affects when everything stands on it (the API server or etcd gone)
 
 
 @dataclass(frozen=True)
@@ -70,16 +72,29 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Finding:
+    """What is wrong, with the entity that causes it; `affects` says whose symptoms it can explain, and the diagnosis
+    fills `explains` (the symptoms it owns) and `caused_by` (the root cause's entity, when this is a consequence)."""
+
     severity: Severity
     component: str
     title: str
     probable_cause: str
     evidence: tuple[Evidence, ...] = ()
     remediation: tuple[str, ...] = ()
+    entity: str = ""  # the cause, as kind/namespace/name (node/worker, deployment/kube-system/coredns); "" its process
+    affects: tuple[str, ...] = ()  # entities whose symptoms it explains ("*": all); () its component's own
+    touches: tuple[str, ...] = ()  # entities it stands on: another finding that affects one of them causes this one
+    explains: tuple[str, ...] = ()  # filled by the diagnosis: the symptoms this finding owns
+    caused_by: str = ""  # filled by the diagnosis: the root cause this finding is a consequence of
 
     @property
     def checks(self) -> tuple[str, ...]:
         return tuple(e.check for e in self.evidence)
+
+    @property
+    def judged(self) -> bool:
+        """A verdict on something, not a look that could not be made."""
+        return self.title != UNCOLLECTED
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,8 +102,13 @@ class Finding:
             "component": self.component,
             "title": self.title,
             "probable_cause": self.probable_cause,
+            "entity": self.entity,
+            "caused_by": self.caused_by,
+            "explains": list(self.explains),
             "evidence": [e.to_dict() for e in self.evidence],
             "remediation": list(self.remediation),
+            **({"affects": list(self.affects)} if self.affects else {}),
+            **({"touches": list(self.touches)} if self.touches else {}),
         }
 
     @classmethod
@@ -100,6 +120,49 @@ class Finding:
             probable_cause=data.get("probable_cause", ""),
             evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
             remediation=tuple(data.get("remediation") or ()),
+            entity=data.get("entity") or "",
+            affects=tuple(data.get("affects") or ()),
+            touches=tuple(data.get("touches") or ()),
+            explains=tuple(data.get("explains") or ()),
+            caused_by=data.get("caused_by") or "",
+        )
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """Something the cluster shows that is wrong (a pod Pending, a Service with no endpoint, a lookup that fails),
+    whoever caused it. The diagnosis gives each to the findings that explain it; one nobody explains is reported.
+
+    `cause` is set where the symptom's own words say why (a container's last error line): unexplained, it is then
+    reported as a finding of its entity's, not as a mystery."""
+
+    kind: str  # pending, crash-loop, not-ready, short, no-endpoints, hpa, node-condition, dns
+    entity: str  # kind/namespace/name of the object that shows it
+    text: str  # one line, with the object's own words
+    touches: tuple[str, ...] = ()  # what it stands on: its nodes, component/<name>, the objects it needs
+    evidence: Evidence | None = None
+    cause: str = ""  # the symptom's own words for why, when it has them
+    remediation: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "entity": self.entity,
+            "text": self.text,
+            "touches": list(self.touches),
+            "cause": self.cause,
+            **({"evidence": self.evidence.to_dict()} if self.evidence else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Symptom:
+        return cls(
+            kind=data["kind"],
+            entity=data["entity"],
+            text=data["text"],
+            touches=tuple(data.get("touches") or ()),
+            evidence=Evidence.from_dict(data["evidence"]) if data.get("evidence") else None,
+            cause=data.get("cause") or "",
         )
 
 
@@ -109,10 +172,15 @@ def by_severity(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 
 
 def status_of(findings: Iterable[Finding]) -> Status:
-    severities = {f.severity for f in findings}
+    """failed on a critical verdict, degraded on a warning one; unknown when only a look that could not be made
+    stands (no verdict), ok otherwise."""
+    found = list(findings)
+    severities = {f.severity for f in found if f.judged}
     if "critical" in severities:
         return "failed"
-    return "degraded" if "warning" in severities else "ok"
+    if "warning" in severities:
+        return "degraded"
+    return "unknown" if any(not f.judged and f.severity != "info" for f in found) else "ok"
 
 
 @dataclass(frozen=True)
@@ -122,11 +190,13 @@ class ComponentReport:
     status: Status
     findings: tuple[Finding, ...]
     checks: tuple[Evidence, ...]  # every check made, failing or not
+    symptoms: tuple[Symptom, ...] = ()  # what it saw wrong, for the diagnosis to give to the findings that explain it
 
     @classmethod
     def of(cls, component: str, subject: str, assessed: Sequence[Assessed]) -> ComponentReport:
         findings = by_severity(f for a in assessed for f in a.findings)
-        return cls(component, subject, status_of(findings), findings, tuple(a.evidence for a in assessed))
+        symptoms = tuple(s for a in assessed for s in a.symptoms)
+        return cls(component, subject, status_of(findings), findings, tuple(a.evidence for a in assessed), symptoms)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +205,7 @@ class ComponentReport:
             "status": self.status,
             "findings": [f.to_dict() for f in self.findings],
             "checks": [e.to_dict() for e in self.checks],
+            **({"symptoms": [s.to_dict() for s in self.symptoms]} if self.symptoms else {}),
         }
 
     @classmethod
@@ -145,6 +216,7 @@ class ComponentReport:
             status=data["status"],
             findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()),
             checks=tuple(Evidence.from_dict(e) for e in data.get("checks") or ()),
+            symptoms=tuple(Symptom.from_dict(s) for s in data.get("symptoms") or ()),
         )
 
 
@@ -161,18 +233,67 @@ class Diagnosis:
 
     @property
     def ok(self) -> bool:
+        """Nothing is wrong and everything was judged."""
         return self.status == "ok"
 
+    @property
+    def breached(self) -> bool:
+        """Something was judged wrong (a component degraded or failed); a look that could not be made is not."""
+        return any(r.status in ("failed", "degraded") for r in self.reports)
+
+    @property
+    def judged_nothing(self) -> bool:
+        return bool(self.reports) and all(r.status == "unknown" for r in self.reports)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something was judged wrong; 4 when nothing could be judged; 0 otherwise (a component not judged
+        beside healthy ones is said, not failed)."""
+        return 1 if self.breached else 4 if self.judged_nothing else 0
+
     def top_findings(self) -> tuple[Finding, ...]:
-        """Every critical and warning finding, the most likely root cause first: by severity, then by what the
-        other components stand on (etcd under the API server, the runtime under the kubelet, ...)."""
-        found = [f for r in self.reports for f in r.findings if f.severity in ("critical", "warning")]
-        return tuple(sorted(found, key=lambda f: (SEVERITY_ORDER[f.severity], CAUSAL_RANK.get(f.component, 99))))
+        """Every critical and warning verdict, the root causes before their consequences, then by severity and by
+        what the other components stand on (etcd under the API server, the runtime under the kubelet, ...)."""
+        found = [f for r in self.reports for f in r.findings if f.severity in ("critical", "warning") and f.judged]
+        return tuple(
+            sorted(
+                found,
+                key=lambda f: (bool(f.caused_by), SEVERITY_ORDER[f.severity], CAUSAL_RANK.get(f.component, 99)),
+            )
+        )
+
+    def root_causes(self) -> tuple[Finding, ...]:
+        """The verdicts nothing else explains: what to fix first."""
+        return tuple(f for f in self.top_findings() if not f.caused_by)
+
+    def consequences(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.top_findings() if f.caused_by)
+
+    def unjudged(self) -> tuple[ComponentReport, ...]:
+        return tuple(r for r in self.reports if r.status == "unknown")
+
+    def summary(self) -> str:
+        """One sentence first: the root cause(s) and what to do, then what they affect, then what was not judged."""
+        roots, after, unjudged = self.root_causes(), self.consequences(), self.unjudged()
+        parts: list[str] = []
+        if roots:
+            first = roots[0]
+            todo = f"; {first.remediation[0]}" if first.remediation else ""
+            more = f" (+{len(roots) - 1} more root cause(s))" if len(roots) > 1 else ""
+            parts.append(f"{first.component}: {first.title}{todo}{more}")
+        explained = sorted({s for f in roots for s in f.explains})
+        if after or explained:
+            parts.append(f"it affects {len(after)} finding(s) and {len(explained)} symptom(s)")
+        if unjudged:
+            names = ", ".join(f"{r.component}@{r.subject}" for r in unjudged[:4])
+            parts.append(f"not judged: {names} (evidence could not be collected)")
+        return ". ".join(parts) + "." if parts else "ok: every component healthy, no symptom stands."
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "cluster": self.cluster,
             "status": self.status,
+            "summary": self.summary(),
             "collected_at": self.collected_at,
             "duration_s": round(self.duration_s, 3),
             "reports": [r.to_dict() for r in self.reports],
@@ -194,6 +315,7 @@ class Assessed:
 
     evidence: Evidence
     findings: tuple[Finding, ...] = ()
+    symptoms: tuple[Symptom, ...] = ()
 
 
 E = TypeVar("E")

@@ -1,0 +1,115 @@
+"""Every symptom owned: each one the look saw goes to the findings that explain it, or is reported on its own.
+
+A diagnosis that names only what its diagnosers were taught says "ok" while pods wait, a Service has no endpoint or
+DNS fails for a reason nobody knew. So the reports carry symptoms beside their findings, and this pass, pure and run
+once per look, gives each symptom to every finding whose reach covers it (`affects`: a node, a component, an object,
+or everything). A symptom nobody explains becomes a warning of its own: "unexplained symptom: …" with its evidence,
+or, when its own words say why (a container's last error line), a finding of its entity's. A finding that stands on
+what another finding affects is that one's consequence (`caused_by`), when the other is lower in the causal order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from chaoskit.components.table import CAUSAL_RANK
+from chaoskit.diagnosers.kit.base import ANYTHING, ComponentReport, Finding, Symptom, by_severity, status_of
+
+UNEXPLAINED = "Unexplained symptom"  # the title's start of a symptom no finding owns
+PER_NODE = frozenset({"kubelet", "containerd", "kube-proxy"})  # a finding of theirs reaches what runs on its node
+EVERYTHING = frozenset({"apiserver", "etcd"})  # a critical finding of theirs reaches everything
+
+
+def reach(f: Finding, subject: str) -> frozenset[str]:
+    """What a finding can explain: what it says it affects, else its component's own reach, and its entity."""
+    own = set(f.affects)
+    if not own:
+        if f.component in EVERYTHING and f.severity == "critical":
+            own.add(ANYTHING)
+        elif f.component in PER_NODE:
+            own.add(f"node/{subject}")
+        own.add(f"component/{f.component}")
+    if f.entity:
+        own.add(f.entity)
+    return frozenset(own)
+
+
+def covers(reached: frozenset[str], entity: str, touches: Sequence[str]) -> bool:
+    return ANYTHING in reached or entity in reached or any(t in reached for t in touches)
+
+
+def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
+    """The reports with every symptom owned: `explains` and `caused_by` filled, unowned symptoms turned into findings
+    of the report that saw them, and each report's status judged again."""
+    verdicts = [
+        (i, j, f, reach(f, r.subject))
+        for i, r in enumerate(reports)
+        for j, f in enumerate(r.findings)
+        if f.judged and f.severity in ("critical", "warning")
+    ]
+    explains: dict[tuple[int, int], list[str]] = {}
+    unowned: dict[int, list[Finding]] = {}
+    for i, r in enumerate(reports):
+        for s in r.symptoms:
+            owners = [(a, b) for a, b, _, reached in verdicts if covers(reached, s.entity, s.touches)]
+            for key in owners:
+                explains.setdefault(key, []).append(s.text)
+            if not owners:
+                unowned.setdefault(i, []).append(unexplained(s, r.component))
+    causes = {(i, j): _cause(f, verdicts) for i, j, f, _ in verdicts}
+    out = []
+    for i, r in enumerate(reports):
+        findings = [
+            replace(f, explains=tuple(explains.get((i, j), ())), caused_by=causes.get((i, j), ""))
+            for j, f in enumerate(r.findings)
+        ]
+        if i in unowned:
+            findings = list(by_severity([*findings, *unowned[i]]))
+        if findings != list(r.findings):
+            r = replace(r, findings=tuple(findings), status=status_of(findings))
+        out.append(r)
+    return tuple(out)
+
+
+def _cause(f: Finding, verdicts: Sequence[tuple[int, int, Finding, frozenset[str]]]) -> str:
+    """The entity (or component) of the most basic other finding that reaches what `f` stands on, if any."""
+    rank = CAUSAL_RANK.get(f.component, 99)
+    stands_on = (f.entity, *f.touches) if f.entity else f.touches
+    candidates = [
+        g
+        for _, _, g, reached in verdicts
+        if g is not f
+        and (g.component != f.component or g.entity != f.entity)
+        and CAUSAL_RANK.get(g.component, 99) < rank
+        and (ANYTHING in reached or any(t in reached for t in stands_on if t))
+    ]
+    if not candidates:
+        return ""
+    root = min(candidates, key=lambda g: CAUSAL_RANK.get(g.component, 99))
+    return root.entity or f"component/{root.component}"
+
+
+def unexplained(s: Symptom, component: str) -> Finding:
+    """A symptom no finding owns: a finding of its entity's when its own words say why, else a plain warning."""
+    evidence = (s.evidence,) if s.evidence else ()
+    if s.cause:
+        return Finding(
+            "warning", component, s.text, s.cause, evidence, s.remediation, entity=s.entity, explains=(s.text,)
+        )
+    return Finding(
+        "warning",
+        component,
+        f"{UNEXPLAINED}: {s.text}",
+        "no component's finding explains it: chaoskit sees the symptom but not its cause",
+        evidence,
+        (*s.remediation, _look(s)),
+        entity=s.entity,
+        explains=(s.text,),
+    )
+
+
+def _look(s: Symptom) -> str:
+    kind, _, rest = s.entity.partition("/")
+    ns, _, name = rest.rpartition("/")
+    return f"kubectl describe {kind} {name}" + (f" -n {ns}" if ns else "") + ": its events say what it waits for"
