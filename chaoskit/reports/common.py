@@ -8,7 +8,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.diagnosers.kit.base import STATUS_ORDER, ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.model.factcheck import observed_words
 from chaoskit.model.timeline import MeasurementResult
 
@@ -18,10 +18,24 @@ SEVERITY_MARK = {"critical": "✗", "warning": "!", "info": "i"}
 
 
 def findings(diagnosis: Diagnosis) -> Iterator[tuple[ComponentReport, Finding]]:
-    """Every finding with its report, critical first across the whole diagnosis, info last."""
+    """Every finding with its report: the root causes first, then their consequences, each critical first, info
+    last."""
     order = {"critical": 0, "warning": 1, "info": 2}
     pairs = [(r, f) for r in diagnosis.reports for f in r.findings]
-    yield from sorted(pairs, key=lambda rf: order[rf[1].severity])
+    yield from sorted(pairs, key=lambda rf: (order[rf[1].severity] == 2, bool(rf[1].caused_by), order[rf[1].severity]))
+
+
+def worst_first(diagnosis: Diagnosis) -> list[ComponentReport]:
+    """The reports, failed first, then degraded, unknown, ok; the troubleshooting order within each."""
+    return sorted(diagnosis.reports, key=lambda r: STATUS_ORDER[r.status])
+
+
+def explained(f: Finding, limit: int = 3) -> str:
+    """What a finding owns, in one line: "explains: a; b (+4 more)"."""
+    if not f.explains:
+        return ""
+    more = f" (+{len(f.explains) - limit} more)" if len(f.explains) > limit else ""
+    return "explains: " + "; ".join(s[:160] for s in f.explains[:limit]) + more
 
 
 def when(t: float) -> str:
@@ -61,4 +75,6 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-TEMPLATES.filters.update(seconds=seconds, when=when, observed=observed, threshold=threshold_words, facts=observed_words)
+TEMPLATES.filters.update(
+    explained=explained, seconds=seconds, when=when, observed=observed, threshold=threshold_words, facts=observed_words
+)

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.model.timeline import STAGE_COMPONENTS
-from chaoskit.reports.common import TEMPLATES, Record, findings, measurements
+from chaoskit.reports.common import TEMPLATES, Record, findings, measurements, worst_first
 from chaoskit.reports.svg import DRAWN, timeline_svg
 
 
@@ -21,6 +21,7 @@ def render_html(diagnosis: Diagnosis, record: Record | None = None) -> str:
     return TEMPLATES.get_template("report.html.j2").render(
         d=diagnosis,
         findings=list(findings(diagnosis)),
+        reports_worst_first=worst_first(diagnosis),
         record=record or {},
         measurements=runs,
         stage_components=STAGE_COMPONENTS,

@@ -7,11 +7,13 @@ from chaoskit.reports.common import (
     SEVERITY_MARK,
     STATUS_MARK,
     Record,
+    explained,
     findings,
     measurements,
     observed,
     seconds,
     when,
+    worst_first,
 )
 
 
@@ -23,13 +25,15 @@ def render_markdown(diagnosis: Diagnosis, record: Record | None = None) -> str:
     lines = [
         f"# chaoskit diagnosis of `{diagnosis.cluster}`: {diagnosis.status}",
         "",
+        f"**{_cell(diagnosis.summary())}**",
+        "",
         f"Collected {when(diagnosis.collected_at)} in {diagnosis.duration_s:.1f}s.",
         "",
     ]
     if record:
         lines += [f"Run of playbook `{record.get('playbook', '')}`: **{record.get('verdict', '')}**.", ""]
     lines += ["| component | node | status | findings |", "|---|---|---|---|"]
-    for r in diagnosis.reports:
+    for r in worst_first(diagnosis):
         titles = "; ".join(f.title for f in r.findings if f.severity != "info") or "—"
         lines.append(f"| {r.component} | {r.subject} | {STATUS_MARK[r.status]} {r.status} | {_cell(titles)} |")
     found = list(findings(diagnosis))
@@ -41,6 +45,9 @@ def render_markdown(diagnosis: Diagnosis, record: Record | None = None) -> str:
             "",
             f"**Probable cause:** {f.probable_cause}",
             "",
+            *([f"**Entity:** `{f.entity}`", ""] if f.entity else []),
+            *([f"**Because of:** `{f.caused_by}` (a consequence, not the root cause)", ""] if f.caused_by else []),
+            *([f"**{explained(f).capitalize()}**", ""] if f.explains else []),
             "**Evidence:**",
             "",
         ]

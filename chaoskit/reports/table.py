@@ -11,7 +11,17 @@ from rich.table import Table
 from rich.text import Text
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.reports.common import SEVERITY_MARK, STATUS_MARK, Record, findings, measurements, seconds, when
+from chaoskit.reports.common import (
+    SEVERITY_MARK,
+    STATUS_MARK,
+    Record,
+    explained,
+    findings,
+    measurements,
+    seconds,
+    when,
+    worst_first,
+)
 
 STATUS_STYLE = {"ok": "green", "degraded": "yellow", "failed": "bold red", "unknown": "dim"}
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
@@ -36,7 +46,7 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
         f"{diagnosis.cluster} — {diagnosis.status} ({when(diagnosis.collected_at)}, "
         f"{diagnosis.duration_s:.1f}s)",
     )
-    for r in diagnosis.reports:
+    for r in worst_first(diagnosis):
         counts = {s: sum(1 for f in r.findings if f.severity == s) for s in ("critical", "warning", "info")}
         summary.add_row(
             r.component,
@@ -45,12 +55,15 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
             str(len(r.checks)),
             ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "—",
         )
-    parts: list[RenderableType] = [summary]
+    parts: list[RenderableType] = [Text(diagnosis.summary(), style="bold"), summary]
     for report, f in findings(diagnosis):
         head = Text(f"{SEVERITY_MARK[f.severity]} {f.severity:<8} ", style=SEVERITY_STYLE[f.severity])
         head.append(f"{report.component} on {report.subject}: ", style="bold")
         head.append(f.title)
         body = [head, Text(f"    cause: {f.probable_cause}")]
+        body += [Text(f"    entity: {f.entity}")] if f.entity else []
+        body += [Text(f"    because of: {f.caused_by}", style="bold")] if f.caused_by else []
+        body += [Text(f"    {line}")] if (line := explained(f)) else []
         for e in f.evidence:
             for line in (*e.conditions, *e.events, *e.log_lines)[:4]:
                 body.append(Text(f"    | {line[:200]}", style="dim"))
