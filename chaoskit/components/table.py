@@ -29,7 +29,8 @@ COMPONENTS: tuple[Component, ...] = (
     Component("kubelet", 3, ports=(kubelet.PORT, kubelet.HEALTHZ_PORT)),
     Component("kube-proxy", 6, ports=(kube_proxy.METRICS_PORT, kube_proxy.HEALTHZ_PORT)),
     Component("containerd", 2),  # answers on its socket only
-    Component("metrics-server", 7),  # an add-on: it reads the kubelets through the API server's network
+    Component("metrics-server", 8),  # an add-on: it reads the kubelets through the API server's network
+    Component("dns", 7),  # CoreDNS: pods' lookups stand on it, and it on kube-proxy's ClusterIP and the API server
     Component("workloads", 9),  # the cluster's symptoms, whoever caused them: the last to blame
     Component("reverts", -1),  # chaoskit's own dead-man switches: a fault it could not revert comes before all
 )

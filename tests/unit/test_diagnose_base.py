@@ -81,6 +81,7 @@ def test_every_component_has_a_registered_diagnoser_in_troubleshooting_order() -
         "kube-proxy",
         "containerd",
         "metrics-server",
+        "dns",
         "workloads",
         "reverts",
     ]
