@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit.components.scheduler import blockers, classify, pinned, reason_of
 from chaoskit.model.timeline import api_time
 
 Obj = Mapping[str, Any]
@@ -49,6 +50,8 @@ class Seen:
     text: str
     touches: tuple[str, ...]
     cause: str = ""
+    co_causes: tuple[str, ...] = ()
+    remediation: tuple[str, ...] = ()
 
 
 def entity(kind: str, obj: Obj) -> str:
@@ -109,13 +112,34 @@ def _condition(obj: Obj, kind: str) -> Obj:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
 
 
+@dataclass(frozen=True)
+class Scheduling:
+    """What the scheduler said of the Pending pods: the newest FailedScheduling message per pod (namespace/name),
+    the nodes it weighed, and how soon a pod it tried counts (its event is its verdict: sooner than an untried one)."""
+
+    said: Mapping[str, str]
+    nodes: Sequence[Obj]
+    failed_after: float
+
+
+NO_SCHEDULING = Scheduling({}, (), 10.0)
+
+
 def pod_symptoms(
-    pods: Iterable[Obj], now: float, *, pending_after: float, ready_after: float, last_words: Mapping[str, str]
+    pods: Iterable[Obj],
+    now: float,
+    *,
+    pending_after: float,
+    ready_after: float,
+    last_words: Mapping[str, str],
+    scheduling: Scheduling = NO_SCHEDULING,
 ) -> list[Seen]:
     """Pods Pending (unscheduled, or scheduled and not starting), crash-looping, or running and not Ready for longer
     than allowed, grouped by owner and trouble. `last_words` maps a pod entity to its crashing container's last
-    error line (read from its previous log)."""
+    error line (read from its previous log). A pod the scheduler tried and could not place is its own spec's or its
+    nodes' doing, said in the scheduler's words: the scheduler did its job."""
     groups: dict[tuple[str, str], list[tuple[Obj, str, str, tuple[str, ...]]]] = {}
+    unschedulable: dict[str, list[tuple[Obj, str, str]]] = {}
     for pod in pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
@@ -142,6 +166,11 @@ def pod_symptoms(
             cause = f"container {name} waits: {w.get('reason')}: {str(w.get('message') or '')[:200]}".rstrip(": ")
             groups.setdefault((owner_of(pod), "waiting"), []).append((pod, f"{me}: {cause}", cause, _touches(pod)))
         elif status.get("phase") == "Pending" and not spec.get("nodeName"):
+            message = scheduling.said.get(f"{meta.get('namespace')}/{meta.get('name')}", "")
+            if message and age >= scheduling.failed_after:
+                reason, detail = classify(pod, message, scheduling.nodes)
+                unschedulable.setdefault(owner_of(pod), []).append((pod, reason, detail))
+                continue
             if age < pending_after:
                 continue
             scheduled = _condition(pod, "PodScheduled")
@@ -164,7 +193,27 @@ def pod_symptoms(
         more = f" (+{len(members) - 1} more pod(s) of {owner})" if len(members) > 1 else ""
         touches = tuple(dict.fromkeys(t for m in members for t in m[3]))
         out.append(Seen(kind, owner, first_text + more, touches, first_cause))
-    return out
+    return out + [_unschedulable(owner, members, scheduling.nodes) for owner, members in unschedulable.items()]
+
+
+def _unschedulable(owner: str, members: Sequence[tuple[Obj, str, str]], nodes: Sequence[Obj]) -> Seen:
+    """Pods of one workload no node fits: caused by the workload's spec, and by the nodes that keep them out."""
+    pod, reason, detail = members[0]
+    r, ns = reason_of(reason), (pod.get("metadata") or {}).get("namespace")
+    names = ", ".join(entity("Pod", m[0]).split("/", 2)[-1] for m in members[:3])
+    nodes_at_fault = blockers(pod, reason, nodes)
+    why = f"{r.cause}: {detail}"
+    if nodes_at_fault and pinned(pod, nodes):
+        why += f"; {owner} pins its pods to them"
+    return Seen(
+        "unschedulable",
+        owner,
+        f"{len(members)} pod(s) of {owner} unschedulable: {r.label} ({names})",
+        (owner, *nodes_at_fault, f"namespace/{ns}"),
+        why,
+        nodes_at_fault,
+        (*r.fix, f"kubectl describe pod -n {ns} {names.split(', ')[0]}: the Events section"),
+    )
 
 
 def deployment_symptoms(deployments: Iterable[Obj], now: float, *, unavailable_after: float) -> list[Seen]:

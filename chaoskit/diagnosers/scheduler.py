@@ -1,15 +1,14 @@
-"""Scheduler diagnosis: is kube-scheduler there and leading, and why are pods Pending.
+"""Scheduler diagnosis: is kube-scheduler there and leading, and does it try the Pending pods.
 
 The document's two scheduler faults look alike from a Deployment's side (pods stay Pending) and are told apart by
 the events: a working scheduler that cannot place a pod writes FailedScheduling with a reason per node ("Insufficient
 cpu", "untolerated taint", "didn't match Pod's node affinity/selector"); a scheduler that is down writes nothing.
+Only the second is the scheduler's: the first is the scheduler doing its job, and the workloads diagnoser names what
+keeps those pods out (their own spec, a cordoned or tainted node), so the scheduler stays ok.
 """
-
-# Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from chaoskit.components import scheduler
+from chaoskit.components.scheduler import latest_failed_scheduling
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
@@ -28,58 +28,15 @@ from chaoskit.diagnosers.kit.common import (
     uncollected,
 )
 from chaoskit.diagnosers.kit.leases import assess_leader_lease
-from chaoskit.diagnosers.kit.placement import blocked_by_policy
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
-from chaoskit.model.timeline import api_time
 from chaoskit.seams.scrape import Metrics
 
 HEALTHZ = f"{scheduler.HEALTHZ}?verbose"
 PENDING_PODS = "/api/v1/pods"
 FAILED_SCHEDULING = "/api/v1/events"
 LEASE = scheduler.LEASE
-
-# What a FailedScheduling message says per node, and what that means (kube-scheduler's filter plugins' wording).
-REASONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "resources": (
-        "Insufficient ",
-        "no node has enough unrequested CPU or memory for the pods' requests (an HPA scale-up that outgrew the "
-        "cluster, or requests set too high)",
-        (
-            "lower the pods' resource requests, or add nodes (a cluster autoscaler)",
-            "cap the HPA's maxReplicas at what the cluster can hold",
-            "kubectl describe nodes: compare Allocatable with Allocated resources",
-        ),
-    ),
-    "taint": (
-        "untolerated taint",
-        "the nodes that could take the pods carry NoSchedule taints the pods do not tolerate",
-        (
-            "kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints",
-            "remove the taint (kubectl taint nodes NODE KEY:NoSchedule-) or add a toleration to the pods",
-        ),
-    ),
-    "affinity": (
-        "didn't match Pod's node affinity/selector",
-        "the pods' nodeSelector or required node affinity matches no node's labels",
-        (
-            "compare the pod's nodeSelector/affinity with kubectl get nodes --show-labels",
-            "fix the label on the nodes or the affinity on the workload",
-        ),
-    ),
-    "ports": (
-        "didn't have free ports",
-        "the pods ask for host ports that every fitting node already uses",
-        ("drop hostPort, or spread the pods",),
-    ),
-    "volumes": (
-        "volume",
-        "the pods' volumes cannot be placed with them (zone or node affinity of the volume)",
-        ("kubectl describe pvc for the pods' claims",),
-    ),
-}
-_PER_NODE = re.compile(r"nodes are available: (.*?)(?:\.\s|\.$|$)")
 
 
 class SchedulerParams(FaultParams):
@@ -182,7 +139,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
         source = f"GET {PENDING_PODS}?fieldSelector=status.phase=Pending, {FAILED_SCHEDULING}?reason=FailedScheduling"
         if not ev.pending.ok:
             return api_unavailable("scheduler", "pending-pods", source, ev.pending.error)
-        latest = _latest_events(items(ev.events))
+        latest = latest_failed_scheduling(items(ev.events))
         # a FailedScheduling event is the scheduler's own verdict: it counts sooner than a pod nothing has tried yet
         waiting = [
             p
@@ -193,108 +150,27 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             >= (self.p.failed_after if _pod_key(p) in latest else self.p.pending_after)
         ]
         queues = ev.metrics.group("scheduler_pending_pods", "queue")
-        by_reason: dict[str, list[str]] = {}
-        details: dict[str, str] = {}
-        silent: list[str] = []
-        messages: dict[str, str] = {}
-        for pod in waiting:
-            key = _pod_key(pod)
-            message = latest.get(key, "")
-            if not message:
-                silent.append(key)
-                continue
-            messages[key] = message
-            reason, detail = _classify(pod, message, items(ev.nodes))
-            by_reason.setdefault(reason, []).append(key)
-            details.setdefault(reason, detail)
+        tried = {_pod_key(p): latest[_pod_key(p)] for p in waiting if _pod_key(p) in latest}
+        silent = [_pod_key(p) for p in waiting if _pod_key(p) not in latest]
         base = Evidence(
             "pending-pods",
             source,
             {
                 "pending_unscheduled": len(waiting),
-                "with_failed_scheduling": len(messages),
+                "with_failed_scheduling": len(tried),
                 "without_events": len(silent),
             },
-            events=tuple(f"{k}: {m}" for k, m in list(messages.items())[:10]),
+            events=tuple(f"{k}: {m}" for k, m in list(tried.items())[:10]),
             metrics=rounded((f"scheduler_pending_pods{{queue={q}}}", v) for q, v in queues.items()),
         )
-        findings: list[Finding] = []
-        for reason, pods in by_reason.items():
-            _, cause, fix = REASONS.get(reason, ("", "the scheduler's filters rule out every node", ()))
-            findings.append(
-                Finding(
-                    "warning",
-                    "scheduler",
-                    f"{len(pods)} pod(s) unschedulable: {_label(reason)} ({', '.join(pods[:3])})",
-                    f"{cause}: {details[reason]}",
-                    (base,),
-                    (*fix, f"kubectl describe pod -n {pods[0].replace('/', ' ')}: the Events section"),
-                )
-            )
-        if silent:
-            findings.append(_nobody_tried(ev, silent, base))
-        return Assessed(base, tuple(findings))
+        # a pod the scheduler tried and could not place is the scheduler doing its job: the workloads' symptoms name
+        # what keeps it out (its spec, a cordoned or tainted node); only pods nothing tried are the scheduler's
+        return Assessed(base, (_nobody_tried(ev, silent, base),) if silent else ())
 
 
 def _pod_key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata", {})
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _latest_events(events: list[dict[str, Any]]) -> dict[str, str]:
-    """The newest FailedScheduling message per pod (namespace/name)."""
-    newest: dict[str, tuple[float, str]] = {}
-    for e in events:
-        obj = e.get("involvedObject") or e.get("regarding") or {}
-        if obj.get("kind") != "Pod":
-            continue
-        key = f"{obj.get('namespace', '')}/{obj.get('name', '')}"
-        when = max(
-            api_time(e.get("lastTimestamp")) or 0.0,
-            api_time(e.get("eventTime")) or 0.0,
-            api_time((e.get("series") or {}).get("lastObservedTime")) or 0.0,
-        )
-        if key not in newest or when >= newest[key][0]:
-            newest[key] = (when, str(e.get("message") or e.get("note") or ""))
-    return {k: m for k, (_, m) in newest.items()}
-
-
-def _classify(pod: Mapping[str, Any], message: str, nodes: list[dict[str, Any]]) -> tuple[str, str]:
-    """The reason that blocks the pod, in REASONS' terms, and what shows it.
-
-    Lack of resources is named by the message itself; taints against affinity needs the pod and the nodes (see
-    placement); the message's order decides the rest.
-    """
-    kinds = _reasons(message)
-    said = _per_node(message)
-    if "resources" in kinds:
-        return "resources", said
-    policy = blocked_by_policy(pod, nodes)
-    if policy is not None:
-        return policy
-    return next((k for k in ("ports", "volumes", "taint", "affinity") if k in kinds), "other"), said
-
-
-def _per_node(message: str) -> str:
-    m = _PER_NODE.search(message)
-    return (m.group(1) if m else message).strip()
-
-
-def _reasons(message: str) -> list[str]:
-    """The kinds of reasons a FailedScheduling message gives, in REASONS' terms ("other" when none fits)."""
-    text = _per_node(message)
-    found = [name for name, (needle, _, _) in REASONS.items() if needle.lower() in text.lower()]
-    return found or ["other"]
-
-
-def _label(reason: str) -> str:
-    return {
-        "resources": "insufficient resources",
-        "taint": "untolerated taint",
-        "affinity": "node affinity/selector",
-        "ports": "host ports",
-        "volumes": "volume placement",
-    }.get(reason, "no node fits")
 
 
 def _nobody_tried(ev: SchedulerEvidence, silent: list[str], base: Evidence) -> Finding:

@@ -15,7 +15,9 @@ from functools import partial
 
 from pydantic import Field
 
+from chaoskit.components.scheduler import latest_failed_scheduling
 from chaoskit.components.workloads import (
+    Scheduling,
     Seen,
     deployment_symptoms,
     entity,
@@ -36,6 +38,7 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
 NODES = "/api/v1/nodes"
+EVENTS = "/api/v1/events"  # FailedScheduling only: the scheduler's verdict on each Pending pod it tried
 LAST_WORDS = 5  # crash-looping pods whose previous log is read (one GET each, side by side)
 
 
@@ -47,6 +50,9 @@ class WorkloadsParams(FaultParams):
     unavailable_after: float = Field(default=60.0, description="Seconds a Deployment may be unavailable.")
     endpoints_after: float = Field(default=30.0, description="Seconds a new Service may have no endpoint yet.")
     blind_after: float = Field(default=60.0, description="Seconds an HPA may be unable to scale (a new pod's metrics).")
+    failed_after: float = Field(
+        default=10.0, description="Seconds a pod the scheduler tried and could not place may wait before it counts."
+    )
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,8 @@ class WorkloadsEvidence:
     slices: Fetched
     hpas: Fetched
     nodes: Fetched
-    last_words: dict[str, str]  # pod entity → its crashing container's last log line
+    last_words: dict[str, str]
+    failed_scheduling: Fetched = Fetched({"items": []})  # pod entity → its crashing container's last log line
 
 
 @register
@@ -70,6 +77,7 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
 
     def collect(self, src: Sources, node: str) -> WorkloadsEvidence:
         reads = {path: src.api.soon(path) for path in (PODS, DEPLOYMENTS, SERVICES, SLICES, HPAS, NODES)}
+        events = src.api.soon(EVENTS, fieldSelector="reason=FailedScheduling")  # the scheduler's read: one GET
         got = {path: read() for path, read in reads.items()}
         return WorkloadsEvidence(
             src.clock(),
@@ -80,6 +88,7 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
             got[HPAS],
             got[NODES],
             _last_words(src, got[PODS]),
+            events(),
         )
 
     def assess(self, ev: WorkloadsEvidence) -> list[Assessed]:
@@ -91,7 +100,16 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
                 PODS,
                 ev.pods,
                 lambda: pod_symptoms(
-                    pods, now, pending_after=p.pending_after, ready_after=p.ready_after, last_words=ev.last_words
+                    pods,
+                    now,
+                    pending_after=p.pending_after,
+                    ready_after=p.ready_after,
+                    last_words=ev.last_words,
+                    scheduling=Scheduling(
+                        latest_failed_scheduling(items(ev.failed_scheduling)) if ev.failed_scheduling.ok else {},
+                        items(ev.nodes) if ev.nodes.ok else [],
+                        p.failed_after,
+                    ),
                 ),
             ),
             (

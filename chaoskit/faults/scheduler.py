@@ -187,7 +187,9 @@ class Unschedulable(Fault):
 
     name = "scheduler.unschedulable"
     component = "scheduler"
-    named = Named("scheduler", r"unschedulable")
+    # the scheduler does its job: what keeps the pods out is the Deployment's spec (or the tainted node), which the
+    # workloads' symptoms name
+    named = Named("workloads", r"unschedulable")
     # the taint's FailedScheduling event comes within a second
     no_op = NoOpControl(wait=8.0, params=(("reason", "taint"),))
     Params = UnschedulableParams

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
+from chaoskit.diagnosers.kit.base import SEVERITY_ORDER, ComponentReport, Diagnosis
 from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.env import Env
@@ -43,8 +43,9 @@ def names_fault(found: Diagnosis, fault: Fault, node: str, besides: list[tuple[F
 
     kept = Diagnosis(found.cluster, tuple(r for r in found.reports if not theirs(r)), found.collected_at, 0.0)
     top = kept.top_findings()
+    highest = min((SEVERITY_ORDER[f.severity] for f in top), default=0)
     return any(
-        f.severity == top[0].severity
+        SEVERITY_ORDER[f.severity] == highest
         and f.component == fault.named.component
         and re.search(fault.named.cause, f"{f.title} {f.probable_cause}")
         for f in top

@@ -8,8 +8,11 @@ from typing import Any
 
 from diagnose_evidence import DOWN, NO_ANSWER, iso_at, obj, process, scheduler, titles
 
+from chaoskit.components.placement import untolerated, wants
+from chaoskit.components.scheduler import latest_failed_scheduling
+from chaoskit.components.workloads import Scheduling, Seen, pod_symptoms
 from chaoskit.diagnosers.kit.base import status_of
-from chaoskit.diagnosers.kit.placement import untolerated, wants
+from chaoskit.diagnosers.kit.common import items
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.scheduler import SchedulerDiagnoser, SchedulerEvidence
 
@@ -27,7 +30,13 @@ POLICY = (
 
 def pod(name: str, created: float, **spec: Any) -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "namespace": "chaoskit-faults", "creationTimestamp": iso_at(created)},
+        "metadata": {
+            "name": name,
+            "namespace": "chaoskit-faults",
+            "creationTimestamp": iso_at(created),
+            "labels": {"pod-template-hash": "6c9f"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "chaoskit-unschedulable-6c9f"}],
+        },
         "spec": {"containers": [{"name": "web"}], **spec},
         "status": {"phase": "Pending"},
     }
@@ -65,30 +74,56 @@ def test_healthy_scheduler_has_no_findings_despite_old_failed_scheduling_events(
     assert [c.check for c in report.checks] == ["process", "healthz", "leader-lease", "pending-pods"]
 
 
-def test_insufficient_cpu_is_a_warning_about_resources() -> None:
-    findings = SchedulerDiagnoser().analyze(pending(RESOURCES))
-    assert titles(findings) == [
-        "warning: 2 pod(s) unschedulable: insufficient resources "
-        "(chaoskit-faults/chaoskit-unschedulable-0, chaoskit-faults/chaoskit-unschedulable-1)"
-    ]
-    assert "2 Insufficient cpu" in findings[0].probable_cause
-    assert any("maxReplicas" in step for step in findings[0].remediation)
-    assert findings[0].evidence[0].events[0].endswith(RESOURCES)
+def unschedulable(ev: SchedulerEvidence) -> list[Seen]:
+    """What the workloads' symptoms say of the same moment: the pods the scheduler tried and could not place."""
+    return pod_symptoms(
+        items(ev.pending),
+        ev.collected_at,
+        pending_after=30,
+        ready_after=60,
+        last_words={},
+        scheduling=Scheduling(latest_failed_scheduling(items(ev.events)), items(ev.nodes), 10),
+    )
 
 
-def test_pods_pinned_to_a_tainted_node_are_blocked_by_the_taint() -> None:
+def test_a_pod_no_node_fits_is_not_the_schedulers_fault_but_its_workloads() -> None:
+    ev = pending(RESOURCES)
+    report = SchedulerDiagnoser().report(ev, "chaoskit-control-plane")
+    assert report.status == "ok" and report.findings == ()  # the scheduler did its job
+    assert report.checks[-1].observed["with_failed_scheduling"] == 2
+    (s,) = unschedulable(ev)
+    assert s.entity == "deployment/chaoskit-faults/chaoskit-unschedulable"
+    assert s.text == (
+        "2 pod(s) of deployment/chaoskit-faults/chaoskit-unschedulable unschedulable: insufficient resources "
+        "(chaoskit-unschedulable-0, chaoskit-unschedulable-1)"
+    )
+    assert "2 Insufficient cpu" in s.cause and any("maxReplicas" in step for step in s.remediation)
+    assert s.co_causes == () and "component/scheduler" not in s.touches
+
+
+def test_pods_pinned_to_a_tainted_node_are_blocked_by_the_taint_and_name_the_node() -> None:
     selector = {"nodeSelector": {"kubernetes.io/hostname": "chaoskit-control-plane"}}
-    findings = SchedulerDiagnoser().analyze(pending(POLICY, **selector))
-    assert [f.title.split(" (")[0] for f in findings] == ["2 pod(s) unschedulable: untolerated taint"]
-    assert "chaoskit-control-plane: node-role.kubernetes.io/control-plane:NoSchedule" in findings[0].probable_cause
+    (s,) = unschedulable(pending(POLICY, **selector))
+    assert "unschedulable: untolerated taint" in s.text
+    assert "chaoskit-control-plane: node-role.kubernetes.io/control-plane:NoSchedule" in s.cause
+    assert s.co_causes == ("node/chaoskit-control-plane",) and "pins its pods to them" in s.cause
+
+
+def test_pods_pinned_to_a_cordoned_node_name_the_node_and_the_pin() -> None:
+    ev = pending(POLICY, nodeSelector={"kubernetes.io/hostname": "chaoskit-worker"})
+    nodes = copy.deepcopy(items(ev.nodes))
+    worker = next(n for n in nodes if n["metadata"]["name"] == "chaoskit-worker")
+    worker["spec"]["unschedulable"] = True
+    (s,) = unschedulable(scheduler(pending=ev.pending, events=ev.events, nodes=Fetched({"items": nodes})))
+    assert "unschedulable: cordoned node" in s.text and s.co_causes == ("node/chaoskit-worker",)
 
 
 def test_affinity_no_node_matches_is_blocked_by_the_policy_with_the_same_message() -> None:
     term = {"matchExpressions": [{"key": "chaoskit.dev/no-such-label", "operator": "In", "values": ["true"]}]}
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
-    findings = SchedulerDiagnoser().analyze(pending(POLICY, affinity=affinity))
-    assert [f.title.split(" (")[0] for f in findings] == ["2 pod(s) unschedulable: node affinity/selector"]
-    assert "no node among 3 matches" in findings[0].probable_cause
+    (s,) = unschedulable(pending(POLICY, affinity=affinity))
+    assert "unschedulable: node affinity/selector" in s.text and "no node among 3 matches" in s.cause
+    assert s.co_causes == ()
 
 
 def test_placement_honours_tolerations_and_selectors() -> None:
@@ -151,9 +186,8 @@ def test_pods_pending_for_a_few_seconds_are_not_counted() -> None:
 
 
 def test_a_pod_the_scheduler_failed_counts_sooner_than_one_nothing_tried() -> None:
-    (title,) = analyze(pending(RESOURCES, age=12))  # its FailedScheduling event is the scheduler's verdict
-    assert title.startswith("warning: 2 pod(s) unschedulable")
-    assert analyze(pending(None, age=12)) == []  # no event yet: the scheduler may just not have got to it
+    assert [s.kind for s in unschedulable(pending(RESOURCES, age=12))] == ["unschedulable"]  # its event: a verdict
+    assert analyze(pending(None, age=12)) == [] and unschedulable(pending(None, age=12)) == []  # nobody tried yet
 
 
 def test_api_unavailable_skips_the_api_checks_without_failing_the_scheduler() -> None:
@@ -170,4 +204,4 @@ def test_newest_event_per_pod_wins() -> None:
     older = copy.deepcopy(ev.events.data["items"][-1])
     older["message"], older["lastTimestamp"] = POLICY, iso_at(ev.collected_at - 50)
     ev = scheduler(pending=ev.pending, events=Fetched({"items": [*ev.events.data["items"], older]}))
-    assert [t.split(" (")[0] for t in analyze(ev)] == ["warning: 2 pod(s) unschedulable: insufficient resources"]
+    assert [s.text.split(": ")[1].split(" (")[0] for s in unschedulable(ev)] == ["insufficient resources"]

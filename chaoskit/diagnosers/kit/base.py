@@ -82,6 +82,7 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     remediation: tuple[str, ...] = ()
     entity: str = ""  # the cause, as kind/namespace/name (node/worker, deployment/kube-system/coredns); "" its process
+    co_causes: tuple[str, ...] = ()  # other entities that cause it with it (a cordoned node a workload is pinned to)
     affects: tuple[str, ...] = ()  # entities whose symptoms it explains ("*": all); () its component's own
     touches: tuple[str, ...] = ()  # entities it stands on: another finding that affects one of them causes this one
     explains: tuple[str, ...] = ()  # filled by the diagnosis: the symptoms this finding owns
@@ -90,6 +91,11 @@ class Finding:
     @property
     def checks(self) -> tuple[str, ...]:
         return tuple(e.check for e in self.evidence)
+
+    @property
+    def entities(self) -> tuple[str, ...]:
+        """Every entity named as this finding's cause."""
+        return tuple(e for e in (self.entity, *self.co_causes) if e)
 
     @property
     def judged(self) -> bool:
@@ -103,6 +109,7 @@ class Finding:
             "title": self.title,
             "probable_cause": self.probable_cause,
             "entity": self.entity,
+            **({"co_causes": list(self.co_causes)} if self.co_causes else {}),
             "caused_by": self.caused_by,
             "explains": list(self.explains),
             "evidence": [e.to_dict() for e in self.evidence],
@@ -121,6 +128,7 @@ class Finding:
             evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
             remediation=tuple(data.get("remediation") or ()),
             entity=data.get("entity") or "",
+            co_causes=tuple(data.get("co_causes") or ()),
             affects=tuple(data.get("affects") or ()),
             touches=tuple(data.get("touches") or ()),
             explains=tuple(data.get("explains") or ()),
@@ -142,6 +150,7 @@ class Symptom:
     touches: tuple[str, ...] = ()  # what it stands on: its nodes, component/<name>, the objects it needs
     evidence: Evidence | None = None
     cause: str = ""  # the symptom's own words for why, when it has them
+    co_causes: tuple[str, ...] = ()  # other entities its cause names (a cordoned node), beside its own
     remediation: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,6 +160,8 @@ class Symptom:
             "text": self.text,
             "touches": list(self.touches),
             "cause": self.cause,
+            **({"co_causes": list(self.co_causes)} if self.co_causes else {}),
+            **({"remediation": list(self.remediation)} if self.remediation else {}),
             **({"evidence": self.evidence.to_dict()} if self.evidence else {}),
         }
 
@@ -163,6 +174,8 @@ class Symptom:
             touches=tuple(data.get("touches") or ()),
             evidence=Evidence.from_dict(data["evidence"]) if data.get("evidence") else None,
             cause=data.get("cause") or "",
+            co_causes=tuple(data.get("co_causes") or ()),
+            remediation=tuple(data.get("remediation") or ()),
         )
 
 

@@ -95,7 +95,15 @@ def unexplained(s: Symptom, component: str) -> Finding:
     evidence = (s.evidence,) if s.evidence else ()
     if s.cause:
         return Finding(
-            "warning", component, s.text, s.cause, evidence, s.remediation, entity=s.entity, explains=(s.text,)
+            "warning",
+            component,
+            s.text,
+            s.cause,
+            evidence,
+            s.remediation,
+            entity=s.entity,
+            co_causes=s.co_causes,
+            explains=(s.text,),
         )
     return Finding(
         "warning",
