@@ -266,6 +266,7 @@ def service_symptoms(
             p
             for p in pods
             if (p.get("metadata") or {}).get("namespace") == meta.get("namespace")
+            and not (p.get("metadata") or {}).get("deletionTimestamp")  # going: it serves no more
             and selector.items() <= ((p.get("metadata") or {}).get("labels") or {}).items()
         ]
         sel = ",".join(f"{k}={v}" for k, v in selector.items())

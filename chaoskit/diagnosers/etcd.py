@@ -49,6 +49,7 @@ class EtcdParams(FaultParams):
 # What the host's CPU looked like: Linux's pressure stall information (the share of the last 10 s in which some task
 # waited for a CPU) and the load average against the CPUs. A kind node shares the host's kernel, so this is the host.
 HOST_CPU = "cat /proc/pressure/cpu 2>/dev/null; cat /proc/loadavg; nproc"
+HOST = "host/cpu"  # the entity a saturated host CPU is named as: the kind nodes share it
 CPU_BUSY = 25.0  # percent of the last 10 s some task waited for a CPU: etcd and the API server wait their turn too
 
 
@@ -300,6 +301,8 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                         "other process, so each request takes longer although the disk keeps up",
                         (e, cpu),
                         ("top on the host: what else is using the CPUs", "give the control plane more CPU"),
+                        entity=HOST,  # the root cause: every process on the host waits, the API server's too
+                        affects=(HOST, "component/etcd", "component/apiserver"),
                     ),
                 ),
             )

@@ -235,7 +235,7 @@ def test_a_finding_that_stands_on_a_broken_node_is_its_consequence() -> None:
     look = Diagnosis("chaoskit", reports, NOW, 1.0)
     assert reports[1].findings[0].caused_by == "component/kubelet"
     assert [f.component for f in look.root_causes()] == ["kubelet"]
-    assert look.summary().startswith("kubelet: kubelet is broken")
+    assert look.summary().startswith("Root cause: kubelet: kubelet is broken")
 
 
 def test_etcd_and_the_api_server_down_together_the_store_is_the_root() -> None:
@@ -248,7 +248,7 @@ def test_a_look_that_could_not_be_made_is_unknown_and_fails_no_gate() -> None:
     look = Diagnosis("chaoskit", own([report("etcd", CP), failed]), NOW, 1.0)
     assert failed.status == "unknown" and failed.findings[0].title == UNCOLLECTED
     assert look.status == "unknown" and not look.breached and not look.judged_nothing
-    assert "not judged: kubelet@chaoskit-worker" in look.summary()
+    assert "Not judged: kubelet@chaoskit-worker" in look.summary()
     assert Diagnosis("chaoskit", (failed,), NOW, 1.0).judged_nothing
 
 

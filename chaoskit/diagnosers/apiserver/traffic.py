@@ -92,6 +92,7 @@ def latency(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
                     "chaoskit diagnose etcd: etcd request and fsync latency",
                     "top on the control-plane node: is kube-apiserver or etcd starved of CPU?",
                 ),
+                touches=("component/etcd", "host/cpu"),  # a slow etcd or a busy host, when found, is the cause
             ),
         ),
     )

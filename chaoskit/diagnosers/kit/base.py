@@ -293,14 +293,18 @@ class Diagnosis:
             first = roots[0]
             todo = f"; {first.remediation[0]}" if first.remediation else ""
             more = f" (+{len(roots) - 1} more root cause(s))" if len(roots) > 1 else ""
-            parts.append(f"{first.component}: {first.title}{todo}{more}")
+            parts.append(f"root cause: {first.component}: {first.title}{todo}{more}")
         explained = sorted({s for f in roots for s in f.explains})
         if after or explained:
             parts.append(f"it affects {len(after)} finding(s) and {len(explained)} symptom(s)")
         if unjudged:
             names = ", ".join(f"{r.component}@{r.subject}" for r in unjudged[:4])
             parts.append(f"not judged: {names} (evidence could not be collected)")
-        return ". ".join(parts) + "." if parts else "ok: every component healthy, no symptom stands."
+        return (
+            ". ".join(p[:1].upper() + p[1:] for p in parts) + "."
+            if parts
+            else "ok: every component healthy, no symptom stands."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
