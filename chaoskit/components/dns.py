@@ -3,9 +3,9 @@
 - where it is: the kube-dns Service, the CoreDNS Deployment and its pods, the `coredns` ConfigMap's Corefile, all in
   kube-system (kubeadm's names), and CoreDNS's own metrics on 9153;
 - a lookup as a pod makes one: a real DNS query (A, recursion desired) sent over UDP from inside a node to the cluster
-  DNS Service's ClusterIP, for a Service name. The node image has no DNS client (no dig, nslookup, python or perl
-  sockets), so bash writes the query's bytes to /dev/udp itself and `od` prints the reply's bytes, which are parsed
-  here: the rcode, the A records and how long the answer took;
+  DNS Service's ClusterIP, for a Service name. The node image has no DNS client (no dig, nslookup, host or python),
+  so bash writes the query's bytes to /dev/udp itself and `od` prints the reply's bytes, which are parsed here: the
+  rcode, the A records and how long the answer took;
 - the judge of a lookup (did it answer the Service's ClusterIP?) and of a Corefile (which of its lines keep Service
   names from the `kubernetes` plugin).
 
@@ -102,7 +102,7 @@ def lookup_command(name: str, server: str = "", timeout: float = LOOKUP_TIMEOUT)
 
     `cat` writes the whole query in one write, so it leaves as one datagram (bash's own `printf` flushes at every
     newline byte, and a label of ten characters is one); `dd count=1` reads one datagram; bash's $EPOCHREALTIME times
-    the exchange without a process of its own (the time includes starting `cat` and `dd`, about a millisecond)."""
+    the exchange without a process of its own (the time includes starting `cat`, `timeout` and `dd`: a few ms)."""
     escaped = "".join(f"\\x{b:02x}" for b in query(name, query_id(name)))
     server_line = f's="{server}"' if server else f"s=$({KUBELET_CLUSTER_DNS})"
     script = (
