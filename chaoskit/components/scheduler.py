@@ -20,6 +20,7 @@ METRICS_URL = local_url(PORT, "/metrics")
 LEASE = leader_lease(PROCESS)
 
 Obj = Mapping[str, Any]
+SYSTEM_TAINTS = ("node-role.kubernetes.io/", "node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,10 @@ def blockers(pod: Obj, reason: str, nodes: Sequence[Obj]) -> tuple[str, ...]:
     wanted = [n for n in nodes if wants(pod, n)]
     if reason == "cordoned":
         return tuple(f"node/{_name(n)}" for n in wanted if (n.get("spec") or {}).get("unschedulable"))
-    if reason == "taint":
-        return tuple(f"node/{_name(n)}" for n in wanted if untolerated(pod, n))
+    if reason == "taint":  # a taint Kubernetes sets itself (the control plane's, a condition's) is no one's doing
+        return tuple(
+            f"node/{_name(n)}" for n in wanted if any(not t.startswith(SYSTEM_TAINTS) for t in untolerated(pod, n))
+        )
     return ()
 
 

@@ -239,10 +239,17 @@ def deployment_symptoms(deployments: Iterable[Obj], now: float, *, unavailable_a
 
 
 def service_symptoms(
-    services: Iterable[Obj], slices: Iterable[Obj], pods: Sequence[Obj], now: float, *, endpoints_after: float
+    services: Iterable[Obj],
+    slices: Iterable[Obj],
+    pods: Sequence[Obj],
+    now: float,
+    *,
+    endpoints_after: float,
+    deployments: Sequence[Obj] = (),
 ) -> list[Seen]:
     """Services with a selector and no ready endpoint (older than `endpoints_after`): what they stand on is the
-    workloads whose pods they select; a selector that matches no pod says itself why."""
+    workloads whose pods they select; a selector that matches no pod says itself why (a Deployment of its pods scaled
+    to zero names that Deployment); a targetPort none of its pods declare sends every connection nowhere."""
     ready: dict[str, int] = {}
     for s in slices:
         meta = s.get("metadata") or {}
@@ -260,8 +267,6 @@ def service_symptoms(
         ):
             continue
         me = entity("Service", svc)
-        if ready.get(me, 0):
-            continue
         chosen = [
             p
             for p in pods
@@ -270,6 +275,13 @@ def service_symptoms(
             and selector.items() <= ((p.get("metadata") or {}).get("labels") or {}).items()
         ]
         sel = ",".join(f"{k}={v}" for k, v in selector.items())
+        if ready.get(me, 0):
+            out += _port_symptoms(svc, me, chosen)
+            continue
+        if not chosen and (scaled := _scaled_to_zero(deployments, meta.get("namespace"), selector)):
+            cause = f"{scaled} is scaled to zero: no pod for {me} to send to"
+            out.append(Seen("no-endpoints", scaled, f"{me} has no endpoint: {cause}", (me,), cause))
+            continue
         if not chosen:
             cause = (
                 f"its selector {sel} matches no pod in {meta.get('namespace')} "
@@ -293,6 +305,45 @@ def service_symptoms(
     return out
 
 
+def _scaled_to_zero(deployments: Sequence[Obj], namespace: object, selector: Mapping[str, str]) -> str:
+    """The Deployment asking for no replicas whose pods the selector would choose, if there is one."""
+    for d in deployments:
+        meta, spec = d.get("metadata") or {}, d.get("spec") or {}
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if meta.get("namespace") == namespace and spec.get("replicas") == 0 and selector.items() <= labels.items():
+            return entity("Deployment", d)
+    return ""
+
+
+def _port_symptoms(svc: Obj, me: str, chosen: Sequence[Obj]) -> list[Seen]:
+    """A numeric targetPort that no selected pod declares among its container ports (when they declare any): the
+    Service's endpoints are Ready, yet every connection goes to a port nothing listens on."""
+    declared = {
+        int(p["containerPort"])
+        for pod in chosen
+        for c in (pod.get("spec") or {}).get("containers") or []
+        for p in c.get("ports") or []
+        if p.get("containerPort")
+    }
+    named = {
+        str(p.get("name"))
+        for pod in chosen
+        for c in (pod.get("spec") or {}).get("containers") or []
+        for p in c.get("ports") or []
+        if p.get("name")
+    }
+    out = []
+    for port in (svc.get("spec") or {}).get("ports") or []:
+        target = port.get("targetPort", port.get("port"))
+        missing = (isinstance(target, int) and declared and target not in declared) or (
+            isinstance(target, str) and not target.isdigit() and chosen and target not in named
+        )
+        if missing:
+            cause = f"its port {port.get('port')} targets {target}, which none of its pods declare ({sorted(declared)})"
+            out.append(Seen("wrong-port", me, f"{me} sends to a port its pods do not serve: {cause}", (me,), cause))
+    return out
+
+
 def hpa_symptoms(hpas: Iterable[Obj], now: float, *, blind_after: float) -> list[Seen]:
     """HPAs that cannot scale for longer than allowed: a target whose pods set no request for the metric says
     itself why (the Deployment's spec); one that cannot read metrics stands on metrics-server."""
@@ -306,7 +357,10 @@ def hpa_symptoms(hpas: Iterable[Obj], now: float, *, blind_after: float) -> list
             if c.get("status") != "False" or _age(c.get("lastTransitionTime"), now) < blind_after:
                 continue
             said = f"{kind}=False {c.get('reason')}: {str(c.get('message'))[:200]}"
-            if "missing request for" in str(c.get("message")):
+            if c.get("reason") == "FailedGetScale":  # its target is not there (a typo, a deleted workload)
+                cause = f"its scaleTargetRef {target} cannot be read ({str(c.get('message'))[:160]})"
+                out.append(Seen("hpa", me, f"{me} cannot scale: {said}", (me,), cause))
+            elif "missing request for" in str(c.get("message")):
                 cause = f"the pods of {target} set no resource request for the HPA's utilization target ({said})"
                 out.append(Seen("hpa", target, f"{me} cannot scale: {said}", (me, target), cause))
             else:

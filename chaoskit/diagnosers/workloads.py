@@ -123,7 +123,14 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
                 f"{SERVICES}, {SLICES}",
                 ev.services if not ev.services.ok else ev.slices,
                 lambda: (
-                    service_symptoms(items(ev.services), items(ev.slices), pods, now, endpoints_after=p.endpoints_after)
+                    service_symptoms(
+                        items(ev.services),
+                        items(ev.slices),
+                        pods,
+                        now,
+                        endpoints_after=p.endpoints_after,
+                        deployments=items(ev.deployments) if ev.deployments.ok else [],
+                    )
                     if ev.pods.ok
                     else []
                 ),

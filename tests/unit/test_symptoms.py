@@ -282,3 +282,53 @@ def test_symptoms_and_causes_survive_the_json_record() -> None:
     look = Diagnosis("chaoskit", reports, NOW, 1.0)
     back = Diagnosis.from_dict(look.to_dict())
     assert back.reports == look.reports and look.to_dict()["summary"] == look.summary()
+
+
+def test_a_service_of_a_deployment_scaled_to_zero_names_the_deployment() -> None:
+    svc = {
+        "metadata": {"name": "web", "namespace": "shop", "creationTimestamp": stamp(600)},
+        "spec": {"selector": {"app": "web"}},
+    }
+    zero = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"replicas": 0, "template": {"metadata": {"labels": {"app": "web", "tier": "front"}}}},
+    }
+    (s,) = service_symptoms([svc], [], [], NOW, endpoints_after=30, deployments=[zero])
+    assert s.entity == "deployment/shop/web" and "scaled to zero" in s.cause
+
+
+def test_a_target_port_no_pod_declares_is_the_services_own_cause() -> None:
+    svc = {
+        "metadata": {"name": "web", "namespace": "shop", "creationTimestamp": stamp(600)},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 9999}]},
+    }
+    ready = {
+        "metadata": {"namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
+        "endpoints": [{"conditions": {"ready": True}}],
+    }
+    serving = pod("web-1")
+    serving["spec"]["containers"] = [{"name": "app", "ports": [{"containerPort": 8080}]}]
+    (s,) = service_symptoms([svc], [ready], [serving], NOW, endpoints_after=30)
+    assert s.kind == "wrong-port" and s.entity == "service/shop/web" and "targets 9999" in s.cause
+    svc["spec"]["ports"][0]["targetPort"] = 8080
+    assert service_symptoms([svc], [ready], [serving], NOW, endpoints_after=30) == []
+
+
+def test_an_hpa_whose_target_is_not_there_is_its_own_cause() -> None:
+    hpa = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web-typo"}},
+        "status": {
+            "conditions": [
+                {
+                    "type": "AbleToScale",
+                    "status": "False",
+                    "reason": "FailedGetScale",
+                    "message": 'deployments/scale.apps "web-typo" not found',
+                    "lastTransitionTime": stamp(300),
+                }
+            ]
+        },
+    }
+    (s,) = hpa_symptoms([hpa], NOW, blind_after=60)
+    assert s.entity == "horizontalpodautoscaler/shop/web" and "web-typo" in s.cause

@@ -133,6 +133,7 @@ def permissions(ev: ControllerManagerEvidence) -> Assessed:
                     f"restore it: kubectl create clusterrolebinding {name} --clusterrole={name} "
                     f"--serviceaccount=kube-system:{sa} (or restart the API server, which re-creates it)",
                 ),
+                entity=f"clusterrolebinding/{name}",  # the cause: the controller only runs without it
             )
         )
     explained = {f"{SA}{n.removeprefix(PREFIX)}" for n in missing}

@@ -113,6 +113,8 @@ def quota_findings(found: list[ExhaustedQuota], evidence: Evidence) -> list[Find
                     f"kubectl -n {q.namespace} describe resourcequota {q.name}: used against hard",
                     f"raise spec.hard of {q.namespace}/{q.name}, or lower the HPA's maxReplicas to fit it",
                 ),
+                entity=f"resourcequota/{q.namespace}/{q.name}",  # the cause: not the controller, which only reports
+                affects=(f"namespace/{q.namespace}",),
             )
         )
     return findings

@@ -1,0 +1,438 @@
+"""The peers' own problems, reproduced on the kind cluster: the Kubernetes-platform problems of SREGym, ITBench and
+AIOpsLab (and their no-fault controls) that run on 3 kind nodes offline, each a small declarative record — how to
+break it with kubectl and `docker exec` (nothing of chaoskit's), how to put it back, the root-cause entities as
+chaoskit names them, and the victims a diagnosis must not blame — scored as ITBench-AA scores an agent.
+
+Used by `bench/peer_problems.py` (every problem, a table) and `tests/e2e/test_peer_problems.py` (one per class).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoskit.cluster.images import WORKLOAD_IMAGE
+
+CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
+CONTEXT = f"kind-{CLUSTER}"
+KUBECTL = os.path.expanduser("~/.cache/chaoskit/bin/kubectl")
+NS = "peer-shop"  # every problem's own namespace, made before and deleted after
+CP, W1, W2 = f"{CLUSTER}-control-plane", f"{CLUSTER}-worker", f"{CLUSTER}-worker2"
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    suite: str  # SREGym, ITBench, AIOpsLab
+    klass: str  # what kind of diagnosis it asks for (the e2e test takes one of each)
+    roots: frozenset[str]  # the root-cause entities, as chaoskit names them (kind/namespace/name)
+    inject: tuple[str, ...]  # shell lines; $K is kubectl for the cluster
+    revert: tuple[str, ...] = ()
+    victims: frozenset[str] = frozenset()  # entities hurt by it, never to be named as its cause
+    settle_s: float = 45.0  # how long the symptom takes to show (a Pending pod counts after 30 s)
+    manifests: tuple[Mapping[str, Any], ...] = ()  # applied into NS before `inject`
+    skip: str = ""  # why it is not reproduced here
+
+
+def deployment(name: str = "web", replicas: int = 2, **pod: Any) -> dict[str, Any]:
+    """chaoskit's web workload (an image the cluster has offline) as the problem's app, with `pod` spec overrides."""
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": WORKLOAD_IMAGE,
+        "imagePullPolicy": "Never",
+        "args": ["serve", "-addr", ":8080"],
+        "ports": [{"containerPort": 8080}],
+        "resources": {"requests": {"cpu": "20m", "memory": "16Mi"}},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
+    }
+    container.update(pod.pop("container", {}))
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [container], "terminationGracePeriodSeconds": 1, **pod},
+            },
+        },
+    }
+
+
+def service(name: str = "web", target: int = 8080) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": target}]},
+    }
+
+
+def hpa(target: str = "web") -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        },
+    }
+
+
+APP = (deployment(), service())
+WEB = f"deployment/{NS}/web"
+SVC = f"service/{NS}/web"
+PINNED: dict[str, Any] = {"nodeSelector": {"kubernetes.io/hostname": W2}}
+NO_REQUESTS: dict[str, Any] = {"container": {"resources": {}}}
+ELSEWHERE = json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"kubernetes.io/hostname": "extra-node"}}}}})
+RESTART_DNS = "$K -n kube-system rollout restart deploy coredns && $K -n kube-system rollout status deploy coredns"
+COREFILE_NXDOMAIN = "template IN ANY cluster.local {\\n        rcode NXDOMAIN\\n    }\\n    kubernetes"
+
+
+PROBLEMS: tuple[Problem, ...] = (
+    # SREGym's Kubernetes-platform problems
+    Problem(
+        "kubelet-crash",
+        "SREGym",
+        "node-component",
+        frozenset({f"kubelet/{W2}"}),
+        (f"docker exec {W2} systemctl stop kubelet",),
+        (f"docker exec {W2} systemctl start kubelet",),
+        victims=frozenset({WEB, SVC}),
+        settle_s=10,
+        manifests=APP,
+    ),
+    Problem(
+        "service-dns-failure",
+        "SREGym",
+        "dns",
+        frozenset({"deployment/kube-system/coredns"}),
+        ("$K -n kube-system scale deployment coredns --replicas=0",),
+        ("$K -n kube-system scale deployment coredns --replicas=2",),
+        victims=frozenset({"service/kube-system/kube-dns"}),
+        settle_s=10,
+    ),
+    Problem(
+        "stale-coredns-config",
+        "SREGym",
+        "dns",
+        frozenset({"configmap/kube-system/coredns"}),
+        (
+            "$K -n kube-system get configmap coredns -o json > /tmp/peer-coredns.json",
+            "$K -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}' "
+            f"| sed 's/^    kubernetes/    {COREFILE_NXDOMAIN}/' > /tmp/peer-Corefile",
+            "$K -n kube-system create configmap coredns --from-file=Corefile=/tmp/peer-Corefile --dry-run=client"
+            " -o yaml | $K apply -f -",
+            RESTART_DNS,
+        ),
+        (
+            "$K replace -f /tmp/peer-coredns.json",
+            RESTART_DNS,
+        ),
+        victims=frozenset({"deployment/kube-system/coredns", "service/kube-system/kube-dns"}),
+        settle_s=5,
+    ),
+    Problem(
+        "admission-webhook-outage",
+        "SREGym",
+        "admission",
+        frozenset({"validatingwebhookconfiguration/peer-policy"}),
+        ("$K apply -f /tmp/peer-webhook.json", f"$K -n {NS} delete pod -l app=web --wait=false"),
+        ("$K delete validatingwebhookconfiguration peer-policy --ignore-not-found",),
+        victims=frozenset({WEB}),
+        settle_s=20,
+        manifests=APP,
+    ),
+    Problem(
+        "rbac-misconfiguration",
+        "SREGym",
+        "rbac",
+        frozenset({"clusterrolebinding/system:controller:replicaset-controller"}),
+        (
+            "$K get clusterrolebinding system:controller:replicaset-controller -o json > /tmp/peer-crb.json",
+            "$K delete clusterrolebinding system:controller:replicaset-controller",
+            f"$K -n {NS} scale deployment web --replicas=3",
+        ),
+        ("$K apply -f /tmp/peer-crb.json",),
+        victims=frozenset({WEB}),
+        settle_s=20,
+        manifests=APP,
+    ),
+    Problem(
+        "hpa-without-cpu-request",
+        "SREGym",
+        "scheduling-by-object",
+        frozenset({WEB}),
+        (),
+        victims=frozenset({"component/metrics-server", f"horizontalpodautoscaler/{NS}/web"}),
+        settle_s=75,
+        manifests=(deployment(**NO_REQUESTS), service(), hpa()),
+    ),
+    Problem(
+        "taint-without-toleration",
+        "SREGym",
+        "scheduling-by-object",
+        frozenset({f"node/{W2}", WEB}),
+        (f"$K taint node {W2} peer.example/dedicated=ops:NoSchedule",),
+        (f"$K taint node {W2} peer.example/dedicated-",),
+        settle_s=15,
+        manifests=(deployment(**PINNED), service()),
+    ),
+    Problem(
+        "crash-loop",
+        "SREGym",
+        "crash-loop",
+        frozenset({WEB}),
+        (),
+        victims=frozenset({SVC}),
+        settle_s=50,
+        manifests=(deployment(container={"args": ["serve", "-addr", "not-a-port"]}), service()),
+    ),
+    # ITBench's
+    Problem(
+        "cordoned-node-pinned-workload",
+        "ITBench",
+        "scheduling-by-object",
+        frozenset({f"node/{W2}", WEB}),
+        (f"$K cordon {W2}",),
+        (f"$K uncordon {W2}",),
+        victims=frozenset({SVC, "component/scheduler"}),
+        settle_s=15,
+        manifests=(deployment(**PINNED), service()),
+    ),
+    Problem(
+        "misconfigured-hpa",
+        "ITBench",
+        "scheduling-by-object",
+        frozenset({f"horizontalpodautoscaler/{NS}/web"}),
+        (),
+        victims=frozenset({WEB}),
+        settle_s=75,
+        manifests=(*APP, hpa("web-typo")),
+    ),
+    Problem(
+        "resource-quota",
+        "ITBench",
+        "scheduling-by-object",
+        frozenset({f"resourcequota/{NS}/pods"}),
+        (f"$K -n {NS} create quota pods --hard=pods=2", f"$K -n {NS} scale deployment web --replicas=4"),
+        victims=frozenset({WEB, "component/controller-manager"}),
+        settle_s=15,
+        manifests=APP,
+    ),
+    Problem(
+        "non-existent-node",
+        "ITBench",
+        "scheduling-by-object",
+        frozenset({WEB}),
+        (),
+        settle_s=15,
+        manifests=(deployment(nodeSelector={"kubernetes.io/hostname": "no-such-node"}), service()),
+    ),
+    Problem(
+        "anti-affinity",
+        "ITBench",
+        "scheduling-by-object",
+        frozenset({WEB}),
+        (),
+        settle_s=15,
+        manifests=(
+            deployment(
+                replicas=4,
+                affinity={
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+                        ]
+                    }
+                },
+            ),
+            service(),
+        ),
+    ),
+    Problem(
+        "api-server-request-surge", "ITBench", "apf", frozenset(), (), skip="API Priority and Fairness not read yet"
+    ),
+    Problem("priority-preemption", "ITBench", "scheduling-by-object", frozenset(), (), skip="not reproduced yet"),
+    # AIOpsLab's
+    Problem(
+        "wrong-target-port",
+        "AIOpsLab",
+        "service",
+        frozenset({SVC}),
+        (),
+        victims=frozenset({WEB}),
+        settle_s=10,
+        manifests=(deployment(), service(target=9999)),
+    ),
+    Problem(
+        "scaled-to-zero",
+        "AIOpsLab",
+        "service",
+        frozenset({WEB}),
+        (f"$K -n {NS} scale deployment web --replicas=0",),
+        victims=frozenset({SVC}),
+        settle_s=35,
+        manifests=APP,
+    ),
+    Problem(
+        "assign-non-existent-node",
+        "AIOpsLab",
+        "scheduling-by-object",
+        frozenset({WEB}),
+        (f"$K -n {NS} patch deployment web -p {shlex.quote(ELSEWHERE)}",),
+        settle_s=15,
+        manifests=APP,
+    ),
+    Problem("noop-healthy-app", "AIOpsLab", "control", frozenset(), (), settle_s=5, manifests=APP),
+    Problem("noop-idle-cluster", "AIOpsLab", "control", frozenset(), (), settle_s=0),
+    # skipped, with the reason
+    Problem(
+        "wrong-dns-policy", "SREGym", "dns", frozenset(), (), skip="needs the application's own lookups from its pods"
+    ),
+    Problem("webhook-tls-mismatch", "SREGym", "admission", frozenset(), (), skip="not reproduced yet"),
+    Problem("kubelet-eviction-threshold", "SREGym", "node-condition", frozenset(), (), skip="not reproduced yet"),
+    Problem("psa-restricted", "SREGym", "admission", frozenset(), (), skip="not reproduced yet"),
+)
+
+
+def webhook_config() -> dict[str, Any]:
+    """A validating webhook for pods of NS, failurePolicy Fail, whose Service has no backend: every pod refused."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "peer-policy"},
+        "webhooks": [
+            {
+                "name": "policy.peer.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 2,
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+                "clientConfig": {"service": {"namespace": NS, "name": "policy", "port": 443}},
+            }
+        ],
+    }
+
+
+# running one
+
+
+def sh(line: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    k = f"{shlex.quote(KUBECTL)} --context {CONTEXT}"
+    return subprocess.run(
+        ["bash", "-c", line.replace("$K", k)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def kubectl_apply(objs: Iterable[Mapping[str, Any]]) -> None:
+    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)})
+    done = subprocess.run(
+        [KUBECTL, "--context", CONTEXT, "apply", "-f", "-"], input=doc, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise RuntimeError(f"kubectl apply: {done.stderr.strip()}")
+
+
+def set_up(p: Problem) -> None:
+    """The problem's namespace and app, Ready, then the break."""
+    sh(f"$K create namespace {NS} 2>/dev/null; true")
+    if p.manifests:
+        kubectl_apply(p.manifests)
+        sh(f"$K -n {NS} rollout status deployment --timeout=60s", timeout=90)
+    with open("/tmp/peer-webhook.json", "w") as f:
+        json.dump(webhook_config(), f)
+    for line in p.inject:
+        done = sh(line)
+        if done.returncode:
+            raise RuntimeError(f"inject {line!r}: {done.stderr.strip()[-300:]}")
+
+
+def tear_down(p: Problem) -> list[str]:
+    """Put everything back; what could not be is said."""
+    errors = [f"{line}: {d.stderr.strip()[-200:]}" for line in p.revert if (d := sh(line, timeout=180)).returncode]
+    sh(f"$K delete namespace {NS} --ignore-not-found --wait=true --timeout=120s", timeout=150)
+    return errors
+
+
+def diagnose() -> tuple[dict[str, Any], float]:
+    """`chaoskit diagnose -o json`, as a user runs it; the document and its wall time."""
+    t0 = time.monotonic()
+    done = subprocess.run(
+        ["python", "-m", "chaoskit", "diagnose", "--cluster", CLUSTER, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    took = time.monotonic() - t0
+    return json.loads(done.stdout)["diagnosis"], took
+
+
+# scoring, as ITBench-AA does
+
+
+def named_roots(diagnosis: Mapping[str, Any]) -> set[str]:
+    """The entities a diagnosis names as root causes: every judged warning or critical finding nothing else explains;
+    a process's finding names its component on its node (kubelet/NODE)."""
+    out: set[str] = set()
+    for r in diagnosis["reports"]:
+        for f in r["findings"]:
+            if f["severity"] == "info" or f.get("caused_by") or f["title"] == "Evidence could not be collected":
+                continue
+            entities = [e for e in (f.get("entity"), *(f.get("co_causes") or ())) if e]
+            out.update(entities or [f"{f['component']}/{r['subject']}"])
+    return out
+
+
+@dataclass(frozen=True)
+class Score:
+    recall: float
+    precision: float
+    named: frozenset[str] = field(default_factory=frozenset)
+    victims_blamed: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def aa(self) -> float:
+        """ITBench-AA: a case counts only when every root-cause entity is named, and then by precision."""
+        return self.precision if self.recall == 1.0 else 0.0
+
+
+def score(roots: frozenset[str], named: Iterable[str], victims: frozenset[str] = frozenset()) -> Score:
+    said = frozenset(named)
+    if not roots:  # a no-fault control: full marks only for naming nothing
+        return Score(1.0, 1.0 if not said else 0.0, said)
+    hit = roots & said
+    return Score(len(hit) / len(roots), len(hit) / len(said) if said else 0.0, said, victims & said)
+
+
+def run(p: Problem) -> tuple[Score, float, dict[str, Any], list[str]]:
+    set_up(p)
+    try:
+        time.sleep(p.settle_s)
+        doc, took = diagnose()
+    finally:
+        errors = tear_down(p)
+    return score(p.roots, named_roots(doc), p.victims), took, doc, errors
+
+
+def runnable(problems: Sequence[Problem] = PROBLEMS) -> list[Problem]:
+    return [p for p in problems if not p.skip]
