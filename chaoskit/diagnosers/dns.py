@@ -20,7 +20,16 @@ from pydantic import Field
 from chaoskit.components import dns
 from chaoskit.components.dns import Lookup
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, Symptom, register
-from chaoskit.diagnosers.kit.common import age, condition_of, items, metrics_of, rounded, uncollected, unread
+from chaoskit.diagnosers.kit.common import (
+    age,
+    api_unavailable,
+    condition_of,
+    items,
+    metrics_of,
+    rounded,
+    uncollected,
+    unread,
+)
 from chaoskit.diagnosers.kit.sources import Fetched, Section, Sources
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.scrape import Metrics
@@ -60,7 +69,7 @@ class DnsEvidence:
 
 
 def lookup_commands() -> dict[str, str]:
-    return {f"lookup {name}": dns.lookup_command(name) for name, _ in dns.LOOKUPS}
+    return {f"lookup:{name}": dns.lookup_command(name) for name, _ in dns.LOOKUPS}
 
 
 @register
@@ -87,11 +96,11 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
         outs = dict(zip(reached, src.side_by_side(*scripts), strict=True))
         lookups, why = {}, {}
         for n, sections in outs.items():
-            first = sections[f"lookup {dns.LOOKUPS[0][0]}"]
+            first = sections[f"lookup:{dns.LOOKUPS[0][0]}"]
             if unread(first):
                 why[n] = unread(first)
                 continue
-            lookups[n] = tuple(dns.parse_lookup(name, sections[f"lookup {name}"].output) for name, _ in dns.LOOKUPS)
+            lookups[n] = tuple(dns.parse_lookup(name, sections[f"lookup:{name}"].output) for name, _ in dns.LOOKUPS)
         scraped = outs[scraper]["metrics"] if scraper else Section("no node reached", None)
         got = {k: read() for k, read in reads.items()}
         return DnsEvidence(
@@ -126,7 +135,7 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
                 (f"{RESPONSES}{{rcode={rc}}}", v) for rc, v in ev.metrics.group(RESPONSES, "rcode").items()
             ),
         )
-        findings = [uncollected("dns", n, "cluster DNS lookups", why, e) for n, why in ev.unread.items()]
+        findings = [uncollected("dns", n, "cluster DNS lookups", why, e) for n, why in not_made(ev).items()]
         want = dns.cluster_ip(ev.service.data) if ev.service.ok else None
         for n, server in servers.items():
             if want and server and server != want:  # its pods ask an address that is not the DNS Service
@@ -172,7 +181,7 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
             },
         )
         if not ev.deployment.ok and not missing(ev.deployment):
-            return Assessed(e, (uncollected("dns", ev.node, "CoreDNS's Deployment", ev.deployment.error[:200], e),))
+            return unanswered(ev, e, failed, "CoreDNS's Deployment", ev.deployment.error)
         fails = outcome(failed, ev)
         if missing(ev.service) and failed:
             return Assessed(e, (self._finding(ev, e, dns.SERVICE_ENTITY, f"the {dns.SERVICE} Service is gone", fails),))
@@ -239,7 +248,7 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
             log_lines=tuple(f"{p.where()}: {p.what}" for p in problems),
         )
         if not ev.configmap.ok and not missing(ev.configmap):
-            return Assessed(e, (uncollected("dns", ev.node, "the Corefile", ev.configmap.error[:200], e),))
+            return unanswered(ev, e, failed, "the Corefile", ev.configmap.error)
         if not problems:
             return Assessed(e)
         first = problems[0]
@@ -278,14 +287,32 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
         return Assessed(e, (finding,))
 
 
+def unanswered(ev: DnsEvidence, e: Evidence, failed: list[tuple[str, Lookup, str]], what: str, error: str) -> Assessed:
+    """An API read that did not come back: said plainly while every lookup answered right (DNS works, judged from the
+    nodes); no verdict while some fail (why they fail is what could not be read)."""
+    if ev.lookups and not failed and not not_made(ev):
+        return api_unavailable("dns", e.check, e.source, error[:200])
+    return Assessed(e, (uncollected("dns", ev.node, what, error[:200], e),))
+
+
+def not_made(ev: DnsEvidence) -> dict[str, str]:
+    """Nodes whose lookups could not be made, and why: the script never ran, or it could not send the query (no
+    clusterDNS in kubelet's config, no bash): a fact about chaoskit's look, not about DNS."""
+    sent = {n: x.detail for n, ls in ev.lookups.items() for x in ls if x.rcode == "error" and n not in ev.unread}
+    return {**ev.unread, **sent}
+
+
 def failures(ev: DnsEvidence) -> list[tuple[str, Lookup, str]]:
-    """Every lookup that did not answer its Service's ClusterIP: (node, lookup, what was wrong)."""
+    """Every lookup made that did not get its Service's ClusterIP back: (node, lookup, what was wrong)."""
     expected = {
         name: dns.cluster_ip(got.data) if got.ok else None
         for (name, _), got in zip(dns.LOOKUPS, (ev.api_service, ev.service), strict=True)
     }
     return [
-        (n, x, problem) for n, ls in ev.lookups.items() for x in ls if (problem := dns.judge(x, expected.get(x.name)))
+        (n, x, problem)
+        for n, ls in ev.lookups.items()
+        for x in ls
+        if x.rcode != "error" and (problem := dns.judge(x, expected.get(x.name)))
     ]
 
 

@@ -15,6 +15,16 @@ NOERROR = (
     "76 63 07 63 6c 75 73 74 65 72 05 6c 6f 63 61 6c 00 00 01 00 01 0a 6b 75 62 65 72 6e 65 74 65 73 07 64 65 66 61 "
     "75 6c 74 03 73 76 63 07 63 6c 75 73 74 65 72 05 6c 6f 63 61 6c 00 00 01 00 01 00 00 00 1e 00 04 0a 60 00 01\n"
 )
+# `lookup_command(DNS_NAME)` on chaoskit-worker2, CoreDNS healthy
+NOERROR_DNS = (
+    "@@dns server 10.96.0.10\n@@dns times 1796541198.440401 1796541198.444717\n@@dns rc 0\n@@dns err \n"
+    "@@dns reply 92 af 85 00 00 01 00 01 00 00 00 00 08 6b 75 62 65 2d 64 6e 73 0b 6b 75 62 65 2d 73 79 73 74 65 6d "
+    "03 73 76 63 07 63 6c 75 73 74 65 72 05 6c 6f 63 61 6c 00 00 01 00 01 08 6b 75 62 65 2d 64 6e 73 0b 6b 75 62 65 "
+    "2d 73 79 73 74 65 6d 03 73 76 63 07 63 6c 75 73 74 65 72 05 6c 6f 63 61 6c 00 00 01 00 01 00 00 00 1e 00 04 0a "
+    "60 00 0a\n"
+)
+# each lookup's recorded output, by name
+RECORDED = {dns.API_NAME: NOERROR, dns.DNS_NAME: NOERROR_DNS}
 # the same for nosuch.default.svc.cluster.local: NXDOMAIN with the zone's SOA in the authority section
 NX_NAME = "nosuch.default.svc.cluster.local"
 NXDOMAIN = (
