@@ -7,6 +7,7 @@ started, so a fault that is over does not keep the report red.
 
 from __future__ import annotations
 
+from chaoskit.components import admission as webhooks
 from chaoskit.components import apiserver
 from chaoskit.diagnosers.apiserver import admission
 from chaoskit.diagnosers.apiserver.admission import assess_admission
@@ -34,9 +35,10 @@ from chaoskit.diagnosers.kit.common import (
     metrics_of,
     uncollected,
 )
-from chaoskit.diagnosers.kit.sources import Sources
+from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.certs import cert_dates_command, parse_not_after, served_cert_command
+from chaoskit.seams.scrape import scrape_command
 
 __all__ = [
     "API",
@@ -49,6 +51,10 @@ __all__ = [
     "ApiServerEvidence",
     "ApiServerParams",
 ]
+
+
+# its own window over the webhooks' metrics, beside the one the etcd diagnoser shares (a few lines more a scrape)
+ADMISSION_WINDOW = ("admission_before", "admission_wait", "admission_after")
 
 
 @register
@@ -71,12 +77,16 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
                 "metrics_before": before,
                 "wait": wait,
                 "metrics_after": after,
+                "admission_before": (scraped := scrape_command(f"{API}/metrics", webhooks.METRICS, client_cert=True)),
+                "admission_wait": window_wait(self.p.window),
+                "admission_after": scraped,
                 "etcd_filter": f"iptables -w 2 -S 2>/dev/null | grep -E -- '--[ds]port {apiserver.ETCD_PORT}' || true",
                 **process_commands(apiserver.PROCESS),
             },
             timeout=60 + self.p.window,
-            chains=[WINDOW],
+            chains=[WINDOW, ADMISSION_WINDOW],
         )
+        process = ProcessState.of(apiserver.PROCESS, s)
         return ApiServerEvidence(
             node=node,
             collected_at=src.clock(),
@@ -87,10 +97,12 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             metrics_before=metrics_of(s["metrics_before"]),
             metrics_after=metrics_of(s["metrics_after"]),
             window_s=self.p.window,
-            process=ProcessState.of(apiserver.PROCESS, s),
+            process=process,
             etcd_filter_rules=tuple(line for line in s["etcd_filter"].output.splitlines() if line.startswith("-A")),
             client_view=src.api.down,
-            admission=admission.collect(src),
+            admission=admission.collect(
+                src, metrics_of(s["admission_before"]), metrics_of(s["admission_after"]), self.p.window, process.log
+            ),
         )
 
     def assess(self, ev: ApiServerEvidence) -> list[Assessed]:
@@ -110,7 +122,15 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             errors(self.p, ev),
             latency(self.p, ev),
             client_view(ev),
-            *([assess_admission(ev.admission, ev.collected_at)] if ev.admission else []),
+            *(
+                [
+                    assess_admission(
+                        ev.admission, ev.collected_at, slow_s=self.p.admission_p99, deadline_s=self.p.admission_deadline
+                    )
+                ]
+                if ev.admission
+                else []
+            ),
         ]
 
     def _readyz(self, ev: ApiServerEvidence) -> Assessed:
