@@ -95,8 +95,10 @@ class DnsDown(Fault):
                 kubectl("scale", *deploy, "--replicas=0"),
             ),
             revert=(
-                f'n=$(cat {SAVED_REPLICAS} 2>/dev/null); [ "${{n:-0}}" -gt 0 ] 2>/dev/null || n={KUBEADM_REPLICAS}; '
-                f"{kubectl('scale', *deploy)} --replicas=$n",
+                # only a Deployment asking for none is scaled: a no-op control, or a revert run twice, changes nothing
+                f'c=$({replicas}) && {{ [ "$c" != 0 ] || {{ n=$(cat {SAVED_REPLICAS} 2>/dev/null); '
+                f'[ "${{n:-0}}" -gt 0 ] 2>/dev/null || n={KUBEADM_REPLICAS}; '
+                f"{kubectl('scale', *deploy)} --replicas=$n; }}; }}",
                 # kubectl failing leaves n empty, and the test fails: no answer is no proof
                 f'n=$({replicas}) && [ "$n" -gt 0 ] && rm -f {SAVED_REPLICAS} || '
                 f'{{ echo "{p.deployment} still asks for no replicas, or kubectl could not say" >&2; false; }}',

@@ -1,12 +1,19 @@
 """Cluster DNS's lookup and judges: the query's bytes, what the node printed back (recorded on the kind cluster from
 chaoskit-worker, and from a silent and a closed port for the two ways of no answer), the judge of an answer against
-the Service's ClusterIP, and the Corefile's lines that keep Service names from the `kubernetes` plugin."""
+the Service's ClusterIP, and the Corefile's lines that keep Service names from the `kubernetes` plugin. The two DNS
+faults' lines run in sh against a kubectl that reads and writes files: what they change, and a revert that verifies."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from chaoskit.components import dns
+from chaoskit.faults import dns as faults
 
 # `sh -c "$(lookup_command(API_NAME))"` on chaoskit-worker, CoreDNS healthy: one A record, 10.96.0.1
 NOERROR = (
@@ -172,3 +179,84 @@ def test_the_most_specific_server_block_is_the_one_judged() -> None:
     assert "answers REFUSED" in template.what and template.lines == (25, 27)
     assert "no `kubernetes` plugin" in alone.what and alone.lines == (24, 24)
     assert dns.corefile_problems(text.replace("cluster.local:53", "cluster.local:1053")) == []
+
+
+FAKE_KUBECTL = r"""
+# kubectl as the fault's lines call it, over files in $KUBE: the Corefile, the replicas; "down" in $KUBE: no answer
+import json, os, sys
+kube = os.environ["KUBE"]
+args = [a for a in sys.argv[1:] if not a.startswith("--kubeconfig=")]
+if os.path.exists(f"{kube}/down"):
+    sys.exit("The connection to the server was refused")
+if "--dry-run=client" in args:  # a ConfigMap made from a file, as JSON: kubectl's own escaping
+    path = next(a for a in args if a.startswith("--from-file=")).split("=", 2)[2]
+    doc = {"kind": "ConfigMap", "metadata": {"name": "coredns"}, "data": {"Corefile": open(path).read()}}
+    print(json.dumps(doc, indent=4))
+elif "patch" in args:
+    patch = json.loads(args[args.index("-p") + 1])
+    open(f"{kube}/Corefile", "w").write(patch["data"]["Corefile"])
+elif "get" in args and "configmap" in args:
+    sys.stdout.write(open(f"{kube}/Corefile").read())
+elif "get" in args:
+    sys.stdout.write(open(f"{kube}/replicas").read())
+elif "scale" in args:
+    open(f"{kube}/replicas", "w").write(args[-1].split("=")[1])
+open(f"{kube}/calls", "a").write(" ".join(args) + "\n")
+"""
+
+
+@pytest.fixture
+def kube(tmp_path: Path) -> Path:
+    """A folder standing for the cluster, and a kubectl on PATH that reads and writes it."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "kubectl").write_text(f"#!{sys.executable} -S{FAKE_KUBECTL}")  # -S: no site, a tenth of the start
+    (bin_ / "kubectl").chmod(0o755)
+    (tmp_path / "Corefile").write_text(KUBEADM_COREFILE)
+    (tmp_path / "replicas").write_text("2")
+    return tmp_path
+
+
+def run_lines(kube: Path, lines: tuple[str, ...], state: Path) -> list[int]:
+    """Each line in sh, as the node would run it, with the fault's state folder moved under `state`."""
+    env = {**os.environ, "PATH": f"{kube / 'bin'}:{os.environ['PATH']}", "KUBE": str(kube)}
+    return [
+        subprocess.run(["sh", "-c", line.replace(faults.STATE, str(state))], env=env, capture_output=True).returncode
+        for line in lines
+    ]
+
+
+def test_misconfigured_adds_the_block_once_and_its_revert_restores_the_corefile_and_verifies(kube: Path) -> None:
+    plan = faults.DnsMisconfigured().plan("cp", faults.CorefileParams())
+    state = kube / "state"
+    assert run_lines(kube, plan.apply, state) == [0, 0, 0]
+    broken = (kube / "Corefile").read_text()
+    (p,) = dns.corefile_problems(broken)
+    assert p.where() == "lines 3-5: template IN ANY cluster.local { / rcode NXDOMAIN / }"
+    assert run_lines(kube, plan.apply, state) == [0, 0, 0] and (kube / "Corefile").read_text() == broken  # once
+    assert "rollout restart deployment/coredns" in (kube / "calls").read_text()
+    (kube / "down").touch()  # kubectl cannot answer: the revert's last line cannot verify, so it fails
+    assert run_lines(kube, plan.revert[-1:], state) == [1]
+    (kube / "down").unlink()
+    assert run_lines(kube, plan.revert[-1:], state) == [1]  # the block still there
+    assert run_lines(kube, plan.revert, state) == [0, 0, 0]
+    assert (kube / "Corefile").read_text() == KUBEADM_COREFILE and not list(state.iterdir())
+    # the original lost (a revert by hand on another node): the block is cut out of the Corefile itself
+    assert run_lines(kube, plan.apply, state) == [0, 0, 0]
+    (state / "coredns.Corefile").unlink()
+    assert run_lines(kube, plan.revert, state) == [0, 0, 0] and (kube / "Corefile").read_text() == KUBEADM_COREFILE
+
+
+def test_down_keeps_the_replicas_and_its_revert_puts_them_back_and_verifies(kube: Path) -> None:
+    plan = faults.DnsDown().plan("cp", faults.DnsParams())
+    state = kube / "state"
+    (kube / "replicas").write_text("3")
+    assert run_lines(kube, plan.apply, state) == [0, 0] and (kube / "replicas").read_text() == "0"
+    assert run_lines(kube, plan.revert[-1:], state) == [1]  # still none asked for
+    (kube / "down").touch()
+    assert run_lines(kube, plan.revert, state) == [1, 1]  # kubectl cannot say: nothing is proven
+    (kube / "down").unlink()
+    assert run_lines(kube, plan.revert, state) == [0, 0] and (kube / "replicas").read_text() == "3"
+    calls = (kube / "calls").read_text()
+    assert run_lines(kube, plan.revert, state) == [0, 0] and (kube / "calls").read_text().count("scale") == 2
+    assert calls.count("scale") == 2  # run again (the switch, a no-op control): nothing scaled
