@@ -162,7 +162,8 @@ class Trouble:
 
 
 def trouble(w: Webhook, c: Calls, log: str, now: float, slow_s: float) -> Trouble:
-    p99 = c.p99
+    # no call outlasts its timeout: a quantile past it is only the bucket's interpolation (10 s calls in le=25)
+    p99 = min(c.p99, float(w.timeout_s)) if c.p99 is not None else None
     return Trouble(
         f"p99 {p99:.1f}s over {slow_s:g}s, {c.count:g} call(s)" if p99 is not None and c.slow(slow_s) else "",
         c.timed_out(w.timeout_s),
@@ -226,7 +227,7 @@ def _judged(
         metrics=rounded(
             [
                 ("calls_in_window", c.count),
-                ("p99_s", c.p99),
+                ("p99_s", min(c.p99, float(w.timeout_s)) if c.p99 is not None else None),
                 ("fail_open", c.fail_open),
                 ("refused", c.refused),
                 ("errors", c.errors),
