@@ -30,6 +30,14 @@ def test_the_scale_up_stopped_at_pod_creation(catalog: Catalog, playbook: str) -
     assert stages["pod_created"] >= 10, "the pods waited out most of the hold at pod creation"
 
 
+def test_a_slow_webhook_admits_each_batch_of_pods_a_timeout_late(catalog: Catalog) -> None:
+    m = _scale_up(catalog, "apiserver-admission-webhook-slow")
+    created = m["summaries"]["pod_created"]
+    assert created["p50"] >= 9, "each pod waited out the webhook's 10 s timeout before it was admitted"
+    stages = {k: v["max"] or 0.0 for k, v in m["summaries"].items() if k != "total"}
+    assert max(stages, key=lambda k: stages[k]) == "pod_created", stages
+
+
 def test_a_blind_hpa_never_started_and_said_why(catalog: Catalog) -> None:
     m = _scale_up(catalog, "metrics-server-down")
     said = [n for n in m["notes"] if n.startswith("the HPA said ScalingActive=False FailedGetResourceMetric")]
