@@ -260,11 +260,7 @@ def service_symptoms(
     for svc in services:
         meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
         selector = spec.get("selector") or {}
-        if (
-            not selector
-            or spec.get("type") == "ExternalName"
-            or _age(meta.get("creationTimestamp"), now) < endpoints_after
-        ):
+        if not selector or spec.get("type") == "ExternalName":
             continue
         me = entity("Service", svc)
         chosen = [
@@ -277,6 +273,8 @@ def service_symptoms(
         sel = ",".join(f"{k}={v}" for k, v in selector.items())
         if ready.get(me, 0):
             out += _port_symptoms(svc, me, chosen)
+            continue
+        if _age(meta.get("creationTimestamp"), now) < endpoints_after:  # new: its endpoints may be on their way
             continue
         if not chosen and (scaled := _scaled_to_zero(deployments, meta.get("namespace"), selector)):
             cause = f"{scaled} is scaled to zero: no pod for {me} to send to"

@@ -150,7 +150,19 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
                 {"objects": len(items(fetched)), "symptoms": len(seen)},
                 conditions=tuple(s.text[:300] for s in seen[:10]),
             )
-            symptoms = tuple(Symptom(s.kind, s.entity, s.text, s.touches, e, s.cause, _remedy(s.entity)) for s in seen)
+            symptoms = tuple(
+                Symptom(
+                    s.kind,
+                    s.entity,
+                    s.text,
+                    s.touches,
+                    e,
+                    s.cause,
+                    co_causes=s.co_causes,
+                    remediation=s.remediation or _remedy(s.entity),
+                )
+                for s in seen
+            )
             out.append(Assessed(e, (), symptoms))
         return out
 

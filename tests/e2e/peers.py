@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -377,7 +378,7 @@ def diagnose() -> tuple[dict[str, Any], float]:
     """`chaoskit diagnose -o json`, as a user runs it; the document and its wall time."""
     t0 = time.monotonic()
     done = subprocess.run(
-        ["python", "-m", "chaoskit", "diagnose", "--cluster", CLUSTER, "-o", "json"],
+        [sys.executable, "-m", "chaoskit", "diagnose", "--cluster", CLUSTER, "-o", "json"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -332,3 +332,22 @@ def test_an_hpa_whose_target_is_not_there_is_its_own_cause() -> None:
     }
     (s,) = hpa_symptoms([hpa], NOW, blind_after=60)
     assert s.entity == "horizontalpodautoscaler/shop/web" and "web-typo" in s.cause
+
+
+def test_the_nodes_that_keep_pods_out_are_named_beside_their_workload() -> None:
+    pinned = pod("web-1", node="", phase="Pending", age=60)
+    pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": W}
+    cordoned = {"metadata": {"name": W, "labels": {"kubernetes.io/hostname": W}}, "spec": {"unschedulable": True}}
+    said = {
+        "shop/web-1": "0/3 nodes are available: 1 node(s) were unschedulable, "
+        "2 node(s) didn't match Pod's node affinity/selector."
+    }
+    events = [
+        {"involvedObject": {"kind": "Pod", "namespace": "shop", "name": "web-1"}, "message": m} for m in said.values()
+    ]
+    items = lambda *objs: Fetched({"items": list(objs)})  # noqa: E731
+    ev = WorkloadsEvidence(NOW, items(pinned), items(), items(), items(), items(), items(cordoned), {}, items(*events))
+    (workloads,) = own([WorkloadsDiagnoser().report(ev, CP)])
+    (f,) = workloads.findings
+    assert f.entities == ("deployment/shop/web", f"node/{W}") and "cordoned" in f.title
+    assert f.remediation[0].startswith("kubectl uncordon")
