@@ -96,11 +96,11 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
         outs = dict(zip(reached, src.side_by_side(*scripts), strict=True))
         lookups, why = {}, {}
         for n, sections in outs.items():
-            first = sections[f"lookup:{dns.LOOKUPS[0][0]}"]
-            if unread(first):
-                why[n] = unread(first)
+            mine = [sections[f"lookup:{name}"] for name, _ in dns.LOOKUPS]
+            if cut := next((unread(s) for s in mine if unread(s)), ""):  # cut off or never run: no lookup made
+                why[n] = cut
                 continue
-            lookups[n] = tuple(dns.parse_lookup(name, sections[f"lookup:{name}"].output) for name, _ in dns.LOOKUPS)
+            lookups[n] = tuple(dns.parse_lookup(name, s.output) for (name, _), s in zip(dns.LOOKUPS, mine, strict=True))
         scraped = outs[scraper]["metrics"] if scraper else Section("no node reached", None)
         got = {k: read() for k, read in reads.items()}
         return DnsEvidence(

@@ -27,7 +27,9 @@ ROLLOUT_TIMEOUT = "120s"  # a CoreDNS pod starts and is ready in seconds; a load
 
 
 class DnsParams(FaultParams):
-    namespace: str = Field(default=dns.NAMESPACE, max_length=63, pattern=DNS_LABEL)
+    namespace: str = Field(
+        default=dns.NAMESPACE, max_length=63, pattern=DNS_LABEL, description="CoreDNS's namespace (kubeadm's)."
+    )
     deployment: str = Field(
         default=dns.DEPLOYMENT, max_length=253, pattern=DNS_SUBDOMAIN, description="CoreDNS's Deployment."
     )
@@ -64,19 +66,19 @@ class DnsDown(Fault):
     """CoreDNS scaled to zero: the kube-dns Service has no endpoint, and every pod's lookup goes unanswered.
 
     Every pod's resolv.conf names the kube-dns Service's ClusterIP; with no CoreDNS pod behind it kube-proxy rejects
-    what is sent there (ICMP port unreachable), so a lookup of any name, a Service's or the world's, fails at once or
-    times out in the resolver. Workloads that resolve their peers by name stop reaching them, though every Service
-    and pod is still there. No control-plane component is broken. Effect: a real lookup of kubernetes.default from
-    the control-plane node, sent to the Service's ClusterIP, gets no answer. The revert scales the Deployment back to
-    what it had (kept on the control-plane node) and fails while it still asks for none, or kubectl cannot say.
-    Recovery: that lookup answers NOERROR with the kubernetes Service's ClusterIP. Runs kubectl on the control-plane
-    node.
+    what is sent there (ICMP port unreachable) once the pods have gone (their 5 s lameduck keeps them answering: about
+    7 s in all), so a lookup of any name, a Service's or the world's, fails at once or times out in the resolver.
+    Workloads that resolve their peers by name stop reaching them, though every Service and pod is still there. No
+    control-plane component is broken. Effect: a real lookup of kubernetes.default from the control-plane node, sent
+    to the Service's ClusterIP, gets no answer. The revert scales the Deployment back to what it had (kept on the
+    control-plane node) and fails while it still asks for none, or kubectl cannot say. Recovery: that lookup answers
+    NOERROR with the kubernetes Service's ClusterIP. Runs kubectl on the control-plane node.
     """
 
     name = "dns.down"
     component = "dns"
     named = Named("dns", r"CoreDNS is scaled to zero")
-    no_op = NoOpControl(wait=15.0)  # the endpoints go with the pods' termination, kube-proxy follows within a second
+    no_op = NoOpControl(wait=15.0)  # the real effect shows in about 7 s: the pods' lameduck, then kube-proxy
     scope = "cluster"  # every pod's lookups go through it
     Params = DnsParams
     effect_timeout = 60.0
