@@ -11,7 +11,7 @@ cause, so an unexplained one still names its entity.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,12 +216,17 @@ def _unschedulable(owner: str, members: Sequence[tuple[Obj, str, str]], nodes: S
     )
 
 
-def deployment_symptoms(deployments: Iterable[Obj], now: float, *, unavailable_after: float) -> list[Seen]:
+def deployment_symptoms(
+    deployments: Iterable[Obj], now: float, *, unavailable_after: float, pods_said: Collection[str] = ()
+) -> list[Seen]:
     """Deployments whose pods cannot be made (ReplicaFailure: quota, webhook, permission), that stopped
-    progressing, or that have been unavailable for longer than allowed."""
+    progressing, or that have been unavailable for longer than allowed; not those whose pods already say why
+    (`pods_said`: the workloads with a pod symptom in the same look)."""
     out = []
     for d in deployments:
         me, ns = entity("Deployment", d), (d.get("metadata") or {}).get("namespace")
+        if me in pods_said:
+            continue
         failure, progressing = _condition(d, "ReplicaFailure"), _condition(d, "Progressing")
         available = _condition(d, "Available")
         base = (f"namespace/{ns}", "component/controller-manager")

@@ -99,13 +99,12 @@ class ContainerdDiagnoser(Diagnoser[ContainerdEvidence, ContainerdParams]):
         return Assessed(
             e,
             (
-                Finding(
-                    "warning",
+                Finding(  # info: the runtime runs them as asked; the workloads' report names each one's cause
+                    "info",
                     "containerd",
                     f"{len(looping)} container(s) crash-looping on {ev.node}: {looping[0]}",
                     "their newest container exited after several restarts: the application fails at start (its logs "
-                    "say "
-                    "why), or a probe kills it",
+                    "say why), or a probe kills it; the runtime itself is not the cause",
                     (e,),
                     (f"crictl logs of the exited container on {ev.node}; kubectl describe pod for probe failures",),
                 ),

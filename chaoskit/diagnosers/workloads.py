@@ -94,29 +94,32 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
     def assess(self, ev: WorkloadsEvidence) -> list[Assessed]:
         p, now = self.p, ev.collected_at
         pods = items(ev.pods) if ev.pods.ok else []
-        looks: tuple[tuple[str, str, Fetched, Callable[[], list[Seen]]], ...] = (
-            (
-                "pods",
-                PODS,
-                ev.pods,
-                lambda: pod_symptoms(
-                    pods,
-                    now,
-                    pending_after=p.pending_after,
-                    ready_after=p.ready_after,
-                    last_words=ev.last_words,
-                    scheduling=Scheduling(
-                        latest_failed_scheduling(items(ev.failed_scheduling)) if ev.failed_scheduling.ok else {},
-                        items(ev.nodes) if ev.nodes.ok else [],
-                        p.failed_after,
-                    ),
+        pod_seen = (
+            pod_symptoms(
+                pods,
+                now,
+                pending_after=p.pending_after,
+                ready_after=p.ready_after,
+                last_words=ev.last_words,
+                scheduling=Scheduling(
+                    latest_failed_scheduling(items(ev.failed_scheduling)) if ev.failed_scheduling.ok else {},
+                    items(ev.nodes) if ev.nodes.ok else [],
+                    p.failed_after,
                 ),
-            ),
+            )
+            if ev.pods.ok
+            else []
+        )
+        said = {s.entity for s in pod_seen}  # a Deployment whose pods say why is not said again
+        looks: tuple[tuple[str, str, Fetched, Callable[[], list[Seen]]], ...] = (
+            ("pods", PODS, ev.pods, lambda: pod_seen),
             (
                 "deployments",
                 DEPLOYMENTS,
                 ev.deployments,
-                lambda: deployment_symptoms(items(ev.deployments), now, unavailable_after=p.unavailable_after),
+                lambda: deployment_symptoms(
+                    items(ev.deployments), now, unavailable_after=p.unavailable_after, pods_said=said
+                ),
             ),
             (
                 "services",

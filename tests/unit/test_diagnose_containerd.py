@@ -56,7 +56,7 @@ def test_network_not_ready_is_critical() -> None:
     ]
 
 
-def test_a_crash_looping_container_is_a_warning() -> None:
+def test_a_crash_looping_container_is_noted_not_the_runtimes_fault() -> None:
     listing = json.loads(text("containerd/containers.json"))
     crashed = copy.deepcopy(listing["containers"][0])
     crashed.update(id="c0ffee", state="CONTAINER_EXITED", createdAt=str(int(crashed["createdAt"]) + 10**9))
@@ -64,7 +64,7 @@ def test_a_crash_looping_container_is_a_warning() -> None:
     listing["containers"].append(crashed)
     (title,) = analyze(containerd(containers=Section(json.dumps(listing), 0)))
     assert title == (
-        "warning: 1 container(s) crash-looping on chaoskit-worker: probe-test/web-6cfd75477-q4644/workload (restarts 5)"
+        "info: 1 container(s) crash-looping on chaoskit-worker: probe-test/web-6cfd75477-q4644/workload (restarts 5)"
     )
 
 
