@@ -351,3 +351,11 @@ def test_the_nodes_that_keep_pods_out_are_named_beside_their_workload() -> None:
     (f,) = workloads.findings
     assert f.entities == ("deployment/shop/web", f"node/{W}") and "cordoned" in f.title
     assert f.remediation[0].startswith("kubectl uncordon")
+
+
+def test_a_symptom_that_says_why_explains_what_stands_on_its_entity() -> None:
+    crash = symptom("deployment/shop/web", cause="container app exits: bad flag")
+    service = symptom("service/shop/web", "deployment/shop/web", f"node/{W}")
+    (workloads,) = own([report("workloads", CP, symptoms=(service, crash))])
+    (f,) = workloads.findings
+    assert f.entity == "deployment/shop/web" and f.explains == (crash.text, service.text)

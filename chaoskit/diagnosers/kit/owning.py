@@ -41,7 +41,11 @@ def covers(reached: frozenset[str], entity: str, touches: Sequence[str]) -> bool
 
 def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
     """The reports with every symptom owned: `explains` and `caused_by` filled, unowned symptoms turned into findings
-    of the report that saw them, and each report's status judged again."""
+    of the report that saw them, and each report's status judged again.
+
+    Symptoms that say their own cause go first: one no component explains becomes its entity's finding, and then
+    explains the symptoms that stand on that entity (a crash-looping Deployment, the Service with no endpoint)."""
+    findings = [list(r.findings) for r in reports]
     verdicts = [
         (i, j, f, reach(f, r.subject))
         for i, r in enumerate(reports)
@@ -49,25 +53,32 @@ def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
         if f.judged and f.severity in ("critical", "warning")
     ]
     explains: dict[tuple[int, int], list[str]] = {}
-    unowned: dict[int, list[Finding]] = {}
-    for i, r in enumerate(reports):
-        for s in r.symptoms:
+    pending = [(i, s) for i, r in enumerate(reports) for s in r.symptoms]
+    for own_cause in (True, False):
+        for i, s in [(i, s) for i, s in pending if bool(s.cause) is own_cause]:
             owners = [(a, b) for a, b, _, reached in verdicts if covers(reached, s.entity, s.touches)]
             for key in owners:
                 explains.setdefault(key, []).append(s.text)
             if not owners:
-                unowned.setdefault(i, []).append(unexplained(s, r.component))
+                f = unexplained(s, reports[i].component)
+                findings[i].append(f)
+                if own_cause:  # a cause now, for what stands on it
+                    verdicts.append((i, len(findings[i]) - 1, f, reach(f, reports[i].subject)))
     causes = {(i, j): _cause(f, verdicts) for i, j, f, _ in verdicts}
     out = []
     for i, r in enumerate(reports):
-        findings = [
-            replace(f, explains=tuple(explains.get((i, j), ())), caused_by=causes.get((i, j), ""))
-            for j, f in enumerate(r.findings)
+        mine = [
+            replace(
+                f,
+                explains=tuple(dict.fromkeys((*f.explains, *explains.get((i, j), ())))),
+                caused_by=causes.get((i, j), ""),
+            )
+            for j, f in enumerate(findings[i])
         ]
-        if i in unowned:
-            findings = list(by_severity([*findings, *unowned[i]]))
-        if findings != list(r.findings):
-            r = replace(r, findings=tuple(findings), status=status_of(findings))
+        if len(mine) != len(r.findings):
+            mine = list(by_severity(mine))
+        if mine != list(r.findings):
+            r = replace(r, findings=tuple(mine), status=status_of(mine))
         out.append(r)
     return tuple(out)
 
