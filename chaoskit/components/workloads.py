@@ -38,6 +38,7 @@ SELF_WAITING = (
     "CreateContainerConfigError",
     "CreateContainerError",
 )
+SAYS_WHY = {"crash-loop": "crash-loops", "waiting": "cannot start its containers"}  # pod troubles told by the pod
 NODE_CONDITIONS_BAD_WHEN_TRUE = ("DiskPressure", "MemoryPressure", "PIDPressure", "NetworkUnavailable")
 
 
@@ -191,6 +192,8 @@ def pod_symptoms(
     for (owner, kind), members in groups.items():
         first_text, first_cause = members[0][1], members[0][2]
         more = f" (+{len(members) - 1} more pod(s) of {owner})" if len(members) > 1 else ""
+        if kind in SAYS_WHY:  # the workload first, in its container's words
+            first_text, more = f"{owner} {SAYS_WHY[kind]} ({len(members)} pod(s)): {first_cause}", ""
         touches = tuple(dict.fromkeys(t for m in members for t in m[3]))
         out.append(Seen(kind, owner, first_text + more, touches, first_cause))
     return out + [_unschedulable(owner, members, scheduling.nodes) for owner, members in unschedulable.items()]
