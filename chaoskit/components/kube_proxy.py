@@ -30,6 +30,8 @@ from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodeexec import NodeExec
 
 PROCESS = "kube-proxy"
+SERVICE_ACCOUNT = "system:serviceaccount:kube-system:kube-proxy"  # whom the API server sees in its requests
+BINDING = "kubeadm:node-proxier"  # kubeadm's ClusterRoleBinding of that account to system:node-proxier
 
 # --- where it answers ------------------------------------------------------------------------------------------------
 METRICS_PORT = 10249  # /metrics, /configz and /proxyMode

@@ -23,7 +23,7 @@ from chaoskit.cluster.images import WORKLOAD_IMAGE
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 CONTEXT = f"kind-{CLUSTER}"
 KUBECTL = os.path.expanduser("~/.cache/chaoskit/bin/kubectl")
-NS = "peer-shop"  # every problem's own namespace, made before and deleted after
+NS = "$NS"  # each problem's own namespace (peer-<name>), made before and deleted after: several can stand at once
 CP, W1, W2 = f"{CLUSTER}-control-plane", f"{CLUSTER}-worker", f"{CLUSTER}-worker2"
 
 
@@ -39,6 +39,22 @@ class Problem:
     settle_s: float = 45.0  # how long the symptom takes to show (a Pending pod counts after 30 s)
     manifests: tuple[Mapping[str, Any], ...] = ()  # applied into NS before `inject`
     skip: str = ""  # why it is not reproduced here
+
+    @property
+    def ns(self) -> str:
+        return f"peer-{self.name}"[:63]
+
+    def here(self, text: str) -> str:
+        """`text` with the problem's own namespace in place of $NS."""
+        return text.replace(NS, self.ns)
+
+    @property
+    def entities(self) -> frozenset[str]:
+        return frozenset(self.here(e) for e in self.roots)
+
+    @property
+    def blameless(self) -> frozenset[str]:
+        return frozenset(self.here(e) for e in self.victims)
 
 
 def deployment(name: str = "web", replicas: int = 2, **pod: Any) -> dict[str, Any]:
@@ -135,15 +151,15 @@ PROBLEMS: tuple[Problem, ...] = (
         "dns",
         frozenset({"configmap/kube-system/coredns"}),
         (
-            "$K -n kube-system get configmap coredns -o json > /tmp/peer-coredns.json",
+            "$K -n kube-system get configmap coredns -o json > /tmp/$NS-coredns.json",
             "$K -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}' "
-            f"| sed 's/^    kubernetes/    {COREFILE_NXDOMAIN}/' > /tmp/peer-Corefile",
-            "$K -n kube-system create configmap coredns --from-file=Corefile=/tmp/peer-Corefile --dry-run=client"
+            f"| sed 's/^    kubernetes/    {COREFILE_NXDOMAIN}/' > /tmp/$NS-Corefile",
+            "$K -n kube-system create configmap coredns --from-file=Corefile=/tmp/$NS-Corefile --dry-run=client"
             " -o yaml | $K apply -f -",
             RESTART_DNS,
         ),
         (
-            "$K replace -f /tmp/peer-coredns.json",
+            "$K replace -f /tmp/$NS-coredns.json",
             RESTART_DNS,
         ),
         victims=frozenset({"deployment/kube-system/coredns", "service/kube-system/kube-dns"}),
@@ -153,9 +169,9 @@ PROBLEMS: tuple[Problem, ...] = (
         "admission-webhook-outage",
         "SREGym",
         "admission",
-        frozenset({"validatingwebhookconfiguration/peer-policy"}),
-        ("$K apply -f /tmp/peer-webhook.json", f"$K -n {NS} delete pod -l app=web --wait=false"),
-        ("$K delete validatingwebhookconfiguration peer-policy --ignore-not-found",),
+        frozenset({f"validatingwebhookconfiguration/{NS}-policy"}),
+        ("$K apply -f /tmp/$NS-webhook.json", f"$K -n {NS} delete pod -l app=web --wait=false"),
+        ("$K delete validatingwebhookconfiguration $NS-policy --ignore-not-found",),
         victims=frozenset({WEB}),
         settle_s=20,
         manifests=APP,
@@ -166,11 +182,11 @@ PROBLEMS: tuple[Problem, ...] = (
         "rbac",
         frozenset({"clusterrolebinding/system:controller:replicaset-controller"}),
         (
-            "$K get clusterrolebinding system:controller:replicaset-controller -o json > /tmp/peer-crb.json",
+            "$K get clusterrolebinding system:controller:replicaset-controller -o json > /tmp/$NS-crb.json",
             "$K delete clusterrolebinding system:controller:replicaset-controller",
             f"$K -n {NS} scale deployment web --replicas=3",
         ),
-        ("$K apply -f /tmp/peer-crb.json",),
+        ("$K apply -f /tmp/$NS-crb.json",),
         victims=frozenset({WEB}),
         settle_s=20,
         manifests=APP,
@@ -318,7 +334,7 @@ def webhook_config() -> dict[str, Any]:
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "peer-policy"},
+        "metadata": {"name": f"{NS}-policy"},
         "webhooks": [
             {
                 "name": "policy.peer.example.com",
@@ -355,22 +371,31 @@ def kubectl_apply(objs: Iterable[Mapping[str, Any]]) -> None:
 
 def set_up(p: Problem) -> None:
     """The problem's namespace and app, Ready, then the break."""
-    sh(f"$K create namespace {NS} 2>/dev/null; true")
+    sh(f"$K create namespace {p.ns} 2>/dev/null; true")
     if p.manifests:
-        kubectl_apply(p.manifests)
-        sh(f"$K -n {NS} rollout status deployment --timeout=60s", timeout=90)
-    with open("/tmp/peer-webhook.json", "w") as f:
-        json.dump(webhook_config(), f)
+        kubectl_apply(json.loads(p.here(json.dumps(list(p.manifests)))))
+    with open(f"/tmp/{p.ns}-webhook.json", "w") as f:
+        f.write(p.here(json.dumps(webhook_config())))
+
+
+def ready(p: Problem) -> None:
+    if p.manifests:
+        sh(f"$K -n {p.ns} rollout status deployment --timeout=60s", timeout=90)
+
+
+def inject(p: Problem) -> None:
     for line in p.inject:
-        done = sh(line)
+        done = sh(p.here(line))
         if done.returncode:
             raise RuntimeError(f"inject {line!r}: {done.stderr.strip()[-300:]}")
 
 
 def tear_down(p: Problem) -> list[str]:
     """Put everything back; what could not be is said."""
-    errors = [f"{line}: {d.stderr.strip()[-200:]}" for line in p.revert if (d := sh(line, timeout=180)).returncode]
-    sh(f"$K delete namespace {NS} --ignore-not-found --wait=true --timeout=120s", timeout=150)
+    errors = [
+        f"{line}: {d.stderr.strip()[-200:]}" for line in p.revert if (d := sh(p.here(line), timeout=180)).returncode
+    ]
+    sh(f"$K delete namespace {p.ns} --ignore-not-found --wait=true --timeout=120s", timeout=150)
     return errors
 
 
@@ -425,14 +450,24 @@ def score(roots: frozenset[str], named: Iterable[str], victims: frozenset[str] =
     return Score(len(hit) / len(roots), len(hit) / len(said) if said else 0.0, said, victims & said)
 
 
+def broken(problems: Sequence[Problem]) -> None:
+    """Every problem set up side by side (their apps Ready), then each broken."""
+    for p in problems:
+        set_up(p)
+    for p in problems:
+        ready(p)
+    for p in problems:
+        inject(p)
+
+
 def run(p: Problem) -> tuple[Score, float, dict[str, Any], list[str]]:
-    set_up(p)
     try:
+        broken([p])
         time.sleep(p.settle_s)
         doc, took = diagnose()
     finally:
         errors = tear_down(p)
-    return score(p.roots, named_roots(doc), p.victims), took, doc, errors
+    return score(p.entities, named_roots(doc), p.blameless), took, doc, errors
 
 
 def runnable(problems: Sequence[Problem] = PROBLEMS) -> list[Problem]:

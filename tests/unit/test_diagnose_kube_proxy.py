@@ -4,6 +4,7 @@ against the recorded Services and EndpointSlices, edited into a frozen, slow, la
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -253,3 +254,22 @@ def test_rules_all_gone_after_kube_proxys_last_sync_are_not_looked_at_again(
         return
     assert reads == ["w"]
     assert "critical: No Service rule(s) on w at all" in analyze(ev)
+
+
+def test_a_kube_proxy_the_api_server_refuses_is_named_by_its_binding_not_as_down() -> None:
+    from datetime import UTC, datetime
+
+    ev = kube_proxy()
+    assert ev.node_time is not None
+    at = datetime.fromtimestamp(ev.node_time - 5, UTC).strftime("E%m%d %H:%M:%S.000000")
+    line = (
+        f'{at}       1 reflector.go:166] "Unhandled Error" err="failed to list *v1.Service: services is forbidden: '
+        'User \\"system:serviceaccount:kube-system:kube-proxy\\" cannot list resource \\"services\\" in API group '
+        '\\"\\" at the cluster scope"'
+    )
+    refused = dataclasses.replace(
+        ev, process=process("kube-proxy", manifests=(), log=line), bindings=Fetched({"items": []})
+    )
+    (f,) = [f for f in KubeProxyDiagnoser().analyze(refused) if f.severity == "critical"]
+    assert f.title.endswith("system:serviceaccount:kube-system:kube-proxy cannot list services (403)")
+    assert f.entity == "clusterrolebinding/kubeadm:node-proxier" and "down or frozen" not in f.probable_cause

@@ -10,7 +10,8 @@ from typing import Any
 
 from diagnose_evidence import controller_manager
 
-from chaoskit.diagnosers.controller_manager.permissions import logged_at, permissions, refusals
+from chaoskit.components.rbac import logged_at, refusals
+from chaoskit.diagnosers.controller_manager.permissions import permissions
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.faults.controller_manager import PermissionParams, PermissionRevoked
 from chaoskit.faults.controller_manager.permission import bootstrap_binding

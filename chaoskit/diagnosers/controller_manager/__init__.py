@@ -14,9 +14,9 @@ from __future__ import annotations
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.components.node_lifecycle import grace_period
+from chaoskit.components.rbac import CLUSTERROLEBINDINGS
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
 from chaoskit.diagnosers.controller_manager.evidence import (
-    CLUSTERROLEBINDINGS,
     CLUSTERROLES,
     DEPLOYMENTS,
     EVENTS,

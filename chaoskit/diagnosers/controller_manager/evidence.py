@@ -29,7 +29,6 @@ NODES = "/api/v1/nodes"  # simulated ones too: the node lifecycle controller jud
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
 CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
-CLUSTERROLEBINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 METRICS_URL = controller_manager.METRICS_URL
 METRICS = (
     "workqueue_depth",

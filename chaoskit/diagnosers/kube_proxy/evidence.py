@@ -57,6 +57,7 @@ class KubeProxyEvidence:
     process: ProcessState
     services: Fetched
     slices: Fetched
+    bindings: Fetched | None = None  # the ClusterRoleBindings, read only when its log shows a refusal (403)
 
 
 def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:
