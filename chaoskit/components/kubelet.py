@@ -14,6 +14,27 @@ HEALTHZ_PORT = 10248  # plain HTTP, on the node's loopback only
 HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
 JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
+CONFIG = f"{DIR}/config.yaml"  # its KubeletConfiguration (kubeadm writes it; evictionHard among it)
+EVICTION_HARD = f"sed -n '/^evictionHard:/,/^[^ ]/p' {CONFIG}"  # the block, and the next key's line
+DEFAULT_NODEFS_AVAILABLE = 10.0  # percent free kubelet keeps by default (nodefs.available<10%)
+
+
+def eviction_hard(text: str) -> dict[str, str]:
+    """The evictionHard thresholds of kubelet's config file, as written ("nodefs.available": "10%")."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        if not line.startswith(" "):
+            break
+        key, _, value = line.strip().partition(":")
+        out[key.strip()] = value.strip().strip("\"'")
+    return out
+
+
+def percent(value: str | None) -> float | None:
+    """A threshold's percent ("15%" → 15.0); None for an absolute quantity or nothing."""
+    if value and value.endswith("%") and value[:-1].replace(".", "", 1).isdigit():
+        return float(value[:-1])
+    return None
 
 
 def url(node: str, path: str) -> str:

@@ -118,6 +118,7 @@ SVC = f"service/{NS}/web"
 PINNED: dict[str, Any] = {"nodeSelector": {"kubernetes.io/hostname": W2}}
 NO_REQUESTS: dict[str, Any] = {"container": {"resources": {}}}
 ELSEWHERE = json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"kubernetes.io/hostname": "extra-node"}}}}})
+EVICTION = "sed -i 's/^  nodefs.available: .*/  nodefs.available: {}%/' /var/lib/kubelet/config.yaml"
 RESTART_DNS = "$K -n kube-system rollout restart deploy coredns && $K -n kube-system rollout status deploy coredns"
 COREFILE_NXDOMAIN = "template IN ANY cluster.local {\\n        rcode NXDOMAIN\\n    }\\n    kubernetes"
 
@@ -151,7 +152,7 @@ PROBLEMS: tuple[Problem, ...] = (
         "dns",
         frozenset({"configmap/kube-system/coredns"}),
         (
-            "$K -n kube-system get configmap coredns -o json > /tmp/$NS-coredns.json",
+            "$K -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}' > /tmp/$NS-Corefile.orig",
             "$K -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}' "
             f"| sed 's/^    kubernetes/    {COREFILE_NXDOMAIN}/' > /tmp/$NS-Corefile",
             "$K -n kube-system create configmap coredns --from-file=Corefile=/tmp/$NS-Corefile --dry-run=client"
@@ -159,7 +160,8 @@ PROBLEMS: tuple[Problem, ...] = (
             RESTART_DNS,
         ),
         (
-            "$K replace -f /tmp/$NS-coredns.json",
+            "$K -n kube-system create configmap coredns --from-file=Corefile=/tmp/$NS-Corefile.orig --dry-run=client"
+            " -o yaml | $K apply -f -",
             RESTART_DNS,
         ),
         victims=frozenset({"deployment/kube-system/coredns", "service/kube-system/kube-dns"}),
@@ -182,11 +184,13 @@ PROBLEMS: tuple[Problem, ...] = (
         "rbac",
         frozenset({"clusterrolebinding/system:controller:replicaset-controller"}),
         (
-            "$K get clusterrolebinding system:controller:replicaset-controller -o json > /tmp/$NS-crb.json",
             "$K delete clusterrolebinding system:controller:replicaset-controller",
             f"$K -n {NS} scale deployment web --replicas=3",
         ),
-        ("$K apply -f /tmp/$NS-crb.json",),
+        (
+            "$K create clusterrolebinding system:controller:replicaset-controller"
+            " --clusterrole=system:controller:replicaset-controller --serviceaccount=kube-system:replicaset-controller",
+        ),
         victims=frozenset({WEB}),
         settle_s=20,
         manifests=APP,
@@ -324,7 +328,17 @@ PROBLEMS: tuple[Problem, ...] = (
         "wrong-dns-policy", "SREGym", "dns", frozenset(), (), skip="needs the application's own lookups from its pods"
     ),
     Problem("webhook-tls-mismatch", "SREGym", "admission", frozenset(), (), skip="not reproduced yet"),
-    Problem("kubelet-eviction-threshold", "SREGym", "node-condition", frozenset(), (), skip="not reproduced yet"),
+    Problem(
+        "kubelet-eviction-threshold",
+        "SREGym",
+        "node-condition",
+        frozenset({f"node/{W2}"}),
+        (f"docker exec {W2} sh -c {shlex.quote(EVICTION.format(99) + ' && systemctl restart kubelet')}",),
+        (f"docker exec {W2} sh -c {shlex.quote(EVICTION.format(10) + ' && systemctl restart kubelet')}",),
+        victims=frozenset({WEB}),
+        settle_s=30,
+        manifests=APP,
+    ),
     Problem("psa-restricted", "SREGym", "admission", frozenset(), (), skip="not reproduced yet"),
 )
 

@@ -112,6 +112,21 @@ def test_disk_pressure_is_critical_with_the_disk_usage() -> None:
     assert "node.kubernetes.io/disk-pressure" in findings[0].probable_cause
 
 
+def test_disk_pressure_beside_a_disk_barely_used_names_the_threshold_not_the_disk() -> None:
+    n = node(DiskPressure=("True", "KubeletHasDiskPressure", "kubelet has disk pressure"))
+    set_high = {"nodefs.available": "99%", "imagefs.available": "0%"}
+    (f,) = KubeletDiagnoser().analyze(kubelet(node_obj=n, disk_used_percent=1.0, eviction_hard=set_high))
+    assert f.title == (
+        "DiskPressure on chaoskit-worker: threshold nodefs.available 99% ≥ free 99%: the threshold, not the disk"
+    )
+    assert f.entity == "node/chaoskit-worker" and "default 10%" in f.remediation[0]
+    # the stock threshold and a full disk: the disk
+    full = KubeletDiagnoser().analyze(
+        kubelet(node_obj=n, disk_used_percent=95.0, eviction_hard={"nodefs.available": "10%"})
+    )
+    assert titles(full) == ["critical: DiskPressure on chaoskit-worker: kubelet has disk pressure"]
+
+
 def test_a_nearly_full_kubelet_filesystem_is_a_warning() -> None:
     assert analyze(kubelet(disk_used_percent=90.0)) == ["warning: /var/lib/kubelet on chaoskit-worker is 90% full"]
 

@@ -65,6 +65,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                     "healthz": http_command(kubelet.HEALTHZ, max_time=3),
                     "cert": cert_dates_command({"client": CLIENT_PEM}),
                     "disk": f"df -P {KUBELET_DIR} | tail -n 1",
+                    "eviction": kubelet.EVICTION_HARD,
                     "journal": f"{JOURNAL} | tail -n 400",
                     "api_reach": API_REACH,
                 },
@@ -94,6 +95,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             lease=lease(),
             api_reach=s["api_reach"],
             pods=pods(),
+            eviction_hard=kubelet.eviction_hard(s["eviction"].output),
         )
 
     def assess(self, ev: KubeletEvidence) -> list[Assessed]:

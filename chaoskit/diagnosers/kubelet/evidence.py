@@ -4,7 +4,7 @@ recent lines."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +68,7 @@ class KubeletEvidence:
     lease: Fetched
     api_reach: Section | None = None  # API_REACH's output in the node: `server <url>`, then curl's answer
     pods: Fetched | None = None  # the pods bound to the node: which wait out their toleration when it is lost
+    eviction_hard: dict[str, str] = field(default_factory=dict)  # its config file's evictionHard thresholds
 
 
 def recent(p: KubeletParams, ev: KubeletEvidence, *needles: str, after: float | None = None) -> tuple[str, ...]:

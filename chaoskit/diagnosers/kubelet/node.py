@@ -3,6 +3,7 @@ to the API server with, and PLEG (whether the runtime answers kubelet's relists)
 
 from __future__ import annotations
 
+from chaoskit.components import kubelet
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import (
     expiry_findings,
@@ -29,12 +30,16 @@ def pressure(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
         source,
         {
             "disk_used_percent": ev.disk_used_percent,
+            "nodefs_available_threshold": ev.eviction_hard.get("nodefs.available"),
             **{k: c.get("status") for k, c in conditions.items()},
             "api": None if ev.node_obj.ok else ev.node_obj.error,
         },
     )
     findings = []
     for kind, c in under.items():
+        if kind == "DiskPressure" and (misset := _threshold_not_disk(p, ev)):
+            findings.append(misset)
+            continue
         findings.append(
             Finding(
                 "critical",
@@ -69,6 +74,37 @@ def pressure(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
             )
         )
     return Assessed(e, tuple(findings))
+
+
+def _threshold_not_disk(p: KubeletParams, ev: KubeletEvidence) -> Finding | None:
+    """DiskPressure with the disk far from full: kubelet's nodefs.available threshold is set above the space that is
+    free, so the threshold, not the disk, is the cause (as measured: df against the config file)."""
+    wanted = kubelet.percent(ev.eviction_hard.get("nodefs.available"))
+    if wanted is None or ev.disk_used_percent is None or ev.disk_used_percent >= p.disk_warning:
+        return None
+    free = 100.0 - ev.disk_used_percent
+    if wanted < free:
+        return None
+    e = Evidence(
+        "eviction-threshold",
+        f"{kubelet.EVICTION_HARD}; df -P {KUBELET_DIR} on {ev.node}",
+        {"nodefs_available_threshold": f"{wanted:g}%", "free_percent": free, "used_percent": ev.disk_used_percent},
+    )
+    return Finding(
+        "critical",
+        "kubelet",
+        f"DiskPressure on {ev.node}: threshold nodefs.available {wanted:g}% ≥ free {free:g}%: "
+        "the threshold, not the disk",
+        f"kubelet's evictionHard nodefs.available<{wanted:g}% in {kubelet.CONFIG} asks for more free space than the "
+        f"disk can have while it is {ev.disk_used_percent:g}% used: the node is tainted disk-pressure and kubelet "
+        "evicts pods for a disk that is not full",
+        (e,),
+        (
+            f"set evictionHard nodefs.available back (kubelet's default {kubelet.DEFAULT_NODEFS_AVAILABLE:g}%) in "
+            f"{kubelet.CONFIG} on {ev.node}, then systemctl restart kubelet",
+        ),
+        entity=f"node/{ev.node}",
+    )
 
 
 def client_cert(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
