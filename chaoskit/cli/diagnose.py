@@ -92,7 +92,8 @@ def diagnose(
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
     COMPONENT is any of apiserver, etcd, scheduler, controller-manager, kubelet, kube-proxy, containerd,
-    metrics-server (the resource metrics pipeline), workloads (the cluster's symptoms: pods, Deployments, Services,
+    metrics-server (the resource metrics pipeline), dns (cluster DNS: a real lookup from every node, CoreDNS and its
+    Corefile), workloads (the cluster's symptoms: pods, Deployments, Services,
     HPAs, node conditions, each given to the finding that explains it or reported as unexplained), reverts
     (chaoskit's own dead-man switches: one that gave up or is retrying) (default: all). Works when the API server
     is down: the API server's report then fails on node-local evidence, and the others say which API-side

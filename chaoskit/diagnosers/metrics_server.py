@@ -47,7 +47,13 @@ def blind_hpas(hpas: Fetched, now: float, longer_than: float = 0.0) -> list[str]
     for h in items(hpas) if hpas.ok else []:
         active = condition_of(h, "ScalingActive")
         since = age(active.get("lastTransitionTime"), now)
-        if active.get("status") == "False" and active.get("reason") in BLIND and (since or 0) >= longer_than:
+        own_doing = "missing request for" in str(active.get("message"))  # its target sets no request: not ours
+        if (
+            active.get("status") == "False"
+            and active.get("reason") in BLIND
+            and not own_doing
+            and (since or 0) >= longer_than
+        ):
             meta = h.get("metadata", {})
             out.append(f"{meta.get('namespace')}/{meta.get('name')}: {active.get('reason')}: {active.get('message')}")
     return out

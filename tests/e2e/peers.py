@@ -39,6 +39,7 @@ class Problem:
     settle_s: float = 45.0  # how long the symptom takes to show (a Pending pod counts after 30 s)
     manifests: tuple[Mapping[str, Any], ...] = ()  # applied into NS before `inject`
     skip: str = ""  # why it is not reproduced here
+    wait_ready: bool = True  # its app becomes Ready before the break (not so for an app broken from the start)
 
     @property
     def ns(self) -> str:
@@ -189,11 +190,30 @@ PROBLEMS: tuple[Problem, ...] = (
         ),
         (
             "$K create clusterrolebinding system:controller:replicaset-controller"
-            " --clusterrole=system:controller:replicaset-controller --serviceaccount=kube-system:replicaset-controller",
+            " --clusterrole=system:controller:replicaset-controller --serviceaccount=kube-system:replicaset-controller"
+            " --dry-run=client -o yaml | $K apply -f -",
         ),
         victims=frozenset({WEB}),
         settle_s=20,
         manifests=APP,
+    ),
+    Problem(
+        "kube-proxy-rbac",
+        "SREGym",
+        "rbac-node-component",
+        frozenset({"clusterrolebinding/kubeadm:node-proxier"}),
+        (
+            "$K delete clusterrolebinding kubeadm:node-proxier",
+            f"$K -n kube-system delete pod -l k8s-app=kube-proxy --field-selector spec.nodeName={W1}",
+        ),
+        (
+            "$K create clusterrolebinding kubeadm:node-proxier --clusterrole=system:node-proxier"
+            " --serviceaccount=kube-system:kube-proxy --dry-run=client -o yaml | $K apply -f -",
+            f"$K -n kube-system delete pod -l k8s-app=kube-proxy --field-selector spec.nodeName={W1}",
+            "$K -n kube-system wait pod -l k8s-app=kube-proxy --for=condition=Ready --timeout=60s",
+        ),
+        victims=frozenset({"component/kube-proxy", f"kube-proxy/{W1}"}),
+        settle_s=20,
     ),
     Problem(
         "hpa-without-cpu-request",
@@ -224,6 +244,7 @@ PROBLEMS: tuple[Problem, ...] = (
         victims=frozenset({SVC}),
         settle_s=50,
         manifests=(deployment(container={"args": ["serve", "-addr", "not-a-port"]}), service()),
+        wait_ready=False,
     ),
     # ITBench's
     Problem(
@@ -265,6 +286,7 @@ PROBLEMS: tuple[Problem, ...] = (
         (),
         settle_s=15,
         manifests=(deployment(nodeSelector={"kubernetes.io/hostname": "no-such-node"}), service()),
+        wait_ready=False,
     ),
     Problem(
         "anti-affinity",
@@ -286,6 +308,7 @@ PROBLEMS: tuple[Problem, ...] = (
             ),
             service(),
         ),
+        wait_ready=False,
     ),
     Problem(
         "api-server-request-surge", "ITBench", "apf", frozenset(), (), skip="API Priority and Fairness not read yet"
@@ -393,7 +416,7 @@ def set_up(p: Problem) -> None:
 
 
 def ready(p: Problem) -> None:
-    if p.manifests:
+    if p.manifests and p.wait_ready:
         sh(f"$K -n {p.ns} rollout status deployment --timeout=60s", timeout=90)
 
 
