@@ -7,7 +7,6 @@ started, so a fault that is over does not keep the report red.
 
 from __future__ import annotations
 
-from chaoskit.components import admission as webhooks
 from chaoskit.components import apiserver
 from chaoskit.diagnosers.apiserver import admission
 from chaoskit.diagnosers.apiserver.admission import assess_admission
@@ -35,10 +34,9 @@ from chaoskit.diagnosers.kit.common import (
     metrics_of,
     uncollected,
 )
-from chaoskit.diagnosers.kit.sources import Sources, window_wait
+from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.certs import cert_dates_command, parse_not_after, served_cert_command
-from chaoskit.seams.scrape import scrape_command
 
 __all__ = [
     "API",
@@ -51,10 +49,6 @@ __all__ = [
     "ApiServerEvidence",
     "ApiServerParams",
 ]
-
-
-# its own window over the webhooks' metrics, beside the one the etcd diagnoser shares (a few lines more a scrape)
-ADMISSION_WINDOW = ("admission_before", "admission_wait", "admission_after")
 
 
 @register
@@ -77,14 +71,11 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
                 "metrics_before": before,
                 "wait": wait,
                 "metrics_after": after,
-                "admission_before": (scraped := scrape_command(f"{API}/metrics", webhooks.METRICS, client_cert=True)),
-                "admission_wait": window_wait(self.p.window),
-                "admission_after": scraped,
                 "etcd_filter": f"iptables -w 2 -S 2>/dev/null | grep -E -- '--[ds]port {apiserver.ETCD_PORT}' || true",
                 **process_commands(apiserver.PROCESS),
             },
             timeout=60 + self.p.window,
-            chains=[WINDOW, ADMISSION_WINDOW],
+            chains=[WINDOW],
         )
         process = ProcessState.of(apiserver.PROCESS, s)
         return ApiServerEvidence(
@@ -101,7 +92,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             etcd_filter_rules=tuple(line for line in s["etcd_filter"].output.splitlines() if line.startswith("-A")),
             client_view=src.api.down,
             admission=admission.collect(
-                src, metrics_of(s["admission_before"]), metrics_of(s["admission_after"]), self.p.window, process.log
+                src, metrics_of(s["metrics_before"]), metrics_of(s["metrics_after"]), self.p.window, process.log
             ),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaoskit.components import apiserver
+from chaoskit.components import admission, apiserver
 from chaoskit.diagnosers.kit.sources import window_wait
 from chaoskit.seams.scrape import scrape_command
 
@@ -14,6 +14,7 @@ API_METRICS = (
     "apiserver_registered_watchers",
     "process_resident_memory_bytes",
     "etcd_request_duration_seconds",
+    *admission.METRICS,  # each webhook's calls: a few series per webhook, read by the API server diagnoser
 )
 # of the two latency histograms (thousands of lines: a series per resource), only the labels judged by
 KEEP = {
