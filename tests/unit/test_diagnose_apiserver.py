@@ -40,6 +40,7 @@ def test_healthy_api_server_has_no_findings_and_every_check_is_reported() -> Non
         "watches",
         "request-errors",
         "request-latency",
+        "priority-and-fairness",
         "client-view",
     ]
     watches = next(c for c in report.checks if c.check == "watches")
@@ -88,7 +89,7 @@ def test_api_server_down_with_its_manifest_moved_away_is_failed_on_node_local_ev
     )
     report = ApiServerDiagnoser().report(ev, "chaoskit-control-plane")
     unavailable = [c.check for c in report.checks if not c.available]
-    assert unavailable == ["watches", "request-errors", "request-latency"]
+    assert unavailable == ["watches", "request-errors", "request-latency", "priority-and-fairness"]
 
 
 def test_frozen_api_server_is_critical() -> None:
@@ -202,3 +203,15 @@ def test_restarts_alone_are_information() -> None:
 def test_one_slow_request_in_a_quiet_window_is_not_a_slow_api_server() -> None:
     # p99 is 1.9 s, but only one of six took over a second
     assert ApiServerDiagnoser().analyze(lease_puts((5, 5, 5, 5, 5, 6, 6, 6, 6), 2.5)) == []
+
+
+def test_a_flow_schema_rejected_in_the_window_is_named_by_apf() -> None:
+    from chaoskit.components.flowcontrol import pressure
+    from chaoskit.seams.scrape import Metrics
+
+    labels = 'flow_schema="surge",priority_level="workload-low",reason="queue-full"'
+    line = f"apiserver_flowcontrol_rejected_requests_total{{{labels}}}"
+    before, after = Metrics.parse(f"{line} 3\n"), Metrics.parse(f"{line} 40\n")
+    (x,) = pressure(before, after)
+    assert (x.flow_schema, x.rejected, x.reasons) == ("surge", 37.0, ("queue-full",))
+    assert pressure(after, after) == []

@@ -20,7 +20,7 @@ from chaoskit.diagnosers.apiserver.evidence import (
     ApiServerEvidence,
     ApiServerParams,
 )
-from chaoskit.diagnosers.apiserver.traffic import client_view, errors, latency, watches
+from chaoskit.diagnosers.apiserver.traffic import client_view, errors, fairness, latency, watches
 from chaoskit.diagnosers.kit.api_metrics import metrics_window
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
@@ -112,6 +112,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             watches(self.p, ev),  # before errors and latency: a watch leak is a cause of slow requests, not a symptom
             errors(self.p, ev),
             latency(self.p, ev),
+            fairness(self.p, ev),
             client_view(ev),
             *(
                 [

@@ -39,6 +39,9 @@ class ApiServerParams(FaultParams):
     max_watches_per_resource: int = Field(default=150, description="Open WATCH requests on one resource and scope.")
     cert_warning_days: float = Field(default=30, description="Certificates expiring sooner than this: warning.")
     admission_p99: float = Field(default=1.0, description="Seconds; an admission webhook's p99 in the window: slow.")
+    queued_warning: int = Field(
+        default=20, description="Requests of one FlowSchema waiting in its priority level's queues: warning."
+    )
     admission_deadline: float = Field(
         default=34.0,
         description="Seconds a create, update or patch may take, admission included (the API server's 34 s bound): "

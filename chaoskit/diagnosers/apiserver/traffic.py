@@ -3,6 +3,7 @@ whether chaoskit's own client got through."""
 
 from __future__ import annotations
 
+from chaoskit.components import flowcontrol
 from chaoskit.diagnosers.apiserver.evidence import API, HEALTH_PATHS, MUTATING, ApiServerEvidence, ApiServerParams
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding, Severity
 from chaoskit.diagnosers.kit.common import (
@@ -189,3 +190,43 @@ def _get(labels: Labels) -> bool:
 
 def _list(labels: Labels) -> bool:
     return labels.get("verb") == "LIST" and labels.get("scope") == "namespace"
+
+
+def fairness(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
+    """API Priority and Fairness: a FlowSchema whose requests were rejected (429) in the window, or pile up in its
+    priority level's queues, names the clients that flood the API server (a request surge) by their FlowSchema."""
+    source = f"{flowcontrol.REJECTED}, {flowcontrol.IN_QUEUE} from {API}/metrics, window of {ev.window_s:g}s"
+    if not ev.metrics_after:
+        return Assessed(Evidence("priority-and-fairness", source, {"error": ev.metrics_after.error}, available=False))
+    found = flowcontrol.pressure(ev.metrics_before, ev.metrics_after)
+    e = Evidence(
+        "priority-and-fairness",
+        source,
+        {"rejected": sum(x.rejected for x in found), "queued": sum(x.queued for x in found)},
+        conditions=tuple(
+            f"{x.flow_schema} ({x.priority_level}): {x.rejected:g} rejected {', '.join(x.reasons)}, {x.queued:g} queued"
+            for x in found[:5]
+        ),
+    )
+    findings = [
+        Finding(
+            "warning",
+            "apiserver",
+            "API Priority and Fairness "
+            + (f"rejects {x.rejected:g} request(s)" if x.rejected else f"queues {x.queued:g} request(s)")
+            + f" of FlowSchema {x.flow_schema} (priority level {x.priority_level})",
+            f"the clients that FlowSchema {x.flow_schema} matches send more than priority level {x.priority_level} "
+            "serves: their requests wait in its queues and then get HTTP 429 (a request surge, a controller in a "
+            "hot loop), while other levels keep their share",
+            (e,),
+            (
+                f"kubectl get flowschema {x.flow_schema} -o yaml: whom it matches",
+                "kubectl get --raw /debug/api_priority_and_fairness/dump_requests: who waits now",
+            ),
+            entity=f"flowschema/{x.flow_schema}",
+            affects=("component/apiserver",),
+        )
+        for x in found
+        if x.rejected > 0 or x.queued >= p.queued_warning
+    ]
+    return Assessed(e, tuple(findings[:3]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaoskit.components import admission, apiserver
+from chaoskit.components import admission, apiserver, flowcontrol
 from chaoskit.diagnosers.kit.sources import window_wait
 from chaoskit.seams.scrape import scrape_command
 
@@ -15,6 +15,7 @@ API_METRICS = (
     "process_resident_memory_bytes",
     "etcd_request_duration_seconds",
     *admission.METRICS,  # each webhook's calls: a few series per webhook, read by the API server diagnoser
+    *flowcontrol.METRICS,  # API Priority and Fairness: rejected and queued requests per FlowSchema
 )
 # of the two latency histograms (thousands of lines: a series per resource), only the labels judged by
 KEEP = {
