@@ -14,6 +14,8 @@ HEALTHZ_PORT = 10248  # plain HTTP, on the node's loopback only
 HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
 JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
+# pod start latency as the SLO counts it (image pulls and init containers left out): a histogram since kubelet started
+POD_START_SLI = "kubelet_pod_start_sli_duration_seconds"
 CONFIG = f"{DIR}/config.yaml"  # its KubeletConfiguration (kubeadm writes it; evictionHard among it)
 EVICTION_HARD = f"sed -n '/^evictionHard:/,/^[^ ]/p' {CONFIG}"  # the block, and the next key's line
 DEFAULT_NODEFS_AVAILABLE = 10.0  # percent free kubelet keeps by default (nodefs.available<10%)

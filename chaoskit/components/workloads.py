@@ -235,6 +235,11 @@ def deployment_symptoms(
         base = (f"namespace/{ns}", "component/controller-manager")
         if failure.get("status") == "True":
             said = f"{failure.get('reason')}: {str(failure.get('message'))[:240]}"
+            if "violates PodSecurity" in str(failure.get("message")):  # the namespace's label refuses them
+                cause = f"namespace {ns} enforces a Pod Security level its pods do not meet ({said})"
+                text = f"{me} cannot create its pods: {said}"
+                out.append(Seen("short", f"namespace/{ns}", text, (me, f"namespace/{ns}"), cause))
+                continue
             out.append(Seen("short", me, f"{me} cannot create its pods: {said}", base))
         elif progressing.get("reason") == "ProgressDeadlineExceeded":
             said = str(progressing.get("message"))[:240]

@@ -362,7 +362,19 @@ PROBLEMS: tuple[Problem, ...] = (
         settle_s=30,
         manifests=APP,
     ),
-    Problem("psa-restricted", "SREGym", "admission", frozenset(), (), skip="not reproduced yet"),
+    Problem(
+        "psa-restricted",
+        "SREGym",
+        "admission",
+        frozenset({f"namespace/{NS}"}),
+        (
+            f"$K label namespace {NS} pod-security.kubernetes.io/enforce=restricted --overwrite",
+            f"$K -n {NS} delete pod -l app=web --wait=false",
+        ),
+        victims=frozenset({WEB, "component/controller-manager"}),
+        settle_s=20,
+        manifests=APP,
+    ),
 )
 
 

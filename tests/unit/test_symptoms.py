@@ -359,3 +359,21 @@ def test_a_symptom_that_says_why_explains_what_stands_on_its_entity() -> None:
     (workloads,) = own([report("workloads", CP, symptoms=(service, crash))])
     (f,) = workloads.findings
     assert f.entity == "deployment/shop/web" and f.explains == (crash.text, service.text)
+
+
+def test_pods_refused_by_pod_security_name_the_namespace() -> None:
+    d = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "reason": "FailedCreate",
+                    "message": 'pods "web-x" is forbidden: violates PodSecurity "restricted:latest"',
+                }
+            ]
+        },
+    }
+    (s,) = deployment_symptoms([d], NOW, unavailable_after=60)
+    assert s.entity == "namespace/shop" and "Pod Security" in s.cause

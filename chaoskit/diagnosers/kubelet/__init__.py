@@ -74,7 +74,9 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                 src.control_plane,
                 {
                     "healthz": http_command(kubelet.url(node, "/healthz?verbose"), max_time=5, extra=cert),
-                    "metrics": scrape_command(kubelet.url(node, "/metrics"), ("kubelet_pleg_",), client_cert=True),
+                    "metrics": scrape_command(
+                        kubelet.url(node, "/metrics"), ("kubelet_pleg_", kubelet.POD_START_SLI), client_cert=True
+                    ),
                 },
             ),
         )

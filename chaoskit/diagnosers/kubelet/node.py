@@ -140,6 +140,7 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")
     since = None if last_seen is None else max(0.0, ev.collected_at - last_seen)
     relist = ev.metrics.histogram("kubelet_pleg_relist_duration_seconds")
+    starts = ev.metrics.histogram(kubelet.POD_START_SLI)
     # every kubelet start logs "PLEG is not healthy: pleg has yet to be successful": only complaints PLEG has
     # not answered since (by relisting after them) count
     lines = recent(
@@ -154,7 +155,13 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
             "metrics": "ok" if ev.metrics else ev.metrics.error[:160],
         },
         log_lines=lines,
-        metrics=rounded([("relist_mean_s", relist.mean if relist else None)], 5),
+        metrics=rounded(
+            [
+                ("relist_mean_s", relist.mean if relist else None),
+                ("pod_start_sli_p99_s_since_start", starts.quantile(0.99) if starts else None),  # evidence, no verdict
+            ],
+            5,
+        ),
     )
     unhealthy = "PLEG is not healthy" in ready_msg or bool(lines)
     if unhealthy or (since is not None and since > p.pleg_critical):
