@@ -55,6 +55,8 @@ def k8sgpt(binary: str) -> tuple[set[str], float]:
         return {f"error: {done.stderr.strip()[-120:]}"}, took
     out = set()
     for r in results:
+        if all("is not used by any pods" in str(e.get("Text")) for e in r.get("error") or [{}]):
+            continue  # its unused-ConfigMap notes: on every namespace, never a cause
         kind = str(r.get("kind", "")).lower()
         name = str(r.get("name", ""))  # namespace/name, or name for cluster-scoped objects
         out.add(f"{kind}/{name}")

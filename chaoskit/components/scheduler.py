@@ -49,9 +49,8 @@ REASONS: dict[str, Reason] = {
     "cordoned": Reason(
         "were unschedulable",
         "cordoned node",
-        "every node the pods may go to is cordoned (spec.unschedulable), and their nodeSelector/affinity pins them "
-        "there",
-        ("kubectl uncordon NODE, or unpin the workload (its nodeSelector/affinity)",),
+        "the pods' nodeSelector/affinity pins them to nodes that are all cordoned (spec.unschedulable)",
+        ("kubectl uncordon the node, or unpin the workload (its nodeSelector/affinity)",),
     ),
     "taint": Reason(
         "untolerated taint",
@@ -130,7 +129,7 @@ def classify(pod: Obj, message: str, nodes: Sequence[Obj]) -> tuple[str, str]:
     wanted = [n for n in nodes if wants(pod, n)]
     cordoned = [n for n in wanted if (n.get("spec") or {}).get("unschedulable")]
     if wanted and len(cordoned) == len(wanted):
-        return "cordoned", f"every node it may go to is cordoned ({', '.join(_name(n) for n in cordoned)})"
+        return "cordoned", f"cordoned: {', '.join(_name(n) for n in cordoned)}"
     policy = blocked_by_policy(pod, nodes)
     if policy is not None:
         return policy

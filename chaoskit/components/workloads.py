@@ -206,8 +206,12 @@ def _unschedulable(owner: str, members: Sequence[tuple[Obj, str, str]], nodes: S
     names = ", ".join(entity("Pod", m[0]).split("/", 2)[-1] for m in members[:3])
     nodes_at_fault = blockers(pod, reason, nodes)
     why = f"{r.cause}: {detail}"
-    if nodes_at_fault and pinned(pod, nodes):
+    if nodes_at_fault and pinned(pod, nodes) and reason != "cordoned":
         why += f"; {owner} pins its pods to them"
+    fix = r.fix
+    if reason == "cordoned" and nodes_at_fault:  # the very command, with the node
+        names_ = " ".join(n.removeprefix("node/") for n in nodes_at_fault)
+        fix = (f"kubectl uncordon {names_}, or unpin {owner} (its nodeSelector/affinity)",)
     return Seen(
         "unschedulable",
         owner,
@@ -215,7 +219,7 @@ def _unschedulable(owner: str, members: Sequence[tuple[Obj, str, str]], nodes: S
         (owner, *nodes_at_fault, f"namespace/{ns}"),
         why,
         nodes_at_fault,
-        (*r.fix, f"kubectl describe pod -n {ns} {names.split(', ')[0]}: the Events section"),
+        (*fix, f"kubectl describe pod -n {ns} {names.split(', ')[0]}: the Events section"),
     )
 
 

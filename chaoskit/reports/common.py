@@ -32,10 +32,11 @@ def worst_first(diagnosis: Diagnosis) -> list[ComponentReport]:
 
 def explained(f: Finding, limit: int = 3) -> str:
     """What a finding owns, in one line: "explains: a; b (+4 more)"."""
-    if not f.explains:
+    others = [s for s in f.explains if s != f.title]  # a symptom that became its own finding is not said twice
+    if not others:
         return ""
-    more = f" (+{len(f.explains) - limit} more)" if len(f.explains) > limit else ""
-    return "explains: " + "; ".join(s[:160] for s in f.explains[:limit]) + more
+    more = f" (+{len(others) - limit} more)" if len(others) > limit else ""
+    return "explains: " + "; ".join(s[:160] for s in others[:limit]) + more
 
 
 def when(t: float) -> str:

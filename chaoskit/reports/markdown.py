@@ -45,9 +45,9 @@ def render_markdown(diagnosis: Diagnosis, record: Record | None = None) -> str:
             "",
             f"**Probable cause:** {f.probable_cause}",
             "",
-            *([f"**Entity:** `{f.entity}`", ""] if f.entity else []),
+            *([f"**Entity:** {', '.join(f'`{e}`' for e in f.entities)}", ""] if f.entities else []),
             *([f"**Because of:** `{f.caused_by}` (a consequence, not the root cause)", ""] if f.caused_by else []),
-            *([f"**{explained(f).capitalize()}**", ""] if f.explains else []),
+            *([f"**{explained(f).capitalize()}**", ""] if explained(f) else []),
             "**Evidence:**",
             "",
         ]

@@ -61,7 +61,7 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
         head.append(f"{report.component} on {report.subject}: ", style="bold")
         head.append(f.title)
         body = [head, Text(f"    cause: {f.probable_cause}")]
-        body += [Text(f"    entity: {f.entity}")] if f.entity else []
+        body += [Text(f"    entity: {', '.join(f.entities)}")] if f.entities else []
         body += [Text(f"    because of: {f.caused_by}", style="bold")] if f.caused_by else []
         body += [Text(f"    {line}")] if (line := explained(f)) else []
         for e in f.evidence:

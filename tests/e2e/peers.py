@@ -120,6 +120,7 @@ PINNED: dict[str, Any] = {"nodeSelector": {"kubernetes.io/hostname": W2}}
 NO_REQUESTS: dict[str, Any] = {"container": {"resources": {}}}
 ELSEWHERE = json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"kubernetes.io/hostname": "extra-node"}}}}})
 EVICTION = "sed -i 's/^  nodefs.available: .*/  nodefs.available: {}%/' /var/lib/kubelet/config.yaml"
+REPLACE_PODS = f"$K -n {NS} delete pod -l app=web --wait=false"  # NoSchedule keeps what runs: new pods meet it
 RESTART_DNS = "$K -n kube-system rollout restart deploy coredns && $K -n kube-system rollout status deploy coredns"
 COREFILE_NXDOMAIN = "template IN ANY cluster.local {\\n        rcode NXDOMAIN\\n    }\\n    kubernetes"
 
@@ -230,7 +231,7 @@ PROBLEMS: tuple[Problem, ...] = (
         "SREGym",
         "scheduling-by-object",
         frozenset({f"node/{W2}", WEB}),
-        (f"$K taint node {W2} peer.example/dedicated=ops:NoSchedule",),
+        (f"$K taint node {W2} peer.example/dedicated=ops:NoSchedule", REPLACE_PODS),
         (f"$K taint node {W2} peer.example/dedicated-",),
         settle_s=15,
         manifests=(deployment(**PINNED), service()),
@@ -252,7 +253,7 @@ PROBLEMS: tuple[Problem, ...] = (
         "ITBench",
         "scheduling-by-object",
         frozenset({f"node/{W2}", WEB}),
-        (f"$K cordon {W2}",),
+        (f"$K cordon {W2}", REPLACE_PODS),
         (f"$K uncordon {W2}",),
         victims=frozenset({SVC, "component/scheduler"}),
         settle_s=15,

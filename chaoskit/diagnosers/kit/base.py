@@ -293,10 +293,13 @@ class Diagnosis:
             first = roots[0]
             todo = f"; {first.remediation[0]}" if first.remediation else ""
             more = f" (+{len(roots) - 1} more root cause(s))" if len(roots) > 1 else ""
-            parts.append(f"root cause: {first.component}: {first.title}{todo}{more}")
-        explained = sorted({s for f in roots for s in f.explains})
+            who = ", ".join(first.entities) or first.component
+            parts.append(f"root cause: {who}: {first.title}{todo}{more}")
+        explained = sorted({s for f in roots for s in f.explains} - {f.title for f in roots})
         if after or explained:
-            parts.append(f"it affects {len(after)} finding(s) and {len(explained)} symptom(s)")
+            what = [f"{len(after)} other finding(s)"] if after else []
+            what += [f"{len(explained)} symptom(s)"] if explained else []
+            parts.append(f"it explains {' and '.join(what)}")
         if unjudged:
             names = ", ".join(f"{r.component}@{r.subject}" for r in unjudged[:4])
             parts.append(f"not judged: {names} (evidence could not be collected)")
