@@ -89,10 +89,11 @@ def component_of(labels: Mapping[str, str]) -> str:
     return ""
 
 
-def _touches(pod: Obj, *extra: str) -> tuple[str, ...]:
+def _touches(pod: Obj, *extra: str, on_node: bool = True) -> tuple[str, ...]:
+    """What a pod's trouble stands on: its workload, its namespace, its component, and (`on_node`) its node."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     out = [owner_of(pod), f"namespace/{meta.get('namespace')}"]
-    if node := spec.get("nodeName"):
+    if on_node and (node := spec.get("nodeName")):
         out.append(f"node/{node}")
     if component := component_of(meta.get("labels") or {}):
         out.append(f"component/{component}")
@@ -161,11 +162,16 @@ def pod_symptoms(
             cause = f"container {name} exits ({how}, {c.get('restartCount', 0)} restarts)" + (
                 f": {line[:240]}" if line else ""
             )
-            groups.setdefault((owner_of(pod), "crash-loop"), []).append((pod, f"{me}: {cause}", cause, _touches(pod)))
+            # its container's own exit: not its node's doing (a node in trouble beside it explains nothing of it)
+            groups.setdefault((owner_of(pod), "crash-loop"), []).append(
+                (pod, f"{me}: {cause}", cause, _touches(pod, on_node=False))
+            )
         elif stuck is not None:
             name, w = stuck
             cause = f"container {name} waits: {w.get('reason')}: {str(w.get('message') or '')[:200]}".rstrip(": ")
-            groups.setdefault((owner_of(pod), "waiting"), []).append((pod, f"{me}: {cause}", cause, _touches(pod)))
+            groups.setdefault((owner_of(pod), "waiting"), []).append(
+                (pod, f"{me}: {cause}", cause, _touches(pod, on_node=False))
+            )
         elif status.get("phase") == "Pending" and not spec.get("nodeName"):
             message = scheduling.said.get(f"{meta.get('namespace')}/{meta.get('name')}", "")
             if message and age >= scheduling.failed_after:
