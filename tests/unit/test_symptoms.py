@@ -233,14 +233,14 @@ def test_a_finding_that_stands_on_a_broken_node_is_its_consequence() -> None:
     metrics = finding("metrics-server", touches=(f"node/{W}",))
     reports = own([report("kubelet", W, kubelet), report("metrics-server", CP, metrics)])
     look = Diagnosis("chaoskit", reports, NOW, 1.0)
-    assert reports[1].findings[0].caused_by == "component/kubelet"
+    assert reports[1].findings[0].caused_by == f"kubelet/{W}"
     assert [f.component for f in look.root_causes()] == ["kubelet"]
     assert look.summary().startswith("Root cause: kubelet: kubelet is broken")
 
 
 def test_etcd_and_the_api_server_down_together_the_store_is_the_root() -> None:
     reports = own([report("apiserver", CP, finding("apiserver")), report("etcd", CP, finding("etcd"))])
-    assert reports[0].findings[0].caused_by == "component/etcd" and reports[1].findings[0].caused_by == ""
+    assert reports[0].findings[0].caused_by == f"etcd/{CP}" and reports[1].findings[0].caused_by == ""
 
 
 def test_a_look_that_could_not_be_made_is_unknown_and_fails_no_gate() -> None:

@@ -64,7 +64,7 @@ def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
                 findings[i].append(f)
                 if own_cause:  # a cause now, for what stands on it
                     verdicts.append((i, len(findings[i]) - 1, f, reach(f, reports[i].subject)))
-    causes = {(i, j): _cause(f, verdicts) for i, j, f, _ in verdicts}
+    causes = {(i, j): _cause(f, verdicts, reports) for i, j, f, _ in verdicts}
     out = []
     for i, r in enumerate(reports):
         mine = [
@@ -83,13 +83,16 @@ def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
     return tuple(out)
 
 
-def _cause(f: Finding, verdicts: Sequence[tuple[int, int, Finding, frozenset[str]]]) -> str:
-    """The entity (or component) of the most basic other finding that reaches what `f` stands on, if any."""
+def _cause(
+    f: Finding, verdicts: Sequence[tuple[int, int, Finding, frozenset[str]]], reports: Sequence[ComponentReport]
+) -> str:
+    """The entity of the most basic other finding that reaches what `f` stands on, if any: its cause entity, or its
+    process as component/node (kubelet/chaoskit-worker)."""
     rank = CAUSAL_RANK.get(f.component, 99)
     stands_on = (f.entity, *f.touches) if f.entity else f.touches
     candidates = [
-        g
-        for _, _, g, reached in verdicts
+        (i, g)
+        for i, _, g, reached in verdicts
         if g is not f
         and (g.component != f.component or g.entity != f.entity)
         and CAUSAL_RANK.get(g.component, 99) < rank
@@ -97,8 +100,13 @@ def _cause(f: Finding, verdicts: Sequence[tuple[int, int, Finding, frozenset[str
     ]
     if not candidates:
         return ""
-    root = min(candidates, key=lambda g: CAUSAL_RANK.get(g.component, 99))
-    return root.entity or f"component/{root.component}"
+    i, root = min(candidates, key=lambda c: CAUSAL_RANK.get(c[1].component, 99))
+    return root.entity or process(root, reports[i].subject)
+
+
+def process(f: Finding, subject: str) -> str:
+    """How a finding about a process itself names it: its component on its node."""
+    return f"{f.component}/{subject}"
 
 
 def unexplained(s: Symptom, component: str) -> Finding:
