@@ -1,7 +1,8 @@
 """The diagnosis as JUnit XML for CI: one testsuite per component, one testcase per check (and node).
 
-A check fails when a critical or warning finding rests on it; info findings go to the testcase's system-out; a
-check whose source did not answer (API-side evidence while the API server is down) is skipped, not failed.
+A check fails when a critical or warning finding rests on it (its entity and root cause in the failure's text); info
+findings go to the testcase's system-out; a check whose source did not answer (API-side evidence while the API server
+is down) or whose look could not be made is skipped, not failed.
 """
 
 from __future__ import annotations
@@ -16,16 +17,24 @@ from chaoskit.reports.common import Record, observed
 
 def _case(report: ComponentReport, check: str, findings: list[Finding], detail: str, available: bool) -> TestCase:
     case = TestCase(f"{check} [{report.subject}]", classname=f"chaoskit.{report.component}.{report.subject}")
-    failing = [f for f in findings if f.severity != "info"]
+    failing = [f for f in findings if f.severity != "info" and f.judged]
+    unjudged = [f for f in findings if not f.judged]  # a look that could not be made: no verdict, so no failure
     if failing:
         results: list[Any] = []
         for f in failing:
             failure = Failure(f.title, f.severity)
-            failure.text = "\n".join([f"cause: {f.probable_cause}", *(f"fix: {s}" for s in f.remediation)])
+            failure.text = "\n".join(
+                [
+                    f"cause: {f.probable_cause}",
+                    *([f"entity: {', '.join(f.entities)}"] if f.entities else []),
+                    *([f"because of: {f.caused_by}"] if f.caused_by else []),
+                    *(f"fix: {s}" for s in f.remediation),
+                ]
+            )
             results.append(failure)
         case.result = results
-    elif not available:
-        case.result = [Skipped(detail[:300] or "evidence unavailable")]
+    elif unjudged or not available:
+        case.result = [Skipped((unjudged[0].probable_cause if unjudged else detail)[:300] or "evidence unavailable")]
     notes = [f"{f.title}: {f.probable_cause}" for f in findings if f.severity == "info"]
     case.system_out = "\n".join([detail, *notes]).strip()
     return case

@@ -377,3 +377,19 @@ def test_pods_refused_by_pod_security_name_the_namespace() -> None:
     }
     (s,) = deployment_symptoms([d], NOW, unavailable_after=60)
     assert s.entity == "namespace/shop" and "Pod Security" in s.cause
+
+
+def test_junit_skips_a_look_that_could_not_be_made_and_fails_a_verdict_with_its_entity() -> None:
+    from junitparser import Failure, JUnitXml, Skipped
+
+    from chaoskit.reports import render
+
+    verdict = finding("kubelet", entity=f"node/{W}", evidence=(Evidence("service", "systemctl is-active kubelet"),))
+    look = Diagnosis(
+        "chaoskit", own([report("kubelet", W, verdict), collection_failed("etcd", CP, TimeoutError("x"))]), NOW, 1.0
+    )
+    xml = JUnitXml.fromstring(render(look, "junit", None))
+    results = {s.name: [r for c in s for r in c.result] for s in xml}
+    assert [type(r) for r in results["etcd"]] == [Skipped]
+    (failed,) = results["kubelet"]
+    assert isinstance(failed, Failure) and f"entity: node/{W}" in (failed.text or "")
