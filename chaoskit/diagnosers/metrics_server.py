@@ -38,6 +38,8 @@ class MetricsServerEvidence:
     node_metrics: Fetched
     deployment: Fetched
     hpas: Fetched
+    namespace: str = metrics_server.NAMESPACE  # where its Deployment and Service are, as the APIService names them
+    name: str = metrics_server.DEPLOYMENT
 
 
 def blind_hpas(hpas: Fetched, now: float, longer_than: float = 0.0) -> list[str]:
@@ -77,6 +79,8 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
             node_metrics=src.api.fetch(metrics_server.NODE_METRICS),
             deployment=src.api.fetch(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
             hpas=src.api.fetch(HPAS),
+            namespace=ns,
+            name=name,
         )
 
     def assess(self, ev: MetricsServerEvidence) -> list[Assessed]:
@@ -88,6 +92,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
         ages = [a for a in (age(s.get("timestamp"), ev.collected_at) for s in samples) if a is not None]
         spec = (ev.deployment.data or {}) if ev.deployment.ok else {}
         ready = f"{spec.get('status', {}).get('readyReplicas') or 0}/{spec.get('spec', {}).get('replicas', '?')}"
+        ready_any = not ev.deployment.ok or bool(spec.get("status", {}).get("readyReplicas"))
         blind = blind_hpas(ev.hpas, ev.collected_at)
         e = Evidence(
             "metrics-pipeline",
@@ -131,6 +136,13 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
                     "kubectl -n kube-system get deploy metrics-server; its logs: kubectl logs deploy/metrics-server",
                     "kubectl get apiservice v1beta1.metrics.k8s.io -o yaml: the Available condition says why",
                     "kubectl top nodes: answers again once it is back",
+                ),
+                # its Deployment when that is what stands empty; its Service's missing endpoints are that too
+                entity=f"deployment/{ev.namespace}/{ev.name}" if not ready_any else "",
+                affects=(
+                    "component/metrics-server",
+                    f"deployment/{ev.namespace}/{ev.name}",
+                    f"service/{ev.namespace}/{ev.name}",
                 ),
             )
             return Assessed(e, (finding,))

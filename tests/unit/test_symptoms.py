@@ -393,3 +393,16 @@ def test_junit_skips_a_look_that_could_not_be_made_and_fails_a_verdict_with_its_
     assert [type(r) for r in results["etcd"]] == [Skipped]
     (failed,) = results["kubelet"]
     assert isinstance(failed, Failure) and f"entity: node/{W}" in (failed.text or "")
+
+
+def test_metrics_server_scaled_to_zero_owns_its_services_missing_endpoint() -> None:
+    down = finding(
+        "metrics-server",
+        entity="deployment/kube-system/metrics-server",
+        affects=("component/metrics-server", "service/kube-system/metrics-server"),
+    )
+    empty = symptom(
+        "deployment/kube-system/metrics-server", "service/kube-system/metrics-server", cause="scaled to zero"
+    )
+    reports = own([report("metrics-server", CP, down), report("workloads", CP, symptoms=(empty,))])
+    assert reports[1].status == "ok" and reports[0].findings[0].explains == (empty.text,)
