@@ -61,6 +61,13 @@ def entity(kind: str, obj: Obj) -> str:
     return f"{kind.lower()}/{ns}/{meta.get('name')}" if ns else f"{kind.lower()}/{meta.get('name')}"
 
 
+def describe(of: str) -> str:
+    """The kubectl line that shows an entity's (kind/namespace/name) conditions and events."""
+    kind, _, rest = of.partition("/")
+    ns, _, name = rest.rpartition("/")
+    return f"kubectl describe {kind} {name}" + (f" -n {ns}" if ns else "") + ": its conditions and events"
+
+
 def owner_of(pod: Obj) -> str:
     """The workload a pod belongs to: a ReplicaSet's Deployment (by its pod-template-hash), else its direct owner,
     else the pod itself."""

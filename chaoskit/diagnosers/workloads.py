@@ -20,6 +20,7 @@ from chaoskit.components.workloads import (
     Scheduling,
     Seen,
     deployment_symptoms,
+    describe,
     entity,
     hpa_symptoms,
     node_symptoms,
@@ -162,18 +163,12 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
                     e,
                     s.cause,
                     co_causes=s.co_causes,
-                    remediation=s.remediation or _remedy(s.entity),
+                    remediation=s.remediation or (describe(s.entity),),
                 )
                 for s in seen
             )
             out.append(Assessed(e, (), symptoms))
         return out
-
-
-def _remedy(of: str) -> tuple[str, ...]:
-    kind, _, rest = of.partition("/")
-    ns, _, name = rest.rpartition("/")
-    return (f"kubectl describe {kind} {name}" + (f" -n {ns}" if ns else "") + ": its conditions and events",)
 
 
 def _last_words(src: Sources, pods: Fetched) -> dict[str, str]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from chaoskit.components.table import CAUSAL_RANK
+from chaoskit.components.workloads import describe
 from chaoskit.diagnosers.kit.base import ANYTHING, ComponentReport, Finding, Symptom, by_severity, status_of
 
 UNEXPLAINED = "Unexplained symptom"  # the title's start of a symptom no finding owns
@@ -130,13 +131,7 @@ def unexplained(s: Symptom, component: str) -> Finding:
         f"{UNEXPLAINED}: {s.text}",
         "no component's finding explains it: chaoskit sees the symptom but not its cause",
         evidence,
-        (*s.remediation, _look(s)),
+        s.remediation or (describe(s.entity),),
         entity=s.entity,
         explains=(s.text,),
     )
-
-
-def _look(s: Symptom) -> str:
-    kind, _, rest = s.entity.partition("/")
-    ns, _, name = rest.rpartition("/")
-    return f"kubectl describe {kind} {name}" + (f" -n {ns}" if ns else "") + ": its events say what it waits for"
