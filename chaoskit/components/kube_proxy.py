@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
+from chaoskit.components.rbac import Identity
 from chaoskit.errors import ToolError
 from chaoskit.model.duration import parse_duration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
@@ -30,8 +31,10 @@ from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodeexec import NodeExec
 
 PROCESS = "kube-proxy"
-SERVICE_ACCOUNT = "system:serviceaccount:kube-system:kube-proxy"  # whom the API server sees in its requests
-BINDING = "kubeadm:node-proxier"  # kubeadm's ClusterRoleBinding of that account to system:node-proxier
+# whom the API server sees in its requests, and kubeadm's binding of it to system:node-proxier
+IDENTITY = Identity(
+    "kube-proxy", "kubeadm:node-proxier", "--serviceaccount=kube-system:kube-proxy", "system:node-proxier"
+)
 
 # --- where it answers ------------------------------------------------------------------------------------------------
 METRICS_PORT = 10249  # /metrics, /configz and /proxyMode

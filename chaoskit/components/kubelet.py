@@ -13,6 +13,7 @@ CLIENT_PEM = f"{DIR}/pki/kubelet-client-current.pem"  # its client cert and key;
 HEALTHZ_PORT = 10248  # plain HTTP, on the node's loopback only
 HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
+NODE_USER_PREFIX = "system:node:"  # a kubelet's user name to the API server: system:node:<its node>
 JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
 # pod start latency as the SLO counts it (image pulls and init containers left out): a histogram since kubelet started
 POD_START_SLI = "kubelet_pod_start_sli_duration_seconds"

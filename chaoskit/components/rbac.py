@@ -11,6 +11,7 @@ from typing import Any
 
 SA = "system:serviceaccount:kube-system:"
 CLUSTERROLEBINDINGS = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 # what the API server's authorizer says when it refuses a request, as the controller logs it (quotes maybe escaped)
 _FORBIDDEN = re.compile(
     r'User \\*"(?P<who>[^"\\]+)\\*" cannot (?P<verb>[a-z]+) resource \\*"(?P<resource>[^"\\]+)\\*"'
@@ -18,6 +19,20 @@ _FORBIDDEN = re.compile(
 )
 _KLOG_TIME = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?) ")
 FRESH_S = 30.0  # a refusal logged this recently is happening now (a component retries well within it)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a component is to the API server, and the ClusterRoleBinding its installer (kubeadm) gives it."""
+
+    component: str
+    binding: str  # the ClusterRoleBinding's name (also its ClusterRole's, unless `role` says otherwise)
+    subject: str  # as `kubectl create clusterrolebinding` takes it: --user=… or --serviceaccount=ns:name
+    role: str = ""
+
+    @property
+    def cluster_role(self) -> str:
+        return self.role or self.binding
 
 
 @dataclass(frozen=True)
@@ -54,7 +69,7 @@ def refusals(log: str, now: float) -> list[Refusal]:
     return found
 
 
-def _matches(subject: dict[str, Any], who: str) -> bool:
+def names(subject: dict[str, Any], who: str) -> bool:
     kind, name = subject.get("kind"), subject.get("name")
     if kind == "ServiceAccount":
         return who == f"system:serviceaccount:{subject.get('namespace')}:{name}"
@@ -71,7 +86,7 @@ def granted(r: Refusal, roles: list[dict[str, Any]], bindings: list[dict[str, An
     by_name = {str(x["metadata"]["name"]): x for x in roles}
     for b in bindings:
         if b.get("roleRef", {}).get("kind") != "ClusterRole" or not any(
-            _matches(s, r.who) for s in b.get("subjects") or []
+            names(s, r.who) for s in b.get("subjects") or []
         ):
             continue
         for rule in by_name.get(str(b["roleRef"]["name"]), {}).get("rules") or []:

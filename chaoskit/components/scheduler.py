@@ -10,6 +10,7 @@ from typing import Any
 
 from chaoskit.components.common import leader_lease, local_url, manifest
 from chaoskit.components.placement import blocked_by_policy, untolerated, wants
+from chaoskit.components.rbac import Identity
 from chaoskit.model.timeline import api_time
 
 PROCESS = "kube-scheduler"
@@ -18,6 +19,8 @@ PORT = 10259
 HEALTHZ = local_url(PORT, "/healthz")
 METRICS_URL = local_url(PORT, "/metrics")
 LEASE = leader_lease(PROCESS)
+# whom the API server sees in its requests, and the RBAC bootstrap policy's binding of it
+IDENTITY = Identity("scheduler", "system:kube-scheduler", "--user=system:kube-scheduler")
 
 Obj = Mapping[str, Any]
 SYSTEM_TAINTS = ("node-role.kubernetes.io/", "node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")

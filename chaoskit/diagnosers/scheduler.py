@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from chaoskit.components import scheduler
+from chaoskit.components.rbac import refusals
 from chaoskit.components.scheduler import latest_failed_scheduling
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
@@ -28,6 +29,7 @@ from chaoskit.diagnosers.kit.common import (
     uncollected,
 )
 from chaoskit.diagnosers.kit.leases import assess_leader_lease
+from chaoskit.diagnosers.kit.refused import Grants, fresh, read_grants, refused
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, collect_local
 from chaoskit.model.params import FaultParams
@@ -58,6 +60,7 @@ class SchedulerEvidence:
     events: Fetched  # FailedScheduling events, cluster-wide
     lease: Fetched
     nodes: Fetched  # to tell a policy no node satisfies from nodes that are tainted
+    grants: Grants | None = None  # the cluster's RBAC, read only when its log shows a refusal (403)
 
 
 @register
@@ -75,9 +78,10 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
         healthz, metrics, process = collect_local(
             src, node, scheduler.PROCESS, HEALTHZ, scheduler.METRICS_URL, ("scheduler_pending_pods",)
         )
+        now = src.clock()
         return SchedulerEvidence(
             node=node,
-            collected_at=src.clock(),
+            collected_at=now,
             healthz=healthz,
             metrics=metrics,
             process=process,
@@ -85,10 +89,11 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             events=events(),
             lease=lease(),
             nodes=nodes(),
+            grants=read_grants(src) if refusals(process.log, now) else None,
         )
 
     def assess(self, ev: SchedulerEvidence) -> list[Assessed]:
-        return [
+        checks = [
             assess_process(
                 "scheduler",
                 ev.node,
@@ -108,6 +113,20 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             ),
             self._pending(ev),
         ]
+        if forbidden := self._refused(ev):  # refused, it never syncs nor leads: what else fails is its consequence
+            return [*(c.because_of(forbidden) for c in checks), Assessed(forbidden.evidence[0], (forbidden,))]
+        return checks
+
+    def _refused(self, ev: SchedulerEvidence) -> Finding | None:
+        return refused(
+            scheduler.IDENTITY,
+            ev.node,
+            fresh(ev.process.log, ev.collected_at),
+            ev.grants,
+            "it cannot list or watch the pods and nodes it places, so new pods stay Pending with no "
+            "FailedScheduling event",
+            "kube-scheduler's log",
+        )
 
     def _healthz(self, ev: SchedulerEvidence) -> Assessed:
         h = ev.healthz
@@ -165,6 +184,9 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
         )
         # a pod the scheduler tried and could not place is the scheduler doing its job: the workloads' symptoms name
         # what keeps it out (its spec, a cordoned or tainted node); only pods nothing tried are the scheduler's
+        # refused by the authorizer, it tries nothing: the refusal is the finding, and it explains these pods
+        if self._refused(ev):
+            return Assessed(base)
         return Assessed(base, (_nobody_tried(ev, silent, base),) if silent else ())
 
 

@@ -216,6 +216,24 @@ PROBLEMS: tuple[Problem, ...] = (
         victims=frozenset({"component/kube-proxy", f"kube-proxy/{W1}"}),
         settle_s=20,
     ),
+    Problem(  # SREGym's RBAC misconfiguration, on the scheduler's identity (ours: a 403 for every component)
+        "scheduler-rbac",
+        "variant",
+        "rbac-control-plane",
+        frozenset({"clusterrolebinding/system:kube-scheduler"}),
+        (
+            "$K delete clusterrolebinding system:kube-scheduler",
+            f"docker exec {CP} pkill -x kube-scheduler",  # a running one keeps its watches: a new one lists
+            f"$K -n {NS} scale deployment web --replicas=3",
+        ),
+        (
+            "$K create clusterrolebinding system:kube-scheduler --clusterrole=system:kube-scheduler"
+            " --user=system:kube-scheduler --dry-run=client -o yaml | $K apply -f -",
+        ),
+        victims=frozenset({WEB, "component/scheduler", f"scheduler/{CP}"}),
+        settle_s=40,
+        manifests=APP,
+    ),
     Problem(
         "hpa-without-cpu-request",
         "SREGym",

@@ -12,6 +12,7 @@ from diagnose_evidence import DOWN, TIMED_OUT, edit_metric, kube_proxy, obj, pro
 
 import chaoskit.diagnosers.kube_proxy as kube_proxy_module
 from chaoskit.diagnosers.kit.base import UNCOLLECTED
+from chaoskit.diagnosers.kit.refused import Grants
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kube_proxy import SERVICES, SLICES, KubeProxyDiagnoser, KubeProxyEvidence
 from chaoskit.diagnosers.kube_proxy.evidence import KubeProxyParams
@@ -21,6 +22,8 @@ from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec
 from chaoskit.seams.scrape import Metrics
 from chaoskit.seams.shell import Completed, FakeRunner
+
+NO_ROLES = Fetched({"items": []})
 
 
 def analyze(ev: KubeProxyEvidence) -> list[str]:
@@ -268,7 +271,7 @@ def test_a_kube_proxy_the_api_server_refuses_is_named_by_its_binding_not_as_down
         '\\"\\" at the cluster scope"'
     )
     refused = dataclasses.replace(
-        ev, process=process("kube-proxy", manifests=(), log=line), bindings=Fetched({"items": []})
+        ev, process=process("kube-proxy", manifests=(), log=line), grants=Grants(Fetched({"items": []}), NO_ROLES)
     )
     (f,) = [f for f in KubeProxyDiagnoser().analyze(refused) if f.severity == "critical"]
     assert f.title.endswith("system:serviceaccount:kube-system:kube-proxy cannot list services (403)")

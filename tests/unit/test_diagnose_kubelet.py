@@ -46,6 +46,7 @@ def test_healthy_kubelet_has_no_findings() -> None:
         "pressure",
         "client-certificate",
         "pleg",
+        "permissions",
         "journal",
     ]
 
@@ -195,3 +196,25 @@ def test_api_unavailable_leaves_node_local_checks_standing() -> None:
     ]
     pressure = next(c for c in report.checks if c.check == "pressure")
     assert pressure.observed["disk_used_percent"] == 1.0
+
+
+def forbidden_as(ev: KubeletEvidence, who: str) -> KubeletEvidence:
+    line = journal_line(
+        ev,
+        'E1206 10:12:19.8 198 reflector.go:205] "Failed to watch" err="failed to list *v1.Service: services is '
+        f'forbidden: User \\"{who}\\" cannot list resource \\"services\\" in API group \\"\\" at the cluster scope"',
+    )
+    return kubelet(journal=text("kubelet/journal.txt") + line)
+
+
+def test_a_kubelet_refused_with_another_nodes_name_blames_its_credentials_not_the_process() -> None:
+    (f,) = KubeletDiagnoser().analyze(forbidden_as(kubelet(), "system:node:chaoskit-worker2"))
+    assert f.title == (
+        "kubelet on chaoskit-worker is forbidden: system:node:chaoskit-worker2 cannot list services (403)"
+    )
+    assert f.entity == "user/system:node:chaoskit-worker2" and "belongs to another node" in f.probable_cause
+
+
+def test_a_kubelet_refused_under_its_own_name_points_at_the_authorizer() -> None:
+    (f,) = KubeletDiagnoser().analyze(forbidden_as(kubelet(), "system:node:chaoskit-worker"))
+    assert "--authorization-mode lacks Node" in f.probable_cause

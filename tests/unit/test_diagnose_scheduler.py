@@ -4,6 +4,8 @@ events each scheduler fault leaves (messages in kube-scheduler v1.34's wording).
 from __future__ import annotations
 
 import copy
+import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 from diagnose_evidence import DOWN, NO_ANSWER, iso_at, obj, process, scheduler, titles
@@ -13,6 +15,7 @@ from chaoskit.components.scheduler import latest_failed_scheduling
 from chaoskit.components.workloads import Scheduling, Seen, pod_symptoms
 from chaoskit.diagnosers.kit.base import status_of
 from chaoskit.diagnosers.kit.common import items
+from chaoskit.diagnosers.kit.refused import Grants
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.scheduler import SchedulerDiagnoser, SchedulerEvidence
 
@@ -26,6 +29,8 @@ POLICY = (
     "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node "
     "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 )
+
+NO_ROLES = Fetched({"items": []})
 
 
 def pod(name: str, created: float, **spec: Any) -> dict[str, Any]:
@@ -215,3 +220,69 @@ def test_newest_event_per_pod_wins() -> None:
     older["message"], older["lastTimestamp"] = POLICY, iso_at(ev.collected_at - 50)
     ev = scheduler(pending=ev.pending, events=Fetched({"items": [*ev.events.data["items"], older]}))
     assert [s.text.split(": ")[1].split(" (")[0] for s in unschedulable(ev)] == ["insufficient resources"]
+
+
+def forbidden_line(at: float) -> str:
+    stamp = datetime.fromtimestamp(at, UTC).strftime("E%m%d %H:%M:%S.000000")
+    return (
+        f'{stamp}       1 reflector.go:205] "Failed to watch" err="failed to list *v1.Pod: pods is forbidden: '
+        'User \\"system:kube-scheduler\\" cannot list resource \\"pods\\" in API group \\"\\" at the cluster scope"'
+    )
+
+
+def test_a_scheduler_refused_by_rbac_names_its_missing_binding_not_itself() -> None:
+    ev = pending(None)
+    refused = dataclasses.replace(
+        ev,
+        process=process("kube-scheduler", log=forbidden_line(ev.collected_at - 5)),
+        grants=Grants(Fetched({"items": []}), NO_ROLES),
+    )
+    (f,) = SchedulerDiagnoser().analyze(refused)
+    assert f.title.endswith("system:kube-scheduler cannot list pods (403)")
+    assert f.entity == "clusterrolebinding/system:kube-scheduler"
+    assert "--clusterrole=system:kube-scheduler --user=system:kube-scheduler" in " ".join(f.remediation)
+
+
+def test_a_scheduler_whose_binding_stands_names_the_role_short_of_the_rule() -> None:
+    ev = pending(None)
+    subject = {"kind": "User", "name": "system:kube-scheduler"}
+    other = {"metadata": {"name": "system:volume-scheduler"}, "subjects": [subject]}
+    binding = {"metadata": {"name": "system:kube-scheduler"}, "subjects": [subject]}
+    refused = dataclasses.replace(
+        ev,
+        process=process("kube-scheduler", log=forbidden_line(ev.collected_at - 5)),
+        grants=Grants(Fetched({"items": [other, binding]}), NO_ROLES),
+    )
+    (f,) = SchedulerDiagnoser().analyze(refused)
+    assert f.entity == "clusterrole/system:kube-scheduler" and "lacks this rule" in f.probable_cause
+    only_other = dataclasses.replace(refused, grants=Grants(Fetched({"items": [other]}), NO_ROLES))
+    (g,) = SchedulerDiagnoser().analyze(only_other)
+    assert g.entity == "clusterrolebinding/system:kube-scheduler" and "is gone" in g.probable_cause
+
+
+def test_a_refusal_minutes_old_is_history() -> None:
+    ev = pending(None)
+    old = dataclasses.replace(ev, process=process("kube-scheduler", log=forbidden_line(ev.collected_at - 300)))
+    (title,) = analyze(old)
+    assert "Pending with no FailedScheduling event" in title
+
+
+def test_a_refusal_the_rbac_grants_again_is_history() -> None:
+    ev = pending(None)
+    subject = {"kind": "User", "name": "system:kube-scheduler"}
+    binding = {
+        "metadata": {"name": "system:kube-scheduler"},
+        "subjects": [subject],
+        "roleRef": {"kind": "ClusterRole", "name": "system:kube-scheduler"},
+    }
+    role = {
+        "metadata": {"name": "system:kube-scheduler"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}],
+    }
+    fixed = dataclasses.replace(
+        ev,
+        process=process("kube-scheduler", log=forbidden_line(ev.collected_at - 5)),
+        grants=Grants(Fetched({"items": [binding]}), Fetched({"items": [role]})),
+    )
+    (title,) = analyze(fixed)
+    assert "Pending with no FailedScheduling event" in title

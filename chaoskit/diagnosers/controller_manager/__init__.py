@@ -14,10 +14,9 @@ from __future__ import annotations
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
 from chaoskit.components.node_lifecycle import grace_period
-from chaoskit.components.rbac import CLUSTERROLEBINDINGS
+from chaoskit.components.rbac import CLUSTERROLEBINDINGS, CLUSTERROLES
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
 from chaoskit.diagnosers.controller_manager.evidence import (
-    CLUSTERROLES,
     DEPLOYMENTS,
     EVENTS,
     HEALTHZ,

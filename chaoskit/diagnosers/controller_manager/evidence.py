@@ -28,7 +28,6 @@ NAMESPACES = "/api/v1/namespaces"
 NODES = "/api/v1/nodes"  # simulated ones too: the node lifecycle controller judges their leases as any kubelet's
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
-CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 METRICS_URL = controller_manager.METRICS_URL
 METRICS = (
     "workqueue_depth",

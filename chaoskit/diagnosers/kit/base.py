@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel
@@ -336,6 +336,12 @@ class Assessed:
     evidence: Evidence
     findings: tuple[Finding, ...] = ()
     symptoms: tuple[Symptom, ...] = ()
+
+    def because_of(self, cause: Finding) -> Assessed:
+        """This check with its findings marked as consequences of `cause` (another check of the same component: a
+        scheduler refused by RBAC never takes its lease)."""
+        marked = tuple(f if f is cause else replace(f, caused_by=cause.entity) for f in self.findings)
+        return replace(self, findings=marked)
 
 
 E = TypeVar("E")

@@ -72,7 +72,7 @@ def own(reports: Sequence[ComponentReport]) -> tuple[ComponentReport, ...]:
             replace(
                 f,
                 explains=tuple(dict.fromkeys((*f.explains, *explains.get((i, j), ())))),
-                caused_by=causes.get((i, j), ""),
+                caused_by=causes.get((i, j)) or f.caused_by,  # or what its diagnoser knew
             )
             for j, f in enumerate(findings[i])
         ]

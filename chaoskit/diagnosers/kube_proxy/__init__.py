@@ -15,17 +15,17 @@ import time
 from collections.abc import Callable
 
 from chaoskit.components import kube_proxy as kp
-from chaoskit.components.rbac import CLUSTERROLEBINDINGS, FRESH_S, SA, refusals
+from chaoskit.components.rbac import refusals
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     http_command,
-    items,
     metrics_of,
     rounded,
     uncollected,
     unread,
 )
+from chaoskit.diagnosers.kit.refused import fresh, read_grants, refused
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.diagnosers.kube_proxy.evidence import (
@@ -55,7 +55,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
     def collect(self, src: Sources, node: str) -> KubeProxyEvidence:
         ev = self._read(src, node, fresh=False)
         if refusals(ev.process.log, ev.node_time or src.clock()):  # who grants it, for naming what took it away
-            ev = dataclasses.replace(ev, bindings=src.api.fetch(CLUSTERROLEBINDINGS))
+            ev = dataclasses.replace(ev, grants=read_grants(src))
         diff = compare(ev)
         # maybe a change in flight between the two reads: look again, unless kube-proxy had synced before rules it
         # writes atomically were all gone (a firewall flushing them, at whose next pass a second read may miss it)
@@ -224,46 +224,13 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
 def _refused(ev: KubeProxyEvidence) -> Finding | None:
     """kube-proxy refused by the API server's authorizer (403) in its log's last minute: it cannot read the Services
     and endpoints it programs, so it is not the process that is broken but its permission, named as the binding."""
-    now = ev.node_time or max((r.at or 0.0 for r in refusals(ev.process.log, 0.0)), default=0.0)
-    fresh = [r for r in refusals(ev.process.log, now) if r.at is None or now - r.at <= 2 * FRESH_S]
-    if not fresh:
-        return None
-    last = fresh[-1]
-    bound = (
-        ev.bindings is not None
-        and ev.bindings.ok
-        and any(
-            any(
-                s.get("kind") == "ServiceAccount" and f"{SA}{s.get('name')}" == last.who
-                for s in b.get("subjects") or []
-            )
-            for b in items(ev.bindings)
-        )
-    )
-    entity = f"serviceaccount/kube-system/{last.who.removeprefix(SA)}" if bound else f"clusterrolebinding/{kp.BINDING}"
-    why = (
-        "a ClusterRoleBinding names it, but the role it grants lacks this rule"
-        if bound
-        else f"no ClusterRoleBinding grants it anything (kubeadm binds it as {kp.BINDING} to system:node-proxier)"
-    )
-    e = Evidence(
-        "permissions",
-        f"kube-proxy's log on {ev.node} (403s); GET clusterrolebindings",
-        {"who": last.who, "refused": last.words(), "count": len(fresh), "bound": bound},
-        log_lines=tuple(f"{r.who} cannot {r.words()}" for r in fresh[-3:]),
-    )
-    return Finding(
-        "critical",
-        "kube-proxy",
-        f"kube-proxy on {ev.node} is forbidden: {last.who} cannot {last.words()} (403)",
-        f"the API server's authorizer refuses kube-proxy: {why}; it cannot watch Services and endpoints, so the "
-        f"rules on {ev.node} stop following them (and a restarted kube-proxy never syncs)",
-        (e,),
-        (
-            f"kubectl auth can-i {last.verb} {last.resource} --as={last.who}",
-            f"restore it: kubectl create clusterrolebinding {kp.BINDING} --clusterrole=system:node-proxier "
-            f"--serviceaccount=kube-system:{last.who.removeprefix(SA)}",
-        ),
-        entity=entity,
+    return refused(
+        kp.IDENTITY,
+        ev.node,
+        fresh(ev.process.log, ev.node_time),
+        ev.grants,
+        f"it cannot watch Services and endpoints, so the rules on {ev.node} stop following them (and a restarted "
+        "kube-proxy never syncs)",
+        "kube-proxy's log",
         affects=(f"node/{ev.node}", "component/kube-proxy"),
     )

@@ -14,6 +14,7 @@ from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     items,
 )
+from chaoskit.diagnosers.kit.refused import Grants
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.kit.staticpod import ProcessState
 from chaoskit.model.params import FaultParams
@@ -57,7 +58,7 @@ class KubeProxyEvidence:
     process: ProcessState
     services: Fetched
     slices: Fetched
-    bindings: Fetched | None = None  # the ClusterRoleBindings, read only when its log shows a refusal (403)
+    grants: Grants | None = None  # the cluster's RBAC, read only when its log shows a refusal (403)
 
 
 def wiped_after_a_sync(ev: KubeProxyEvidence, diff: RuleDiff) -> bool:

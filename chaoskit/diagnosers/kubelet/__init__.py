@@ -36,7 +36,7 @@ from chaoskit.diagnosers.kubelet.evidence import (
     recent,
     used_percent,
 )
-from chaoskit.diagnosers.kubelet.node import client_cert, pleg, pressure
+from chaoskit.diagnosers.kubelet.node import client_cert, forbidden, pleg, pressure
 from chaoskit.diagnosers.kubelet.partition import partition
 from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
 from chaoskit.seams.scrape import scrape_command
@@ -109,6 +109,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             pressure(self.p, ev),
             client_cert(self.p, ev),
             pleg(self.p, ev),
+            forbidden(self.p, ev),
             self._journal(ev),
         ]
 

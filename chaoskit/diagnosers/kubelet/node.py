@@ -4,6 +4,7 @@ to the API server with, and PLEG (whether the runtime answers kubelet's relists)
 from __future__ import annotations
 
 from chaoskit.components import kubelet
+from chaoskit.components.rbac import refusals
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import (
     expiry_findings,
@@ -12,6 +13,7 @@ from chaoskit.diagnosers.kit.common import (
 )
 from chaoskit.diagnosers.kubelet.evidence import (
     CLIENT_PEM,
+    JOURNAL,
     KUBELET_DIR,
     PRESSURES,
     KubeletEvidence,
@@ -199,3 +201,47 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
             ),
         )
     return Assessed(e)
+
+
+def forbidden(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
+    """kubelet refused by the API server's authorizer (403) lately: the Node authorizer grants a kubelet only what
+    its own node needs, so a refusal says its credentials name another node, or the API server runs without the Node
+    authorizer; the cause is that identity, not the kubelet process."""
+    found = refusals("\n".join(recent(p, ev, "forbidden")), ev.collected_at)
+    e = Evidence(
+        "permissions",
+        f"{JOURNAL} on {ev.node} (403s)",
+        {"refused": len(found)},
+        log_lines=tuple(f"{r.who} cannot {r.words()}" for r in found[-3:]),
+    )
+    if not found:
+        return Assessed(e)
+    last = found[-1]
+    expected = f"{kubelet.NODE_USER_PREFIX}{ev.node}"
+    why = (
+        f"its credentials say {last.who}, not {expected}: the client certificate in kubelet.conf belongs to another "
+        "node"
+        if last.who != expected
+        else "the API server's --authorization-mode lacks Node, or NodeRestriction refuses an object that is not "
+        "this node's"
+    )
+    return Assessed(
+        e,
+        (
+            Finding(
+                "critical",
+                "kubelet",
+                f"kubelet on {ev.node} is forbidden: {last.who} cannot {last.words()} (403)",
+                f"the API server's authorizer refuses kubelet: {why}; the node's status, lease and pods stop being "
+                "reported",
+                (e,),
+                (
+                    f"kubectl auth can-i {last.verb} {last.resource} --as={last.who} --as-group=system:nodes",
+                    "check --authorization-mode=Node,RBAC in the API server's manifest, and the CN of kubelet's "
+                    "client certificate (openssl x509 -noout -subject)",
+                ),
+                entity=f"user/{last.who}",
+                affects=(f"node/{ev.node}", "component/kubelet"),
+            ),
+        ),
+    )
