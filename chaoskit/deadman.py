@@ -18,7 +18,7 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chaoskit.errors import CommandError
+from chaoskit.errors import ChaoskitError, CommandError, ToolError
 from chaoskit.seams.nodeexec import NodeExec
 
 HEAL_DIR = "/var/lib/chaoskit/heal"
@@ -130,25 +130,54 @@ def arm(nodes: NodeExec, switch: Switch, after_s: float | None = None) -> None:
     nodes.run(switch.node, switch.arm_argv(after_s))
 
 
+class NotRearmed(ToolError):
+    """A revert failed, and the switch could not be armed again to retry it: nothing on the node retries it."""
+
+
+def line_argv(line: str) -> list[str]:
+    """One revert line as chaoskit runs it on the node: cut off there after LINE_TIMEOUT_S, as the switch does."""
+    return ["timeout", "-k", "5", str(LINE_TIMEOUT_S), "sh", "-c", line]
+
+
+def run_line(nodes: NodeExec, node: str, line: str) -> CommandError | None:
+    """Run one revert line on `node`; the error when it failed or hung, None when it succeeded."""
+    argv = line_argv(line)
+    try:  # chaoskit stops waiting a little after the node's own `timeout` would have cut the line off
+        done = nodes.run(node, argv, check=False, timeout=LINE_TIMEOUT_S + 15)
+    except CommandError as exc:
+        return CommandError(argv, exc.returncode, exc.output, note=f"on {node}: no answer within {LINE_TIMEOUT_S}s")
+    if done.returncode != 0:
+        return CommandError(argv, done.returncode, done.output, note=f"on {node}")
+    return None
+
+
+def first_failure(nodes: NodeExec, node: str, lines: Sequence[str]) -> CommandError | None:
+    """Run every line on `node` (a partial heal beats none); the first line's error, or None when all succeeded."""
+    failures = []
+    for i, line in enumerate(lines):
+        if i == 1:
+            kill_point("reverting")
+        if (failed := run_line(nodes, node, line)) is not None:
+            failures.append(failed)
+    return failures[0] if failures else None
+
+
 def heal(nodes: NodeExec, switch: Switch) -> None:
     """Revert now with the lines the switch would run; disarm the switch only if every line succeeded.
 
     When a line fails the switch is (re)armed to start retrying on the node at once, and the CommandError of the
-    first failed line is raised after trying them all.
+    first failed line is raised after trying them all; NotRearmed when the switch could not be armed again.
     """
-    failures = []
-    for i, line in enumerate(switch.revert):
-        if i == 1:
-            kill_point("reverting")
-        done = nodes.run(switch.node, ["sh", "-c", line], check=False)
-        if done.returncode != 0:
-            failures.append(CommandError(["sh", "-c", line], done.returncode, done.output, note=f"on {switch.node}"))
-    if not failures:
+    failed = first_failure(nodes, switch.node, switch.revert)
+    if failed is None:
         nodes.run(switch.node, switch.disarm_argv(), check=False)
         return
     nodes.run(switch.node, ["sh", "-c", switch.stop_units()], check=False)
-    arm(nodes, switch, after_s=1)  # the script again: it may be gone if the switch already ran or gave up
-    raise failures[0]
+    try:
+        arm(nodes, switch, after_s=1)  # the script again: it may be gone if the switch already ran or gave up
+    except ChaoskitError as exc:
+        raise NotRearmed(f"{failed}\nand the dead-man switch could not be armed again to retry it: {exc}") from exc
+    raise failed
 
 
 def armed(nodes: NodeExec, node: str) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from chaoskit import subject as subjects
-from chaoskit.deadman import RETRY_FOR_S, Switch, arm, heal, kill_point
+from chaoskit.deadman import RETRY_FOR_S, NotRearmed, Switch, arm, heal, kill_point, run_line
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.events import Armed, EffectObserved, Emit, Injected, Recovered, Reverted, Reverting, ignore
@@ -168,7 +168,16 @@ class _Injection:
         params = step.params.model_dump(mode="json")
         deadline = time.time() + step.deadline
         self.journal.injection(
-            Injection(inj_id, self.fault.name, node, self.plan.revert, deadline, params, lock=step.lock)
+            Injection(
+                inj_id,
+                self.fault.name,
+                node,
+                self.plan.revert,
+                deadline,
+                params,
+                lock=step.lock,
+                verify=self.plan.verify,
+            )
         )
         kill_point("journaled")
         try:
@@ -246,10 +255,16 @@ class _Injection:
         try:
             heal(self.env.nodes, self.switch)
         except ChaoskitError as exc:
-            self.journal.append("revert-failed", id=result.injection_id, error=str(exc))
+            rearmed = not isinstance(exc, NotRearmed)
+            self.journal.append("revert-failed", id=result.injection_id, error=str(exc), rearmed=rearmed)
+            retried = (
+                f"the dead-man switch {self.switch.unit} retries it on the node for up to {RETRY_FOR_S // 60} min, or"
+                if rearmed
+                else "nothing retries it on the node (the dead-man switch could not be armed again):"
+            )
             result.failures.append(
-                f"revert of {fault.name} on {node} failed ({exc}); the dead-man switch {self.switch.unit} retries it "
-                f"on the node for up to {RETRY_FOR_S // 60} min, or run: chaoskit revert {self.journal.path}"
+                f"{fault.name} on {node} not reverted: its revert failed ({exc}); {retried} run: chaoskit revert "
+                f"{self.journal.path}"
             )
             return False
         self.journal.append("reverted", id=result.injection_id)
@@ -273,6 +288,9 @@ class _Injection:
 class RevertOutcome:
     reverted: list[Injection] = field(default_factory=list)
     left: list[tuple[Injection, str]] = field(default_factory=list)  # with the error that kept each
+    # journaled reverted, yet a verify line says the fault holds (or cannot say): with what it said
+    held: list[tuple[Injection, str]] = field(default_factory=list)
+    verified: list[Injection] = field(default_factory=list)  # journaled reverted, and their verify lines agree
     restored: list[str] = field(default_factory=list)  # changes to the user's objects put back, in words
     unrestored: list[str] = field(default_factory=list)  # changes to the user's objects not put back (the errors)
 
@@ -284,18 +302,25 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
     deadlines); a component with an injection left keeps its lock.
     """
     out = RevertOutcome()
+    verify_again = journal.reverted()  # before this revert adds to them: what it heals was verified just now
     for inj in journal.pending():
         switch = Switch(inj.id, inj.node, inj.revert, 0, fault=inj.fault, run=str(journal.path))
         try:
             heal(env.nodes, switch)
         except ChaoskitError as exc:
-            journal.append("revert-failed", id=inj.id, error=str(exc), by="chaoskit revert")
-            say(f"revert of {inj.fault} on {inj.node} ({inj.id}) failed: {exc}")
+            rearmed = not isinstance(exc, NotRearmed)
+            journal.append("revert-failed", id=inj.id, error=str(exc), by="chaoskit revert", rearmed=rearmed)
+            retried = (
+                "its dead-man switch retries it" if rearmed else "nothing retries it: its switch could not be armed"
+            )
+            say(f"{inj.fault} on {inj.node} ({inj.id}) not reverted ({retried}): {exc}")
             out.left.append((inj, str(exc)))
             continue
         journal.append("reverted", id=inj.id, by="chaoskit revert")
         say(f"reverted {inj.fault} on {inj.node} ({inj.id})")
         out.reverted.append(inj)
+    for inj in verify_again:
+        _verify_again(env, inj, out, say)
     try:
         out.restored = subjects.put_back(env.kube, journal)
         for what in out.restored:
@@ -304,7 +329,7 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         say(f"could not put back what the run changed: {exc}")
         out.unrestored.append(str(exc))
     started = [e.data for e in journal.entries() if e.kind == "run-started" and "run_id" in e.data]
-    still_broken = {i.lock_name for i, _ in out.left}
+    still_broken = {i.lock_name for i, _ in out.left + out.held}
     # every lock of the run whose faults are all healed, by whoever healed them: a run killed just after its own
     # revert (before it let go of its lock) leaves nothing pending, and its lock held until the lease runs out
     every = {Injection.from_data(e.data).lock_name for e in journal.entries() if e.kind == "injection"}
@@ -313,3 +338,14 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
         # the holder as the run wrote it: the reverting process may be another host's, or another operator pod's
         release_run_locks(env.kube, started[-1].get("holder") or holder_id(started[-1]["run_id"]), freed)
     return out
+
+
+def _verify_again(env: Env, inj: Injection, out: RevertOutcome, say: Callable[[str], None]) -> None:
+    """Ask an injection journaled reverted its verify lines again: a fault found holding is reported, not healed (its
+    component may be another run's by now)."""
+    for line in inj.verify:
+        if (failed := run_line(env.nodes, inj.node, line)) is not None:
+            say(f"{inj.fault} on {inj.node} ({inj.id}) still holds, though journaled reverted: {failed}")
+            out.held.append((inj, str(failed)))
+            return
+    out.verified.append(inj)

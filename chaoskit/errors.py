@@ -19,6 +19,7 @@ ChaoskitError                    exit 4 unless it says otherwise
       ├── ScrapeError            exit 4 (seams.scrape): /metrics refused (`status`), silent or not metrics
       ├── InjectError            exit 4 (engine): a setup or apply line failed, or the fact check could not tell
       ├── HandoffError           exit 4 (faults.base): a file made on another node could not be handed over
+      ├── NotRearmed             exit 4 (deadman): a revert failed, and its switch could not be armed again
       ├── ProxyModeUnsupported   exit 4 (components.kube_proxy): the kernel lacks what a mode needs
       ├── ProbeError             exit 4 (probes.base): a probe could not start
       ├── Locked                 exit 4 (safety): another run holds the component's lease
@@ -28,7 +29,7 @@ ChaoskitError                    exit 4 unless it says otherwise
 Refusals that never leave chaoskit as such, so no exit of their own:
 
 TypeError
- └── IncompleteFault             (faults.base): a fault without its own checks, `named` or `no_op`
+ └── IncompleteFault             (faults.base): a fault without its own checks, `named`, `no_op` or verify line
 ValueError
  └── DurationError               (model.duration): a bad duration, reported as a playbook problem
 Exception

@@ -36,6 +36,9 @@ class Injection:
     deadline_at: float  # wall clock when the node heals itself
     params: dict[str, Any] = field(default_factory=dict)
     lock: str = ""  # the component lease its run held (a journal from before leases per node: the component)
+    # the revert's last lines, which fail while the fault holds: `chaoskit revert` asks them again of what was
+    # reverted (a journal from before verify lines has none)
+    verify: tuple[str, ...] = ()
 
     @property
     def lock_name(self) -> str:
@@ -51,6 +54,7 @@ class Injection:
             deadline_at=float(data["deadline_at"]),
             params=dict(data.get("params") or {}),
             lock=data.get("lock", ""),
+            verify=tuple(data.get("verify") or ()),
         )
 
 
@@ -111,6 +115,18 @@ class Journal:
             elif e.kind == "restored":
                 changed.pop(e.data.get("id", ""), None)
         return list(changed.values())
+
+    def reverted(self) -> list[Injection]:
+        """Injections whose last record is a successful revert, in the order they were made."""
+        injected: dict[str, Injection] = {}
+        done: set[str] = set()
+        for e in self.entries():
+            if e.kind == "injection":
+                injected[e.data["id"]] = Injection.from_data(e.data)
+                done.discard(e.data["id"])
+            elif e.kind == "reverted":
+                done.add(e.data.get("id", ""))
+        return [inj for i, inj in injected.items() if i in done]
 
     def pending(self) -> list[Injection]:
         """Injections with no successful revert recorded, in the order they were made."""

@@ -205,22 +205,30 @@ def inject(
 @click.pass_obj
 def revert(g: Globals, journal_path: Path, cluster: str) -> None:
     """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert, and every change it made
-    to your own objects (an HPA's minReplicas) not put back yet.
+    to your own objects (an HPA's minReplicas) not put back yet; and ask every injection journaled reverted its
+    verify lines again.
 
-    Each is tried even when another fails; exit 4 if any is left (its dead-man switch keeps retrying on the node).
+    Each is tried even when another fails; exit 4 if any is left (its dead-man switch keeps retrying on the node) or
+    a reverted one still holds.
     """
     progress = Progress()
     journal = Journal(journal_path)
     outcome = revert_journal(cluster_env(g, cluster), journal, say=progress.info)
-    if not (outcome.reverted or outcome.left or outcome.restored or outcome.unrestored):
+    if outcome.verified and not (outcome.reverted or outcome.left or outcome.held):
+        click.echo(f"verified {len(outcome.verified)} reverted injection(s): none holds")
+    if not (outcome.reverted or outcome.left or outcome.held or outcome.restored or outcome.unrestored):
         click.echo("nothing to revert")
         return
     click.echo(f"reverted {len(outcome.reverted)} injection(s)")
     for inj, error in outcome.left:
         click.echo(f"left: {inj.fault} on {inj.node} ({inj.id}): {error.splitlines()[0]}")
+    for inj, error in outcome.held:
+        click.echo(
+            f"still holds, though journaled reverted: {inj.fault} on {inj.node} ({inj.id}): {error.splitlines()[0]}"
+        )
     for what in outcome.restored:
         click.echo(f"put back: {what}")
     for error in outcome.unrestored:
         click.echo(f"not put back: {error.splitlines()[0]}")
-    if outcome.left or outcome.unrestored:
+    if outcome.left or outcome.held or outcome.unrestored:
         raise click.exceptions.Exit(EXIT_TOOL)

@@ -24,17 +24,34 @@ def pid_command(process: str) -> str:
     return f'pid=$(pgrep -x {comm(process)} | head -n1) && [ -n "$pid" ]'
 
 
-def thaw_command(process: str) -> str:
+def continue_command(process: str) -> str:
     """A shell line that continues every stopped `process` and its children (a child forked as SIGSTOP came is stopped
-    under its own name once it has exec'd: kube-proxy then waits on a stopped iptables-save for good), and fails while
-    any of them is still stopped, so that the dead-man switch tries again."""
+    under its own name once it has exec'd: kube-proxy then waits on a stopped iptables-save for good); what it
+    achieved is for `thawed_check` to say."""
     name = comm(process)
-    each = f'for p in $(pgrep -x {name}); do for q in "$p" $(pgrep -P "$p"); do'
+    return f'pkill -CONT -x {name}; for p in $(pgrep -x {name}); do pkill -CONT -P "$p"; done; true'
+
+
+def thawed_check(process: str) -> str:
+    """A shell line failing while any `process` or child of one is stopped, and when pgrep or ps cannot say (pgrep
+    exits 1 for none, ps 1 for a process gone meanwhile; anything else is an error), so that the dead-man switch
+    tries again."""
+    name = comm(process)
+    kids = 'k=$(pgrep -P "$p"); [ $? -le 1 ] || err=1'
+    state = 's=$(ps -o stat= -p "$q"); r=$?; case "$r:$s" in 0:T*) stopped=1;; 0:*|1:) ;; *) err=1;; esac'
     return (
-        f'pkill -CONT -x {name}; for p in $(pgrep -x {name}); do pkill -CONT -P "$p"; done;'
-        f' stopped=0; {each} case "$(ps -o stat= -p "$q" 2>/dev/null)" in T*) stopped=1;; esac; done; done;'
-        " [ $stopped -eq 0 ]"
+        f"stopped=0; err=0; if pids=$(pgrep -x {name}) || [ $? -eq 1 ]; then"
+        f' for p in $pids; do {kids}; for q in "$p" $k; do {state}; done; done; else err=1; fi;'
+        f" [ $err -eq 0 ] || echo 'pgrep or ps could not say whether {name} is stopped' >&2;"
+        f" [ $stopped -eq 0 ] || echo '{name} or a child of it is still stopped' >&2;"
+        " [ $err -eq 0 ] && [ $stopped -eq 0 ]"
     )
+
+
+def thaw_command(process: str) -> str:
+    """A shell line that continues every stopped `process` and its children, and fails while any of them is still
+    stopped or pgrep/ps cannot say."""
+    return f"{continue_command(process)}; {thawed_check(process)}"
 
 
 def leader_lease(name: str) -> str:

@@ -2,9 +2,12 @@
 
 Most of the documented faults are a process or a file on a node (a static-pod
 manifest, a systemd unit, a frozen process, a packet filter rule), so a fault
-here is planned as `apply` and `revert` shell lines on one node. The engine
-journals the revert, arms it as the node's dead-man switch, runs `apply`, then
-waits for `took_effect`; reverting runs the very same lines the switch would.
+here is planned as `apply` shell lines on one node and a revert: `undo` lines,
+then `verify` lines that observe the fault's own state on the node and fail
+while it holds or when their tool cannot answer. The engine journals the
+revert, arms it as the node's dead-man switch, runs `apply`, then waits for
+`took_effect`; reverting runs the very same lines the switch would, so a revert
+that left the fault in place fails, and the switch keeps trying it.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ class FaultPlan:
     fault: str
     node: str
     apply: tuple[str, ...]
-    revert: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
+    undo: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
+    # each fails while the fault holds on the node, and when its tool cannot answer: an unanswered look is no proof
+    verify: tuple[str, ...]
     summary: str  # one line for --dry-run and reports
     params: BaseModel = field(default_factory=NoParams)  # what the checks need to know about this injection
     handoffs: tuple[Handoff, ...] = ()  # made elsewhere and written to `node` after arming, before `apply`
@@ -56,19 +61,31 @@ class FaultPlan:
     # a probe object, a bookmark; it breaks nothing, and the revert removes it
     setup: tuple[str, ...] = ()
 
+    @property
+    def revert(self) -> tuple[str, ...]:
+        """What the engine, the journal and the dead-man switch run to heal the node: the undo lines, then the
+        verify lines, so a revert that left the fault in place fails."""
+        return self.undo + self.verify
+
     def steps(self) -> dict[str, list[str]]:
-        """What --dry-run shows: every line in the order it runs, and the reverse."""
+        """What --dry-run shows: every line in the order it runs, and the reverse with what proves it."""
         made = [f"on the first {h.source} node: {h.make} > {self.node}:{h.path}" for h in self.handoffs]
         return {
             **({"setup": list(self.setup)} if self.setup else {}),
             **({"handoffs": made} if made else {}),
             "apply": list(self.apply),
-            "revert": list(self.revert),
+            "undo": list(self.undo),
+            "verify": list(self.verify),
         }
 
     def no_op(self) -> FaultPlan:
         """This plan with nothing injected: its setup kept, its apply lines and handoffs gone (the no-op control)."""
         return dataclasses.replace(self, apply=(), handoffs=(), summary=f"no-op control of {self.fault}")
+
+    def undo_removed(self) -> FaultPlan:
+        """This plan with nothing undone: its undo lines gone, its verify lines kept (the sabotage control, the
+        mirror of `no_op`): the revert must then fail, as the fault still holds."""
+        return dataclasses.replace(self, undo=(), summary=f"sabotage control of {self.fault}: nothing undone")
 
     def params_as(self, model: type[ParamsT]) -> ParamsT:
         """The plan's params as the fault's own model (the checks get only the plan)."""
@@ -173,17 +190,34 @@ class IncompleteFault(TypeError):
     pass
 
 
+PLACEHOLDER_NODE = "chaoskit-placeholder"  # what `register` plans a fault on, as a dry run would: never reached
+
+
 def register(cls: FaultT) -> FaultT:
     """Class decorator: adds a concrete fault to the catalog under its own `name`; refuses one whose checks are not
-    its own, or that has no diagnosis naming it or no no-op control."""
+    its own, that has no diagnosis naming it or no no-op control, or whose plan (with its default params) has no
+    verify line."""
     if inspect.isabstract(cls):
         missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
         raise IncompleteFault(f"{cls.__qualname__} must implement {missing}: a fault's checks observe its component")
     for attr, words in (("named", "named = Named(component, cause)"), ("no_op", "no_op = NoOpControl(wait=...)")):
         if not isinstance(getattr(cls, attr, None), Named if attr == "named" else NoOpControl):
             raise IncompleteFault(f"{cls.__qualname__} must declare `{words}`")
+    if not _default_plan(cls).verify:
+        raise IncompleteFault(
+            f"{cls.__qualname__}'s plan must have a verify line: one that fails while the fault holds on the node, "
+            "and when its tool cannot answer"
+        )
     FAULTS.add(cls.name, cls)
     return cls
+
+
+def _default_plan(cls: type[Fault]) -> FaultPlan:
+    """The fault planned with its default params on a placeholder node; a fault that cannot plan so is refused."""
+    try:
+        return cls().plan(PLACEHOLDER_NODE, cls.Params())
+    except Exception as exc:  # whatever planning raised: the fault cannot be shown to revert
+        raise IncompleteFault(f"{cls.__qualname__} cannot plan with its default params: {exc!r}") from exc
 
 
 class HandoffError(ToolError):
@@ -212,6 +246,65 @@ def hand_over(env: Env, plan: FaultPlan, nodes: Sequence[Node]) -> None:
 
 def sh(*argv: str) -> str:
     return shlex.join(argv)
+
+
+# Verify lines: each fails while the fault holds and when its tool cannot answer, says which on stderr, and never
+# `exit`s (the dead-man switch runs every revert line in one script).
+
+
+def failing(test: str, why: str) -> str:
+    """`test`, and when it fails, `why` on stderr and a failed status."""
+    return f"{{ {test}; }} || {{ echo {shlex.quote(why)} >&2; false; }}"
+
+
+def every(*lines: str) -> str:
+    """One verify line passing only when each of `lines` passes, in order; the first that fails says why."""
+    return " && ".join(f"{{ {line}; }}" for line in lines)
+
+
+def absent(*paths: str) -> str:
+    """A verify line failing while any of `paths` exists (a dangling symlink too)."""
+    return failing(" && ".join(f"[ ! -e {p} ] && [ ! -L {p} ]" for p in paths), f"still there: {' or '.join(paths)}")
+
+
+def in_place(path: str) -> str:
+    """A verify line failing while `path` is missing or empty."""
+    return failing(f"[ -s {path} ]", f"not in place: {path}")
+
+
+def unexpired(cert: str) -> str:
+    """A verify line failing while the certificate in `cert` has expired, and when openssl cannot read it."""
+    return failing(f"openssl x509 -checkend 0 -noout -in {cert} >/dev/null", f"{cert} has expired, or cannot be read")
+
+
+def listed_nowhere(listing: str, pattern: str, what: str) -> str:
+    """A verify line failing while a line of what `listing` prints matches `pattern` (grep -E), and when `listing`
+    or grep fails: a tool that cannot answer never reads as "gone"."""
+    return (
+        f"if out=$({listing}); then printf '%s\\n' \"$out\" | grep -q -E -e {shlex.quote(pattern)}; case $? in 1) ;;"
+        f" 0) echo {shlex.quote(f'{what} is still there')} >&2; false;;"
+        f" *) echo 'grep could not read the listing' >&2; false;; esac;"
+        f" else echo {shlex.quote(f'could not list: {listing}')} >&2; false; fi"
+    )
+
+
+def unit_inactive(unit: str) -> str:
+    """A verify line failing while the systemd `unit` is active, and when systemctl cannot say (is-active exits 3
+    for an inactive, failed or unknown unit; anything else is an error)."""
+    return (
+        f"systemctl is-active --quiet {unit}; case $? in 3) ;;"
+        f" 0) echo {shlex.quote(f'{unit} is still active')} >&2; false;;"
+        f" *) echo {shlex.quote(f'systemctl could not say whether {unit} is active')} >&2; false;; esac"
+    )
+
+
+def within(seconds: int, test: str, why: str) -> str:
+    """A verify line waiting up to `seconds` for `test` to pass (what the undo set going takes that long), then
+    failing with `why`."""
+    return (
+        f"ok=0; i=0; while :; do if {test}; then ok=1; break; fi; i=$((i+1)); [ $i -lt {seconds} ] || break;"
+        f" sleep 1; done; [ $ok -eq 1 ] || {{ echo {shlex.quote(why)} >&2; false; }}"
+    )
 
 
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"  # on the control-plane node, next to its kubectl

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from chaoskit.components.common import comm, manifest, thaw_command
+from chaoskit.components.common import comm, continue_command, manifest, thawed_check
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, kubectl, local_healthz, process_running, sh
+from chaoskit.faults.base import Fault, FaultPlan, absent, every, in_place, kubectl, local_healthz, process_running, sh
 
 PARKED = "/etc/kubernetes/chaoskit-parked"
 POD_GONE_WAIT_S = 60  # kubelet is done with a static pod's old instance within seconds; past this, go on anyway
@@ -23,7 +23,8 @@ def swap_static_pod(container: str, manifest_path: str, replacement: str, lease:
     back-off while the old one, of the same name, terminates, and a new process waits out the dead one's 15 s lease
     from when it first sees it. So the manifest is removed, kubelet finishes with the old pod (its folder under
     /var/lib/kubelet/pods goes), the dead holder's `lease` is cut to 1 s where the API answers, and the replacement
-    is renamed in: a new leader in about 5 s. A missing or already matching replacement changes nothing.
+    is renamed in: a new leader in about 5 s. A missing or already matching replacement changes nothing: whether the
+    manifest is the one wanted is for `static_pod_back` to say.
     """
     gone = f"! ls -d /var/lib/kubelet/pods/*/containers/{container} >/dev/null 2>&1"
     steps = [
@@ -42,6 +43,11 @@ def swap_static_pod(container: str, manifest_path: str, replacement: str, lease:
     return " ".join(steps)
 
 
+def static_pod_back(manifest_path: str, parked: str) -> str:
+    """A verify line failing while a static pod's manifest is not in place or its parked copy is still there."""
+    return every(in_place(manifest_path), absent(parked))
+
+
 class StaticPodDown(Fault):
     """Base for "<component> down": its static pod manifest is parked outside the manifests folder."""
 
@@ -57,7 +63,8 @@ class StaticPodDown(Fault):
             self.name,
             node,
             apply=(sh("mkdir", "-p", PARKED), sh("mv", running, parked)),
-            revert=(f"if [ -f {parked} ]; then mv {parked} {running}; fi",),
+            undo=(f"if [ -f {parked} ]; then mv {parked} {running}; fi",),
+            verify=(static_pod_back(running, parked),),
             summary=f"move {running} to {PARKED}/ so kubelet stops {self.process}",
         )
 
@@ -80,6 +87,7 @@ class ProcessFrozen(Fault):
             self.name,
             node,
             apply=(sh("pkill", "-STOP", "-x", comm(self.process)),),
-            revert=(thaw_command(self.process),),
+            undo=(continue_command(self.process),),
+            verify=(thawed_check(self.process),),
             summary=f"SIGSTOP every {self.process} process on {node}",
         )

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.components import dns
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, failing, kubectl, register
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
 
@@ -96,14 +96,19 @@ class DnsDown(Fault):
                 f'echo "$n" > {SAVED_REPLICAS}; }}; }}',
                 kubectl("scale", *deploy, "--replicas=0"),
             ),
-            revert=(
-                # only a Deployment asking for none is scaled: a no-op control, or a revert run twice, changes nothing
+            # only a Deployment asking for none is scaled: a no-op control, or a revert run twice, changes nothing;
+            # the count kept goes once kubectl said the Deployment asks for some
+            undo=(
                 f'c=$({replicas}) && {{ [ "$c" != 0 ] || {{ n=$(cat {SAVED_REPLICAS} 2>/dev/null); '
                 f'[ "${{n:-0}}" -gt 0 ] 2>/dev/null || n={KUBEADM_REPLICAS}; '
-                f"{kubectl('scale', *deploy)} --replicas=$n; }}; }}",
-                # kubectl failing leaves n empty, and the test fails: no answer is no proof
-                f'n=$({replicas}) && [ "$n" -gt 0 ] && rm -f {SAVED_REPLICAS} || '
-                f'{{ echo "{p.deployment} still asks for no replicas, or kubectl could not say" >&2; false; }}',
+                f"{kubectl('scale', *deploy)} --replicas=$n; }}; }} && rm -f {SAVED_REPLICAS}",
+            ),
+            # kubectl failing leaves n empty, and the test fails: no answer is no proof
+            verify=(
+                failing(
+                    f'n=$({replicas}) && [ "$n" -gt 0 ] 2>/dev/null',
+                    f"{p.deployment} still asks for no replicas, or kubectl could not say",
+                ),
             ),
             summary=f"scale {p.namespace}/{p.deployment} to 0: no DNS server behind kube-dns, every lookup fails",
             params=p,
@@ -173,6 +178,7 @@ class DnsMisconfigured(Fault):
         add = f'{{ print }} $1 == ".:53" && $2 == "{{" && !done {{ {insert} done = 1 }} END {{ exit !done }}'
         lines = len(template_block(p.domain))
         cut = f'index($0, "{MARK}") {{ skip = {lines} }} skip > 0 {{ skip--; next }} {{ print }}'
+        mark = shlex.quote(MARK)
         return FaultPlan(
             self.name,
             node,
@@ -185,16 +191,22 @@ class DnsMisconfigured(Fault):
                 f"&& {patch_corefile(p.namespace, p.configmap, broken)}; }}",
                 f"{restart} && {wait}",
             ),
-            revert=(
-                f"if {current} | grep -qF {shlex.quote(MARK)}; then "
-                f"if [ -s {SAVED_COREFILE} ]; then cp {SAVED_COREFILE} {now}; "
-                f"else {current} | awk {shlex.quote(cut)} > {now}; fi && "
-                f"{patch_corefile(p.namespace, p.configmap, now)} && {restart}; fi",
+            # the original, or the current Corefile with the block cut out, put back only where kubectl read the block
+            # in it; what was kept goes once the Corefile kubectl read holds no block, or was put back
+            undo=(
+                f'c=$({current}) && [ -n "$c" ] && {{ printf "%s" "$c" | grep -qF {mark}; m=$?; '
+                f"if [ $m -eq 0 ]; then if [ -s {SAVED_COREFILE} ]; then cp {SAVED_COREFILE} {now}; "
+                f"""else printf '%s\\n' "$c" | awk {shlex.quote(cut)} > {now}; fi && [ -s {now} ] && """
+                f"{patch_corefile(p.namespace, p.configmap, now)} && {restart}; "
+                f"elif [ $m -ne 1 ]; then false; fi; }} && rm -f {SAVED_COREFILE} {broken} {now}",
                 wait,
-                # kubectl failing leaves c empty, and the test fails: no answer is no proof
-                f'c=$({current}) && [ -n "$c" ] && ! printf "%s" "$c" | grep -qF {shlex.quote(MARK)} && '
-                f"rm -f {SAVED_COREFILE} {broken} {now} || "
-                f'{{ echo "the Corefile still holds the NXDOMAIN block, or kubectl could not say" >&2; false; }}',
+            ),
+            # kubectl failing leaves c empty, and the test fails: no answer is no proof
+            verify=(
+                failing(
+                    f'c=$({current}) && [ -n "$c" ] && {{ printf "%s" "$c" | grep -qF {mark}; [ $? -eq 1 ]; }}',
+                    "the Corefile still holds the NXDOMAIN block, or kubectl could not say",
+                ),
             ),
             summary=f"a template in {p.namespace}/{p.configmap}'s Corefile answers NXDOMAIN for {p.domain}, CoreDNS "
             "restarted: every Service name fails to resolve",

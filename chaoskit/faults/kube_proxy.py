@@ -13,7 +13,21 @@ from pydantic import BaseModel, Field
 
 from chaoskit.components import kube_proxy as kp
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, node_sh, register, sh
+from chaoskit.faults.base import (
+    Fault,
+    FaultPlan,
+    Named,
+    NoOpControl,
+    absent,
+    every,
+    kubectl,
+    listed_nowhere,
+    node_sh,
+    register,
+    sh,
+    unit_inactive,
+    within,
+)
 from chaoskit.faults.control_plane import PARKED, ProcessFrozen
 from chaoskit.measurements.rule_sync_delay import NAMESPACE as PROBE_NAMESPACE
 from chaoskit.measurements.rule_sync_delay import (
@@ -125,6 +139,23 @@ FLUSH_UNIT_PROPERTIES = ("--description=chaoskit kube-proxy.flush-rules", "--pro
 REFLUSH_S = 0.5  # how often the unit flushes again; kube-proxy syncs at most once a second (kind's minSyncPeriod)
 
 
+# What shows the Service rules back, or bound to come back, read from listings the tools gave (their failure is no
+# evidence): in nftables mode (kube-proxy's table stands) the service-ips map holds entries again (a restarted
+# kube-proxy's full sync); in iptables mode KUBE-SERVICES holds rules again, or no canary chain is left, so
+# kube-proxy's next check (every syncPeriod) writes everything again.
+CANARY_GONE = (
+    "out=$(iptables -w 5 -t mangle -S) &&"
+    f" {{ printf '%s\\n' \"$out\" | grep -q -x -e '-N {kp.CANARY}'; [ $? -eq 1 ]; }}"
+)
+RULES_BACK = (
+    "{ t=$(nft list tables) && if printf '%s\\n' \"$t\" | grep -q -x -e 'table ip kube-proxy'; then"
+    f" nft list map {kp.SERVICE_IPS_MAP} | grep -q ': goto'; else"
+    f" iptables -w 5 -t nat -S {kp.SERVICES_CHAIN} | grep -q -e '^-A {kp.SERVICES_CHAIN} '"
+    f" || {{ {CANARY_GONE}; }}; fi; }}"
+)
+RULES_BACK_WAIT_S = 60  # a kube-proxy restarted by the revert comes back and syncs in seconds
+
+
 @register
 class KubeProxyFlushRules(Fault):
     """kube-proxy's Service rules flushed on one node, and kept flushed: no ClusterIP answers from there while it holds.
@@ -184,13 +215,23 @@ class KubeProxyFlushRules(Fault):
         )
         stop_unit = (
             f"systemctl stop {FLUSH_UNIT}.service 2>/dev/null; systemctl reset-failed {FLUSH_UNIT}.service"
-            f" 2>/dev/null; ! systemctl is-active --quiet {FLUSH_UNIT}.service"
+            " 2>/dev/null; true"
         )
         return FaultPlan(
             self.name,
             node,
             apply=(apply,),
-            revert=(stop_unit, delete_canaries, restart_if_flushed),
+            undo=(stop_unit, delete_canaries, restart_if_flushed),
+            verify=(
+                every(
+                    unit_inactive(f"{FLUSH_UNIT}.service"),
+                    within(
+                        RULES_BACK_WAIT_S,
+                        RULES_BACK,
+                        f"kube-proxy's Service rules on {node} are still flushed, or iptables/nft could not say",
+                    ),
+                ),
+            ),
             summary=f"flush kube-proxy's Service rules on {node} (iptables KUBE-SERVICES or nftables service-ips)",
             params=params,
         )
@@ -255,7 +296,7 @@ def _every_proxy_left(period: str) -> str:
     return (
         f"ips=$({ips}) && end=$(( $(date +%s) + {PROXY_RESTART_WAIT_S} )) && while :; do left=0;"
         f' for ip in $ips; do c=$(curl -s --max-time 2 "http://$ip:{kp.METRICS_PORT}/configz") &&'
-        f""" ! printf '%s' "$c" | grep -q {slow} || left=1; done;"""
+        f""" {{ printf '%s' "$c" | grep -q {slow}; [ $? -eq 1 ]; }} || left=1; done;"""
         ' [ $left -eq 0 ] && break; [ "$(date +%s)" -ge "$end" ] && break; sleep 1; done; [ $left -eq 0 ]'
     )
 
@@ -316,7 +357,7 @@ class KubeProxySlowSync(Fault):
                 f"{slow_sync_sed(p.min_sync_period)} {backup} | {kubectl('replace', '-f', '-')}",
                 restart,
             ),
-            revert=(
+            undo=(
                 # resourceVersion dropped: the backup replaces whatever the ConfigMap became meanwhile. The backup
                 # goes only once every kube-proxy runs another period: a pod restarted while its kubelet's ConfigMap
                 # cache was stale (an API server that just came back) starts slow again, and a failed line makes the
@@ -324,6 +365,15 @@ class KubeProxySlowSync(Fault):
                 f"if [ -f {backup} ]; then sed '/^  resourceVersion: /d' {backup} | {kubectl('replace', '-f', '-')}"
                 f" && {restart} && {_every_proxy_left(period)} && rm -f {backup}; fi",
                 kubectl("-n", PROBE_NAMESPACE, "delete", "service,endpointslice", PROBE_SERVICE, "--ignore-not-found"),
+            ),
+            # nothing kept (the undo drops the backup only once every kube-proxy left the period), the ConfigMap
+            # kubectl read holds the period nowhere, and every kube-proxy runs another
+            verify=(
+                every(
+                    absent(backup),
+                    listed_nowhere(get_cm, f"^ *minSyncPeriod: {period}$", f"minSyncPeriod {period}"),
+                    _every_proxy_left(period),
+                ),
             ),
             summary=f"set kube-proxy's minSyncPeriod to {period} in kube-system/kube-proxy and restart kube-proxy",
             params=p,

@@ -9,7 +9,20 @@ from pydantic import BaseModel, Field
 
 from chaoskit.components import containerd, kubelet
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Handoff, Named, NoOpControl, node_sh, register, sh
+from chaoskit.faults.base import (
+    Fault,
+    FaultPlan,
+    Handoff,
+    Named,
+    NoOpControl,
+    absent,
+    every,
+    failing,
+    node_sh,
+    register,
+    sh,
+    unexpired,
+)
 from chaoskit.faults.control_plane import ProcessFrozen
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_KEY, expired_check, expired_client_pem
@@ -40,7 +53,8 @@ class KubeletStopped(Fault):
             self.name,
             node,
             apply=(sh("systemctl", "stop", "kubelet"),),
-            revert=(sh("systemctl", "start", "kubelet"),),
+            undo=(sh("systemctl", "start", "kubelet"),),
+            verify=(failing("systemctl is-active --quiet kubelet", "kubelet is not active"),),
             summary=f"systemctl stop kubelet on {node}",
         )
 
@@ -132,7 +146,8 @@ class DiskPressure(Fault):
                 f"set -- $(df -B1 --output=size,avail {KUBELET_DIR} | tail -n 1) && "
                 f'fill=$(( $2 - $1 * {basis_points} / 10000 )) && [ "$fill" -gt 0 ] && fallocate -l "$fill" {FILL}',
             ),
-            revert=(sh("rm", "-f", FILL),),
+            undo=(sh("rm", "-f", FILL),),
+            verify=(absent(FILL),),
             summary=f"fallocate {KUBELET_DIR} on {node} until {p.free_percent:g}% of it is free",
             params=p,
         )
@@ -214,11 +229,13 @@ class KubeletCertExpired(Fault):
                 f"mv {CLIENT_PEM} {PARKED_PEM} && mv {EXPIRED_PEM} {CLIENT_PEM}",
                 sh("systemctl", "restart", "kubelet"),
             ),
-            revert=(
+            undo=(
                 f"if [ -L {PARKED_PEM} ] || [ -e {PARKED_PEM} ]; then mv -f {PARKED_PEM} {CLIENT_PEM} && "
                 "systemctl restart kubelet; fi",
                 sh("rm", "-f", EXPIRED_PEM, f"{EXPIRED_PEM}.new", SINCE),
             ),
+            # the original back (kubelet-client-current.pem is a symlink to it), unexpired, and nothing parked
+            verify=(every(absent(PARKED_PEM, EXPIRED_PEM), unexpired(CLIENT_PEM)),),
             summary=f"restart kubelet on {node} with a client certificate that expired yesterday",
             params=params,
             handoffs=(Handoff("control-plane", expired_client_pem(node), EXPIRED_PEM),),

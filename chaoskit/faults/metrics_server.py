@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from chaoskit.components import metrics_server
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, failing, kubectl, register
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
@@ -71,11 +71,17 @@ class MetricsServerDown(Fault):
                 f"mkdir -p {SAVED.rsplit('/', 1)[0]} && [ -s {SAVED} ] || {replicas} > {SAVED}",
                 kubectl("scale", *deploy, "--replicas=0"),
             ),
-            revert=(
-                f'n=$(cat {SAVED} 2>/dev/null); [ "${{n:-0}}" -gt 0 ] || n=1; '  # none kept: one, as installed
-                f"{kubectl('scale', *deploy)} --replicas=$n",
-                f'[ "$({replicas})" != 0 ] || {{ echo "{p.deployment} still asks for no replicas" >&2; false; }}',
-                f"rm -f {SAVED}",
+            # none kept: one, as installed; the count kept goes once kubectl scaled
+            undo=(
+                f'n=$(cat {SAVED} 2>/dev/null); [ "${{n:-0}}" -gt 0 ] 2>/dev/null || n=1; '
+                f"{kubectl('scale', *deploy)} --replicas=$n && rm -f {SAVED}",
+            ),
+            # kubectl failing leaves n empty, and the test fails: no answer is no proof
+            verify=(
+                failing(
+                    f'n=$({replicas}) && [ "$n" -gt 0 ] 2>/dev/null',
+                    f"{p.deployment} still asks for no replicas, or kubectl could not say",
+                ),
             ),
             summary=f"scale {p.namespace}/{p.deployment} to 0: the metrics API goes away and every HPA goes blind",
             params=p,

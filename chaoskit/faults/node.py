@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from chaoskit.components import kubelet
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, node_sh, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, listed_nowhere, node_sh, register
 
 TABLE = "chaoskit-partition"  # an nftables table of chaoskit's own in the node's network namespace
 KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # where kubelet reads the API server's address
@@ -84,7 +84,9 @@ class NodePartitioned(Fault):
                 "earlier injection was not reverted (chaoskit revert)' >&2; exit 1; fi",
                 f"{API_ADDRESSES} && {partition_rules()}",
             ),
-            revert=(f"nft delete table inet {TABLE} 2>/dev/null; ! nft list table inet {TABLE} >/dev/null 2>&1",),
+            undo=(f"nft delete table inet {TABLE} 2>/dev/null; true",),
+            # read from a listing nft gave: a failing `nft list table` is no proof the table is gone
+            verify=(listed_nowhere("nft list tables", f"^table inet {TABLE}$", f"nftables table {TABLE}"),),
             summary=f"drop all traffic between {node} and the API server's node (nftables table {TABLE})",
             params=params,
         )

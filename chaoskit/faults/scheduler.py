@@ -4,6 +4,7 @@ with FailedScheduling events that say why: resources, taints, affinity)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -14,7 +15,7 @@ from chaoskit import workloads
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import scheduler
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, listed_nowhere, register
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
@@ -115,7 +116,9 @@ UNTAINT = (
 )
 # fails while any node still has our taint or label, or when the nodes cannot be read: the switch then retries
 LABELLED = kubectl("get", "nodes", "-l", TAINT_KEY, "-o", "name")
-NONE_LEFT = f"left=$({NODE_TAINTS} && {LABELLED}) && ! printf '%s\\n' \"$left\" | grep -q -e {TAINT_KEY} -e '^node/'"
+NONE_LEFT = listed_nowhere(
+    f"{NODE_TAINTS} && {LABELLED}", f"{re.escape(TAINT_KEY)}|^node/", f"the taint or label {TAINT_KEY} on a node"
+)
 # A pod the scheduler must place once the fault is gone: on the tainted node (reason taint), anywhere otherwise.
 PROBE_POD = "chaoskit-schedulable-probe"
 PROBE_NAMESPACE = "default"
@@ -215,20 +218,31 @@ class Unschedulable(Fault):
         created = f"{CREATED_BY}={self.name}"
         make_ns = f"{kubectl('create', 'namespace', ns)} && {kubectl('label', 'namespace', ns, created)}"
         setup = [f"{kubectl('get', 'namespace', ns)} >/dev/null 2>&1 || {{ {make_ns}; }}"]
-        revert = [kubectl("delete", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found")]
+        undo = [kubectl("delete", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found")]
+        # kubectl prints the Deployment's name while it stands (nothing where its namespace is gone)
+        gone = kubectl("get", "deployment", "-n", ns, DEPLOYMENT, "--ignore-not-found", "-o", "name")
+        verify = [listed_nowhere(gone, ".", f"Deployment {ns}/{DEPLOYMENT}")]
         summary = f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}"
         deployment = f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}"
         apply = [deployment]
         if p.reason == "taint":
             setup.append(deployment)  # Pending already, pinned to a label no node has: the taint alone is the fault
             apply = [taint_line(p.node)]
-            revert += [UNTAINT, kubectl("label", "nodes", "-l", PIN_LABEL, f"{TAINT_KEY}-"), NONE_LEFT]
+            undo += [UNTAINT, kubectl("label", "nodes", "-l", PIN_LABEL, f"{TAINT_KEY}-")]
+            verify.append(NONE_LEFT)
             summary += f" (NoSchedule taint {TAINT_KEY} on {p.node})"
         ours = ("-l", created, "--field-selector", f"metadata.name={ns}")
-        revert.append(kubectl("delete", "pod", "-n", PROBE_NAMESPACE, PROBE_POD, "--ignore-not-found", "--wait=false"))
-        revert.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
+        undo.append(kubectl("delete", "pod", "-n", PROBE_NAMESPACE, PROBE_POD, "--ignore-not-found", "--wait=false"))
+        undo.append(kubectl("delete", "namespace", *ours, "--ignore-not-found", "--wait=false"))
         return FaultPlan(
-            self.name, node, apply=tuple(apply), revert=tuple(revert), summary=summary, params=p, setup=tuple(setup)
+            self.name,
+            node,
+            apply=tuple(apply),
+            undo=tuple(undo),
+            verify=tuple(verify),
+            summary=summary,
+            params=p,
+            setup=tuple(setup),
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:

@@ -61,7 +61,7 @@ def test_the_fault_scopes_a_fail_closed_webhook_to_its_namespace_and_its_revert_
     assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None"  # a dry run calls it: the checks ask with one
     assert h["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}
     plan = AdmissionWebhookFailing().plan("chaoskit-control-plane", p)
-    assert "is still there" in plan.revert[1] and plan.setup and "create namespace" in plan.setup[0]
+    assert "is still there" in plan.verify[0] and plan.setup and "create namespace" in plan.setup[0]
     assert AdmissionWebhookFailing().radius("chaoskit-control-plane", p).where == "shop"
 
 

@@ -160,9 +160,10 @@ def test_the_fault_is_a_mutating_ignore_webhook_on_one_namespace_and_its_revert_
     assert "selector" not in service["spec"] and endpoints["endpoints"][0]["addresses"] == [slow.NODE_IP]
     plan = AdmissionWebhookSlow().plan("chaoskit-control-plane", p)
     assert "socat" in plan.apply[0] and 'sed "s/__NODE_IP__/$ip/"' in plan.apply[2]
-    last = plan.revert[-1]
-    assert last.startswith("out=$(kubectl") and '&& [ -z "$out" ] ||' in last  # kubectl failing fails it too
-    assert any("systemctl stop chaoskit-silent-backend" in line for line in plan.revert)
+    (verify,) = plan.verify
+    assert "if out=$(kubectl" in verify and "could not list" in verify  # kubectl failing fails it too
+    assert "systemctl is-active --quiet chaoskit-silent-backend; case $? in 3)" in verify
+    assert any("systemctl stop chaoskit-silent-backend" in line for line in plan.undo)
     assert AdmissionWebhookSlow().radius("chaoskit-control-plane", p).where == "shop"
 
 

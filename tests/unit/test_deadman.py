@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.deadman import HEAL_DIR, Switch, arm, armed, fire, heal, revert_lines
+from chaoskit.deadman import HEAL_DIR, NotRearmed, Switch, arm, armed, fire, heal, line_argv, revert_lines
 from chaoskit.errors import CommandError
 from chaoskit.seams.nodeexec import FakeNodeExec
 from chaoskit.seams.shell import Completed
@@ -81,11 +81,11 @@ def test_arm_writes_the_script_then_starts_a_timer_at_the_deadline() -> None:
     assert timer[-2:] == ("/bin/sh", f"{HEAL_DIR}/abc123.sh")
 
 
-def test_heal_runs_every_line_then_disarms() -> None:
+def test_heal_runs_every_line_under_a_timeout_then_disarms() -> None:
     nodes = FakeNodeExec()
     heal(nodes, _switch())
-    assert nodes.calls[0] == ("chaoskit-worker", "sh", "-c", "systemctl start kubelet")
-    assert nodes.calls[1] == ("chaoskit-worker", "sh", "-c", "rm -f '/x y'")
+    assert nodes.calls[0] == ("chaoskit-worker", "timeout", "-k", "5", "120", "sh", "-c", "systemctl start kubelet")
+    assert nodes.calls[1] == ("chaoskit-worker", *line_argv("rm -f '/x y'"))
     assert "systemctl stop chaoskit-heal-abc123.timer" in nodes.calls[2][-1]
     assert f"rm -f {HEAL_DIR}/abc123.sh" in nodes.calls[2][-1]
     assert len(nodes.calls) == 3
@@ -93,7 +93,7 @@ def test_heal_runs_every_line_then_disarms() -> None:
 
 def test_a_failed_heal_never_disarms_and_starts_the_switch_at_once() -> None:
     nodes = FakeNodeExec()
-    nodes.runner.failures[("chaoskit-worker", "sh", "-c", "systemctl start kubelet")] = "unit not found"
+    nodes.runner.failures[("chaoskit-worker", *line_argv("systemctl start kubelet"))] = "unit not found"
     with pytest.raises(CommandError, match="systemctl start kubelet"):
         heal(nodes, _switch())
     later = [" ".join(c) for c in nodes.calls[2:]]
@@ -131,3 +131,24 @@ def test_fire_starts_now_only_the_switches_of_the_lost_run(tmp_path: Path) -> No
 
     assert fire(Local(), "n", "/j/run-1.jsonl") == ["aaa"]  # type: ignore[arg-type]
     assert (tmp_path / "started").read_text().split() == ["start", "--no-block", "chaoskit-heal-aaa.service"]
+
+
+def test_a_failed_heal_whose_switch_cannot_be_armed_again_says_so() -> None:
+    nodes = FakeNodeExec()
+    nodes.runner.failures[("chaoskit-worker", *line_argv("systemctl start kubelet"))] = "unit not found"
+    nodes.runner.failures[("chaoskit-worker", "systemd-run")] = "Failed to start transient timer unit"
+    with pytest.raises(NotRearmed, match="could not be armed again") as raised:
+        heal(nodes, _switch())
+    assert "systemctl start kubelet" in str(raised.value), "the line that failed is named too"
+
+
+def test_a_line_chaoskit_stops_waiting_for_is_a_failed_line_not_a_crash() -> None:
+    class Hanging(FakeNodeExec):
+        def run(self, node: str, argv: object, **kw: object) -> Completed:
+            if kw.get("timeout"):
+                raise CommandError(["docker", "exec"], -1, "", note="timed out after 135s")
+            return super().run(node, argv, **kw)  # type: ignore[arg-type]
+
+    nodes = Hanging()
+    with pytest.raises(CommandError, match="no answer within 120s"):
+        heal(nodes, _switch())

@@ -10,7 +10,7 @@ import pytest
 from fake_faults import holds
 from pydantic import BaseModel
 
-from chaoskit.deadman import HEAL_DIR
+from chaoskit.deadman import HEAL_DIR, line_argv
 from chaoskit.engine import FaultResult, revert_journal, run_fault
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
@@ -19,6 +19,7 @@ from chaoskit.model.params import NoParams
 from chaoskit.safety import LOCK_PREFIX, acquire, holder_id
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node
+from chaoskit.seams.shell import Completed
 from chaoskit.step import resolve
 
 NODE = "chaoskit-worker"
@@ -35,7 +36,9 @@ class TwoLineFault(Fault):
     heals: ClassVar[bool] = True
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        return FaultPlan(self.name, node, apply=("apply-1", "apply-2"), revert=("revert-1", "revert-2"), summary="s")
+        return FaultPlan(
+            self.name, node, apply=("apply-1", "apply-2"), undo=("revert-1",), verify=("revert-2",), summary="s"
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         return self.shows and holds(env, plan)
@@ -58,7 +61,8 @@ def _lines(nodes: FakeNodeExec) -> list[str]:
 
 
 def _fail(nodes: FakeNodeExec, line: str) -> None:
-    nodes.runner.failures[(NODE, "sh", "-c", line)] = f"{line}: no"
+    nodes.runner.failures[(NODE, "sh", "-c", line)] = f"{line}: no"  # an apply line
+    nodes.runner.failures[(NODE, *line_argv(line))] = f"{line}: no"  # a revert line
 
 
 def _kinds(journal: Journal) -> list[str]:
@@ -110,7 +114,7 @@ def test_a_failed_revert_keeps_the_switch_armed_and_starts_it_now(tmp_path: Path
     nodes = FakeNodeExec()
     _fail(nodes, "revert-1")
     result, journal = _run(nodes, tmp_path)
-    assert result.failures and "revert of kube-proxy.two-lines" in result.failures[0]
+    assert result.failures and f"kube-proxy.two-lines on {NODE} not reverted" in result.failures[0]
     assert "retries it on the node" in result.failures[0] and str(journal.path) in result.failures[0]
     lines = _lines(nodes)
     assert "revert-2" in lines, "every revert line is tried"
@@ -148,7 +152,7 @@ def _locked(kube: FakeKube) -> set[str]:
 def test_revert_journal_tries_every_injection_and_frees_only_what_is_healed(tmp_path: Path) -> None:
     kube, nodes = FakeKube(), FakeNodeExec()
     journal = _pending_run(tmp_path, kube)
-    nodes.runner.failures[(NODE, "sh", "-c", "thaw")] = "pkill: permission denied"
+    nodes.runner.failures[(NODE, *line_argv("thaw"))] = "pkill: permission denied"
     outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
     assert [i.id for i in outcome.reverted] == ["bbb"]
     assert [(i.id, "permission denied" in e) for i, e in outcome.left] == [("aaa", True)]
@@ -196,3 +200,75 @@ def test_a_run_killed_after_its_own_revert_but_before_letting_go_has_its_lock_fr
     outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
     assert not outcome.reverted and not outcome.left
     assert _locked(kube) == set()
+
+
+def test_a_revert_whose_switch_cannot_be_armed_again_says_nothing_retries_it(tmp_path: Path) -> None:
+    nodes = FakeNodeExec()
+    _fail(nodes, "revert-2")  # the verify line: the fault still holds
+    armed_once = []
+
+    def responder(argv: tuple[str, ...]) -> Completed | None:
+        if "systemd-run" in argv:
+            armed_once.append(argv)
+            if len(armed_once) > 1:  # the first arming, before the apply, worked; the re-arming does not
+                return Completed(argv, 1, "Failed to start transient timer unit")
+        return None
+
+    nodes.runner.responder = responder
+    result, journal = _run(nodes, tmp_path)
+    (failure,) = result.failures
+    assert "not reverted" in failure and "nothing retries it" in failure and "for up to" not in failure
+    assert "chaoskit revert" in failure
+    (failed,) = [e.data for e in journal.entries() if e.kind == "revert-failed"]
+    assert failed["rearmed"] is False and [i.id for i in journal.pending()] == [result.injection_id]
+
+
+def test_a_plan_with_its_undo_removed_runs_only_its_verify_lines_and_is_not_reverted(tmp_path: Path) -> None:
+    class Sabotaged(TwoLineFault):
+        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+            return super().plan(node, params).undo_removed()
+
+    nodes = FakeNodeExec()
+    _fail(nodes, "revert-2")  # what the verify line says while the fault holds
+    result, journal = _run(nodes, tmp_path, Sabotaged())
+    assert "revert-1" not in _lines(nodes) and "revert-2" in _lines(nodes)
+    assert result.failures and "not reverted" in result.failures[0]
+    assert [i.id for i in journal.pending()] == [result.injection_id], "kept open for chaoskit revert"
+
+
+def _reverted_run(tmp_path: Path, kube: FakeKube) -> Journal:
+    """A run whose one injection was journaled reverted, with its verify line, and whose lock is still taken."""
+    journal = Journal(tmp_path / "done.jsonl")
+    journal.append("run-started", run_id="r1", playbook="p")
+    journal.injection(Injection("aaa", "kube-proxy.freeze", NODE, ("thaw", "thawed?"), 0.0, verify=("thawed?",)))
+    journal.append("reverted", id="aaa")
+    acquire(kube, "kube-proxy", holder_id("r1"), 600)
+    return journal
+
+
+def test_revert_journal_asks_what_was_reverted_its_verify_lines_again_and_reports_what_still_holds(
+    tmp_path: Path,
+) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = _reverted_run(tmp_path, kube)
+    nodes.runner.failures[(NODE, *line_argv("thawed?"))] = "kube-proxy is still stopped"
+    outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
+    assert [(i.id, "still stopped" in e) for i, e in outcome.held] == [("aaa", True)]
+    assert not outcome.reverted and not outcome.left and not outcome.verified
+    assert _locked(kube) == {"kube-proxy"}, "a component found broken keeps its lock"
+    assert "thaw" not in _lines(nodes), "reported, not healed: the component may be another run's by now"
+
+
+def test_revert_journal_counts_a_reverted_injection_whose_verify_lines_pass_as_verified(tmp_path: Path) -> None:
+    kube, nodes = FakeKube(), FakeNodeExec()
+    journal = _reverted_run(tmp_path, kube)
+    outcome = revert_journal(Env(kube, nodes, "chaoskit"), journal)
+    assert [i.id for i in outcome.verified] == ["aaa"] and not outcome.held
+    assert _lines(nodes) == ["thawed?"] and _locked(kube) == set()
+
+
+def test_the_journal_keeps_an_injections_verify_lines(tmp_path: Path) -> None:
+    result, journal = _run(FakeNodeExec(), tmp_path)
+    (entry,) = [e.data for e in journal.entries() if e.kind == "injection"]
+    assert entry["revert"] == ["revert-1", "revert-2"] and entry["verify"] == ["revert-2"]
+    assert [i.verify for i in journal.reverted()] == [("revert-2",)]

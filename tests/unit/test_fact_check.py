@@ -77,7 +77,9 @@ class Probe(Fault):
     heals: ClassVar[bool] = True
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        return FaultPlan(self.name, node, apply=("break",), revert=("heal",), summary="s", setup=("probe",))
+        return FaultPlan(
+            self.name, node, apply=("break",), undo=("heal",), verify=("healed",), summary="s", setup=("probe",)
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         return self.blind_before or (self.shows and holds(env, plan))
@@ -162,7 +164,7 @@ def test_the_catalog_refuses_a_fault_without_its_own_checks_or_a_no_op_control()
         no_op = NoOpControl(wait=1.0)
 
         def plan(self, node: str, params: BaseModel) -> FaultPlan:
-            return FaultPlan(self.name, node, apply=(), revert=(), summary="")
+            return FaultPlan(self.name, node, apply=(), undo=(), verify=(), summary="")
 
     with pytest.raises(IncompleteFault, match="took_effect"):
         register(Unchecked)

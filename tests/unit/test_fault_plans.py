@@ -99,11 +99,31 @@ def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-u
     assert (tmp_path / "manifests" / "kube-scheduler.yaml").read_text() == "x"
 
 
+@pytest.mark.parametrize("fault", [SchedulerDown(), ControllerManagerDown(), ApiServerDown()], ids=lambda f: f.name)
+def test_a_static_pod_revert_fails_until_the_manifest_is_back_and_nothing_is_parked(tmp_path: Path, fault: Fault) -> None:
+    plan = fault.plan("n", NoParams())
+    (undo,), (verify,) = (
+        [line.replace("/etc/kubernetes", str(tmp_path)) for line in lines] for lines in (plan.undo, plan.verify)
+    )
+    (tmp_path / "chaoskit-parked").mkdir()
+    (tmp_path / "manifests").mkdir()
+    parked = tmp_path / "chaoskit-parked" / f"{fault.process}.yaml"  # type: ignore[attr-defined]
+    parked.write_text("x")
+    assert _run(tmp_path, verify).returncode != 0, "parked: the fault holds"
+    (tmp_path / "manifests" / parked.name).write_text("x")
+    assert _run(tmp_path, verify).returncode != 0, "a manifest back, but a parked copy beside it"
+    assert _run(tmp_path, undo).returncode == 0 and _run(tmp_path, verify).returncode == 0
+    (tmp_path / "manifests" / parked.name).unlink()
+    assert _run(tmp_path, undo).returncode == 0, "nothing parked: the undo has nothing to do"
+    assert _run(tmp_path, verify).returncode != 0, "yet no manifest is in place: never read as healed"
+
+
 def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
     plan = KubeProxyFrozen().plan("chaoskit-worker", NoParams())
     assert plan.apply == ("pkill -STOP -x kube-proxy",)
-    (thaw,) = plan.revert
+    (thaw,) = plan.undo
     assert thaw.startswith('pkill -CONT -x kube-proxy; for p in $(pgrep -x kube-proxy); do pkill -CONT -P "$p"; done;')
+    assert len(plan.verify) == 1 and "pgrep -x kube-proxy" in plan.verify[0]
 
 
 @pytest.mark.parametrize(("state", "child", "fails"), [("Sl", "S", False), ("T", "S", True), ("Sl", "T", True)])
@@ -113,10 +133,27 @@ def test_a_thaw_fails_while_the_process_or_a_child_is_still_stopped(
     _bin(tmp_path, "pkill", "exit 0")  # its SIGCONT did nothing: what the line reads afterwards decides
     _bin(tmp_path, "pgrep", 'case "$1" in -x) echo 41;; -P) echo 42;; esac')
     _bin(tmp_path, "ps", f'case "$4" in 41) echo {state};; 42) echo {child};; esac')
-    (thaw,) = KubeProxyFrozen().plan("chaoskit-worker", NoParams()).revert
+    thaw = " ; ".join(KubeProxyFrozen().plan("chaoskit-worker", NoParams()).revert)
     assert (_run(tmp_path, thaw).returncode != 0) is fails
     _bin(tmp_path, "pgrep", "exit 1")  # no kube-proxy at all (restarted meanwhile): nothing is stopped
     assert _run(tmp_path, thaw).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("pgrep", "ps"),
+    [
+        ("exit 3", "echo S"),  # pgrep cannot read /proc: no answer is not "nothing stopped"
+        ('case "$1" in -x) echo 41;; -P) exit 2;; esac', "echo S"),  # the children's listing failed
+        ('case "$1" in -x) echo 41;; esac; [ "$1" = -x ]', "exit 127"),  # no ps at all
+    ],
+)
+def test_a_thaw_fails_when_pgrep_or_ps_cannot_say(tmp_path: Path, pgrep: str, ps: str) -> None:
+    _bin(tmp_path, "pkill", "exit 0")
+    _bin(tmp_path, "pgrep", pgrep)
+    _bin(tmp_path, "ps", ps)
+    (verify,) = KubeProxyFrozen().plan("chaoskit-worker", NoParams()).verify
+    done = _run(tmp_path, verify)
+    assert done.returncode != 0 and "could not say" in done.stderr
 
 
 def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
@@ -219,7 +256,10 @@ def _run(tmp_path: Path, line: str) -> subprocess.CompletedProcess[str]:
 FAKE_IPTABLES = r"""
 set -- $(printf '%s\n' "$@" | grep -v -x -e -w -e 5)
 table=filter; [ "$1" = -t ] && { table=$2; shift 2; }
-touch "$STATE"; op=$1; chain=$2; shift 2; rule="$table $chain $*"
+touch "$STATE"; op=$1; chain=${2:-}; shift; [ $# -gt 0 ] && shift; rule="$table $chain $*"
+case $op in
+  -S) [ -n "$chain" ] || { grep "^chain $table " "$STATE" | sed "s/^chain $table /-N /"; exit 0; } ;;
+esac
 case $op in
   -I) echo "$rule" >> "$STATE" ;;
   -D) grep -q -x -F -- "$rule" "$STATE" || exit 1
@@ -252,6 +292,7 @@ def test_etcd_timeout_drops_both_directions_and_its_revert_deletes_exactly_its_r
 # A fake nft over the same file: the service-ips map's elements are its "nft-element" lines.
 FAKE_NFT = r"""
 case "$1 $2" in
+  "list tables") echo "table ip nat"; grep -q -x "nft-map" "$STATE" && echo "table ip kube-proxy"; true ;;
   "list map") grep -q -x "nft-map" "$STATE" || exit 1; echo "map service-ips {"
               grep "^nft-element " "$STATE" | sed "s/^nft-element /  /"; echo "}" ;;
   "flush map") grep -v "^nft-element " "$STATE" > "$STATE.n"; mv "$STATE.n" "$STATE" ;;
@@ -264,7 +305,7 @@ FAKE_SYSTEMD_RUN = 'echo "$@" > "$STATE.unit"'
 FAKE_SYSTEMCTL = r"""
 case "$1" in
   stop) rm -f "$STATE.unit" ;;
-  is-active) [ -e "$STATE.unit" ] ;;
+  is-active) [ -e "$STATE.unit" ] || exit 3 ;;
 esac
 """
 
@@ -321,7 +362,61 @@ def test_flush_rules_in_nftables_mode_empties_the_map_and_its_revert_restarts_ku
     assert not (tmp_path / "state.unit").exists(), "the revert stops the unit"
 
 
+def _no_wait(line: str) -> str:
+    """A verify line that would wait for its tools to answer, asking them once."""
+    return re.sub(r"\[ \$i -lt \d+ \]", "[ $i -lt 1 ]", line)
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_flush_rules_with_its_undo_removed_fails_to_revert_while_the_unit_keeps_flushing(
+    tmp_path: Path, mode: str
+) -> None:
+    _bin(tmp_path, "iptables", FAKE_IPTABLES)
+    _bin(tmp_path, "nft", FAKE_NFT)
+    _bin(tmp_path, "curl", f"echo {mode}")
+    _fake_systemd(tmp_path)
+    map_ = "nft-map\nnft-element 10.96.0.1 . tcp . 443 : goto s\n" if mode == "nftables" else ""
+    (tmp_path / "state").write_text(f"nat KUBE-SERVICES -j KUBE-SVC-X\nchain mangle KUBE-PROXY-CANARY\n{map_}")
+    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    assert _run(tmp_path, plan.apply[0]).returncode == 0
+    (verify,) = plan.undo_removed().revert
+    done = _run(tmp_path, _no_wait(verify))
+    assert done.returncode != 0 and "still active" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "exit 4",  # iptables cannot take its lock: no listing is no proof the rules come back
+        'case "$*" in *mangle*) exit 1;; *) exit 0;; esac',  # the canary listing fails, KUBE-SERVICES lists nothing
+    ],
+)
+def test_flush_rules_verify_fails_when_iptables_cannot_answer(tmp_path: Path, broken: str) -> None:
+    _bin(tmp_path, "iptables", broken)
+    _bin(tmp_path, "nft", "echo 'table ip nat'")
+    _fake_systemd(tmp_path)
+    (verify,) = KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).verify
+    done = _run(tmp_path, _no_wait(verify))
+    assert done.returncode != 0 and "could not say" in done.stderr
+
+
+def test_flush_rules_verify_in_nftables_mode_needs_the_map_listed_with_entries(tmp_path: Path) -> None:
+    _fake_systemd(tmp_path)
+    (verify,) = KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).verify
+    _bin(tmp_path, "nft", 'case "$1 $2" in "list tables") echo "table ip kube-proxy";; *) exit 1;; esac')
+    assert _run(tmp_path, _no_wait(verify)).returncode != 0, "the map's listing failed"
+    _bin(tmp_path, "nft", 'case "$1 $2" in "list tables") echo "table ip kube-proxy";; *) echo "map {";; esac')
+    assert _run(tmp_path, _no_wait(verify)).returncode != 0, "listed, and empty: still flushed"
+    _bin(tmp_path, "nft", 'case "$1 $2" in "list tables") echo "table ip kube-proxy";; *) echo "a : goto s";; esac')
+    assert _run(tmp_path, _no_wait(verify)).returncode == 0
+
+
+# A fake openssl: `x509 -checkend 0 -in FILE` passes unless the file says "expired".
+FAKE_OPENSSL = 'for a; do f=$a; done; [ -r "$f" ] && ! grep -q expired "$f"'
+
+
 def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:
+    _bin(tmp_path, "openssl", FAKE_OPENSSL)
     plan = ApiServerCertExpired().plan("n", NoParams())
     revert = [line.replace("/etc/kubernetes", str(tmp_path)) for line in plan.revert]
     (tmp_path / "pki").mkdir()
@@ -329,11 +424,18 @@ def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:
     (tmp_path / "pki" / "apiserver.crt").write_text("expired")
     (tmp_path / "chaoskit-parked" / "apiserver.crt").write_text("original")
     (tmp_path / "chaoskit-parked" / "apiserver.key").write_text("key")
+    (verify,) = [line.replace("/etc/kubernetes", str(tmp_path)) for line in plan.undo_removed().revert]
+    assert _run(tmp_path, verify).returncode != 0, "nothing undone: the expired certificate serves"
     for _ in range(2):
         for line in revert:
             assert _run(tmp_path, line).returncode == 0, line
     assert (tmp_path / "pki" / "apiserver.crt").read_text() == "original"
     assert (tmp_path / "pki" / "apiserver.key").read_text() == "key"
+    (tmp_path / "pki" / "apiserver.crt").write_text("expired")  # no parked copy, yet the certificate served expired
+    assert _run(tmp_path, verify).returncode != 0
+    _bin(tmp_path, "openssl", "exit 127")
+    (tmp_path / "pki" / "apiserver.crt").write_text("original")
+    assert _run(tmp_path, verify).returncode != 0, "openssl cannot read it: no proof"
 
 
 def test_cert_expired_refuses_to_overwrite_a_parked_original(tmp_path: Path) -> None:
@@ -346,6 +448,7 @@ def test_cert_expired_refuses_to_overwrite_a_parked_original(tmp_path: Path) -> 
 
 def test_kubelet_cert_revert_restores_the_symlink_and_restarts_kubelet_once(tmp_path: Path) -> None:
     _bin(tmp_path, "systemctl", 'echo "$@" >> "$STATE"')
+    _bin(tmp_path, "openssl", FAKE_OPENSSL)
     plan = KubeletCertExpired().plan("chaoskit-control-plane", NoParams())
     revert = [line.replace("/var/lib/kubelet", str(tmp_path)) for line in plan.revert]
     pki = tmp_path / "pki"
@@ -353,6 +456,8 @@ def test_kubelet_cert_revert_restores_the_symlink_and_restarts_kubelet_once(tmp_
     (pki / "kubelet-client-2026.pem").write_text("original")
     (pki / "kubelet-client-current.pem.chaoskit-parked").symlink_to(pki / "kubelet-client-2026.pem")
     (pki / "kubelet-client-current.pem").write_text("expired")
+    (verify,) = [line.replace("/var/lib/kubelet", str(tmp_path)) for line in plan.undo_removed().revert]
+    assert _run(tmp_path, verify).returncode != 0, "nothing undone: the original is still parked"
     for _ in range(2):
         for line in revert:
             assert _run(tmp_path, line).returncode == 0, line
@@ -424,7 +529,12 @@ def test_disk_pressure_fills_to_the_asked_free_space_and_never_outside_its_own_f
     assert _run(tmp_path, plan.apply[1]).returncode == 0
     size = 3_800_000_000 - 4_000_000_000 * 5 // 100
     assert (tmp_path / "state").read_text() == f"-l {size} /var/lib/kubelet/chaoskit-disk-pressure.fill\n"
-    assert plan.revert == ("rm -f /var/lib/kubelet/chaoskit-disk-pressure.fill",)
+    assert plan.undo == ("rm -f /var/lib/kubelet/chaoskit-disk-pressure.fill",)
+    (verify,) = [line.replace("/var/lib/kubelet", str(tmp_path)) for line in plan.verify]
+    (tmp_path / "chaoskit-disk-pressure.fill").write_text("x")
+    assert _run(tmp_path, verify).returncode != 0, "the fill is still there"
+    (tmp_path / "chaoskit-disk-pressure.fill").unlink()
+    assert _run(tmp_path, verify).returncode == 0
 
 
 KUBE_PROXY_CONFIGMAP = """\
@@ -561,7 +671,7 @@ esac
 def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_any_is_left(tmp_path: Path) -> None:
     plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
     untaint = next(line for line in plan.revert if "NoSchedule-" in line)
-    left = plan.revert[plan.revert.index(untaint) + 2]
+    left = plan.verify[-1]
     assert plan.revert.index(untaint) < next(i for i, line in enumerate(plan.revert) if "unschedulable-" in line)
     _bin(tmp_path, "kubectl", FAKE_KUBECTL_TAINTS)
     assert _run(tmp_path, untaint).returncode == 0

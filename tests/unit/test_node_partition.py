@@ -47,7 +47,8 @@ def test_the_plan_cuts_both_address_families_and_its_revert_fails_while_the_tabl
     assert "getent ahosts" in cut and "*:*) f=ip6" in cut  # IPv6 too: kubelet's dialer may pick either family
     for hook in ("output", "input", "forward"):
         assert f"hook {hook} priority raw" in cut
-    assert plan.revert == (f"nft delete table inet {TABLE} 2>/dev/null; ! nft list table inet {TABLE} >/dev/null 2>&1",)
+    assert plan.undo == (f"nft delete table inet {TABLE} 2>/dev/null; true",)
+    assert plan.verify[0].startswith("if out=$(nft list tables); then") and f"'^table inet {TABLE}$'" in plan.verify[0]
     assert "exists: an earlier injection was not reverted" in plan.apply[0]
 
 

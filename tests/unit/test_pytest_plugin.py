@@ -29,7 +29,14 @@ class Marked(Fault):
     target_role = "worker"
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="marks")
+        return FaultPlan(
+            self.name,
+            node,
+            apply=("echo applied",),
+            undo=("echo reverted",),
+            verify=("echo verified",),
+            summary="marks",
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         return holds(env, plan)

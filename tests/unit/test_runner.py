@@ -85,7 +85,8 @@ def test_dry_run_plan_has_exact_nodes_commands_reverse_and_deadlines() -> None:
     ]
     # unset: past the longer of the 10 s hold and scheduler.down's 60 s effect timeout, by 60 s; set: as given
     assert steps[0]["deadline_s"] == 120.0 and steps[1]["deadline_s"] == 30.0
-    assert steps[2]["apply"] == ["systemctl stop kubelet"] and steps[2]["revert"] == ["systemctl start kubelet"]
+    assert steps[2]["apply"] == ["systemctl stop kubelet"] and steps[2]["undo"] == ["systemctl start kubelet"]
+    assert "systemctl is-active --quiet kubelet" in steps[2]["verify"][0]  # the dry run shows what proves the revert
 
 
 def test_verdicts_map_to_the_documented_exit_codes() -> None:
@@ -118,7 +119,14 @@ class NoopFault(Fault):
     target_role = "worker"
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
-        return FaultPlan(self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="nothing")
+        return FaultPlan(
+            self.name,
+            node,
+            apply=("echo applied",),
+            undo=("echo reverted",),
+            verify=("echo verified",),
+            summary="nothing",
+        )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         return holds(env, plan)
@@ -224,7 +232,7 @@ def test_dry_run_shows_a_handoff_before_the_apply_lines() -> None:
     )
     (step,) = plan_steps(pb, NODES)
     assert step["node"] == "chaoskit-worker"
-    assert list(step)[-3:] == ["handoffs", "apply", "revert"]
+    assert list(step)[-4:] == ["handoffs", "apply", "undo", "verify"]
     assert step["handoffs"][0].startswith("on the first control-plane node: ")
 
 
@@ -519,7 +527,12 @@ class CauseFirst(Fault):
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         self.injected = time.monotonic()
         return FaultPlan(
-            self.name, node, apply=("echo applied",), revert=("echo reverted",), summary="a cause before its symptom"
+            self.name,
+            node,
+            apply=("echo applied",),
+            undo=("echo reverted",),
+            verify=("echo verified",),
+            summary="a cause before its symptom",
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:

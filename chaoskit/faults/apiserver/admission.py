@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, listed_nowhere, register
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
@@ -22,6 +22,7 @@ from chaoskit.model.params import FaultParams, params_of
 CONFIG = "chaoskit-failing-webhook"  # the ValidatingWebhookConfiguration
 WEBHOOK = "refuse-pods.chaoskit.dev"  # its one webhook
 BACKEND = "chaoskit-no-backend"  # the Service it calls: a selector no pod has, so no endpoint ever
+NAME = "apiserver.admission-webhook-failing"  # labels its objects; the plan is made before the class exists
 FAULT_LABEL = "chaoskit.dev/fault"
 REFUSED = "failed calling webhook"  # what the API server says when a Fail webhook cannot be called
 
@@ -40,7 +41,7 @@ class WebhookParams(FaultParams):
 
 
 def webhook_configuration(p: WebhookParams) -> dict[str, Any]:
-    labels = {FAULT_LABEL: AdmissionWebhookFailing.name}
+    labels = {FAULT_LABEL: NAME}
     hook = {
         "name": WEBHOOK,
         "clientConfig": {"service": {"namespace": p.namespace, "name": BACKEND, "path": "/validate", "port": 443}},
@@ -63,7 +64,7 @@ def webhook_configuration(p: WebhookParams) -> dict[str, Any]:
 
 
 def backend_service(p: WebhookParams) -> dict[str, Any]:
-    meta = {"name": BACKEND, "namespace": p.namespace, "labels": {FAULT_LABEL: AdmissionWebhookFailing.name}}
+    meta = {"name": BACKEND, "namespace": p.namespace, "labels": {FAULT_LABEL: NAME}}
     spec = {"selector": {"chaoskit.dev/nothing": "here"}, "ports": [{"port": 443, "targetPort": 8443}]}
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
 
@@ -111,7 +112,7 @@ class AdmissionWebhookFailing(Fault):
     Recovery: the same dry run is admitted. Runs kubectl on the control-plane node.
     """
 
-    name = "apiserver.admission-webhook-failing"
+    name = NAME
     component = "apiserver"
     named = Named("apiserver", r"webhook refuse-pods\.chaoskit\.dev")
     no_op = NoOpControl(wait=15.0)  # the API server reads webhook configurations within a second
@@ -132,12 +133,12 @@ class AdmissionWebhookFailing(Fault):
             node,
             setup=(ensure_namespace(p.namespace, self.name),),  # the checks ask in it before anything is injected
             apply=(_applied(backend_service(p)), _applied(webhook_configuration(p))),
-            revert=(
+            undo=(
                 tolerating_absent(kubectl("delete", "validatingwebhookconfiguration", *labelled, "--wait=true")),
-                f'[ -z "$({config})" ] || {{ echo "{CONFIG} is still there" >&2; false; }}',
                 tolerating_absent(kubectl("delete", "service", "-n", p.namespace, *labelled, "--ignore-not-found")),
                 delete_namespace_if_ours(p.namespace, self.name),
             ),
+            verify=(listed_nowhere(config, ".", CONFIG),),  # kubectl prints its name while it stands
             summary=f"validating webhook {WEBHOOK} (failurePolicy Fail, nothing behind it) on pods in {p.namespace}",
             params=p,
         )

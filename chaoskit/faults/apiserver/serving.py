@@ -13,7 +13,22 @@ from pydantic import BaseModel, Field
 
 from chaoskit.components import apiserver
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, node_sh, register, sh
+from chaoskit.faults.base import (
+    Fault,
+    FaultPlan,
+    Named,
+    NoOpControl,
+    absent,
+    every,
+    kubectl,
+    listed_nowhere,
+    local_healthz,
+    node_sh,
+    register,
+    sh,
+    unexpired,
+    unit_inactive,
+)
 from chaoskit.faults.control_plane import PARKED, StaticPodDown
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT, expired_copy
@@ -56,6 +71,7 @@ class ApiServerDown(StaticPodDown):
 
 ETCD_HOST, ETCD_PORT = apiserver.ETCD_HOST, apiserver.ETCD_PORT
 ETCD_TAG = "chaoskit-etcd-timeout"
+ETCD_COMMENT = f'--comment "?{ETCD_TAG}"?( |$)'  # as iptables -S prints it: quoted by iptables-nft, not by legacy
 # Both directions: requests to etcd and etcd's answers (and keepalives) on connections already open.
 ETCD_RULES = (
     ("-o", "lo", "-d", ETCD_HOST, "-p", "tcp", "--dport", ETCD_PORT),
@@ -98,10 +114,9 @@ class EtcdTimeout(Fault):
                 f"{{ echo 'kube-apiserver does not reach etcd at {ETCD_HOST}:{ETCD_PORT} ({MANIFEST})' >&2; exit 1; }}",
                 *(_etcd_rule("-I", rule) for rule in ETCD_RULES),
             ),
-            revert=(
-                *(f"while {_etcd_rule('-D', rule)} 2>/dev/null; do :; done" for rule in ETCD_RULES),
-                f"! iptables -S OUTPUT | grep -q -- {ETCD_TAG}",  # nothing of ours is left
-            ),
+            undo=tuple(f"while {_etcd_rule('-D', rule)} 2>/dev/null; do :; done" for rule in ETCD_RULES),
+            # nothing of ours is left, read from a listing iptables gave
+            verify=(listed_nowhere("iptables -w 5 -S OUTPUT", ETCD_COMMENT, "an etcd DROP rule"),),
             summary=f"DROP traffic between kube-apiserver and etcd ({ETCD_HOST}:{ETCD_PORT}) on {node}",
             params=params,
         )
@@ -158,11 +173,12 @@ class ApiServerCertExpired(Fault):
                 expired_copy(SERVING_CERT, SERVING_KEY, staged),
                 sh("mv", staged, SERVING_CERT),  # a rename: the API server never reads a half-written file
             ),
-            revert=(
+            undo=(
                 f"if [ -f {PARKED_KEY} ]; then mv -f {PARKED_KEY} {SERVING_KEY}; fi",
                 f"if [ -f {PARKED_CERT} ]; then mv -f {PARKED_CERT} {SERVING_CERT}; fi",
                 sh("rm", "-f", staged),
             ),
+            verify=(every(absent(PARKED_CERT, PARKED_KEY, staged), unexpired(SERVING_CERT)),),
             summary=f"replace kube-apiserver's serving certificate on {node} with one that expired yesterday",
             params=params,
         )
@@ -245,12 +261,13 @@ class WatchLeak(Fault):
                 f" > {WATCH_DIR}/client.key",
                 sh("systemd-run", f"--unit={WATCH_UNIT}", *WATCH_UNIT_PROPERTIES, "sh", "-c", _watch_script(p.watches)),
             ),
-            revert=(
+            undo=(
                 f"systemctl stop {WATCH_UNIT}.service 2>/dev/null; systemctl reset-failed {WATCH_UNIT}.service"
-                f" 2>/dev/null; ! systemctl is-active --quiet {WATCH_UNIT}.service",
+                " 2>/dev/null; true",
                 # the baseline stays (a number, on tmpfs): the recovery check compares against it
                 sh("rm", "-f", f"{WATCH_DIR}/client.crt", f"{WATCH_DIR}/client.key"),
             ),
+            verify=(every(unit_inactive(f"{WATCH_UNIT}.service"), absent(f"{WATCH_DIR}/client.key")),),
             summary=f"hold {p.watches} watch connections open against kube-apiserver from {node}",
             params=p,
         )

@@ -11,8 +11,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register, within
 from chaoskit.model.params import FaultParams, params_of
+
+AUTHORIZER_WAIT_S = 10  # the authorizer's RBAC cache follows a binding within a second
 
 Revoked = Literal["replicaset", "deployment", "endpointslice", "horizontal-pod-autoscaler"]
 
@@ -125,13 +127,10 @@ class PermissionRevoked(Fault):
             self.name,
             node,
             apply=(kubectl("delete", "clusterrolebinding", binding_name(p.controller)),),
-            revert=(
-                f"printf '%s\\n' {shlex.quote(restored)} | {kubectl('apply', '-f', '-')}",
-                # the authorizer's cache follows within a second: the revert holds until it allows again
-                # (no `exit`: the dead-man switch runs every revert line in one script)
-                f"i=0; until {can} >/dev/null 2>&1 || [ $i -ge 10 ]; do i=$((i+1)); sleep 1; done; "
-                f"{can} >/dev/null 2>&1 || {{ echo '{who} is still refused {duty.words()}' >&2; false; }}",
-            ),
+            undo=(f"printf '%s\\n' {shlex.quote(restored)} | {kubectl('apply', '-f', '-')}",),
+            # the authorizer's cache follows within a second: the revert holds until it allows again; kubectl failing
+            # to ask is no yes
+            verify=(within(AUTHORIZER_WAIT_S, f"{can} >/dev/null 2>&1", f"{who} is still refused {duty.words()}"),),
             summary=f"delete ClusterRoleBinding {binding_name(p.controller)}: {who} may not {duty.words()}",
             params=p,
         )

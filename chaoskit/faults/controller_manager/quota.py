@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, register
+from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, kubectl, listed_nowhere, register
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
@@ -20,6 +20,9 @@ from chaoskit.model.timeline import api_time
 
 QUOTA = "chaoskit-quota"
 PROBE = "chaoskit-quota-probe"
+NAME = (
+    "controller-manager.quota-exhausted"  # labels its objects; the plan is made before the class exists
+)
 FAULT_LABEL = "chaoskit.dev/fault"
 STATUS_WAIT_S = 60  # the resource quota controller fills a new quota's status within a sync
 REFUSED = "exceeded quota"  # what the API server's quota admission says, in the ReplicaSet's FailedCreate event
@@ -44,7 +47,7 @@ class QuotaParams(FaultParams):
 
 
 def quota_object(p: QuotaParams) -> dict[str, Any]:
-    meta = {"name": QUOTA, "namespace": p.namespace, "labels": {FAULT_LABEL: QuotaExhausted.name}}
+    meta = {"name": QUOTA, "namespace": p.namespace, "labels": {FAULT_LABEL: NAME}}
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": {"hard": {"pods": str(p.pods)}}}
 
 
@@ -54,7 +57,7 @@ def probe_replicaset(p: QuotaParams) -> dict[str, Any]:
         "schedulingGates": [{"name": "chaoskit.dev/never"}],  # counted by the quota, never placed nor run
         "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}],
     }
-    meta = {"name": PROBE, "namespace": p.namespace, "labels": {FAULT_LABEL: QuotaExhausted.name}}
+    meta = {"name": PROBE, "namespace": p.namespace, "labels": {FAULT_LABEL: NAME}}
     spec = {
         "replicas": p.probe_replicas,
         "selector": {"matchLabels": labels},
@@ -96,7 +99,7 @@ class QuotaExhausted(Fault):
     workload's) has created all its pods, and the quota is gone. Runs kubectl on the control-plane node.
     """
 
-    name = "controller-manager.quota-exhausted"
+    name = NAME
     component = "controller-manager"
     named = Named("controller-manager", r"ResourceQuota chaoskit-quota .*exceeded quota")
     no_op = NoOpControl(wait=15.0)  # the probe's pods are refused within seconds
@@ -127,11 +130,13 @@ class QuotaExhausted(Fault):
             self.name,
             node,
             apply=tuple(apply),
-            revert=(
+            undo=(
                 tolerating_absent(kubectl("delete", "replicaset", "-n", ns, PROBE, "--ignore-not-found")),
                 tolerating_absent(kubectl("delete", "resourcequota", "-n", ns, "-l", ours, "--ignore-not-found")),
                 delete_namespace_if_ours(ns, self.name),
             ),
+            # kubectl prints the name of each quota of ours that stands (none in a namespace that is gone)
+            verify=(listed_nowhere(kubectl("get", "resourcequota", "-n", ns, "-l", ours, "-o", "name"), ".", QUOTA),),
             summary=f"cap namespace {ns} at {p.pods} pod(s) with ResourceQuota {QUOTA}"
             + (f"; a probe ReplicaSet asks for {p.probe_replicas}" if p.probe_replicas else ""),
             params=p,

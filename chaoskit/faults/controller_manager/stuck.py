@@ -17,8 +17,18 @@ from chaoskit.components.common import flags_of
 from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
-from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, local_healthz, register
-from chaoskit.faults.control_plane import PARKED, swap_static_pod
+from chaoskit.faults.base import (
+    Fault,
+    FaultPlan,
+    Named,
+    NoOpControl,
+    every,
+    kubectl,
+    listed_nowhere,
+    local_healthz,
+    register,
+)
+from chaoskit.faults.control_plane import PARKED, static_pod_back, swap_static_pod
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.params import FaultParams, params_of
@@ -32,6 +42,7 @@ PROBE = "chaoskit-stuck-probe"
 PROBE_NAMESPACE = "chaoskit-stuck-probe"
 GONE_NAMESPACE = "chaoskit-stuck-probe-gone"  # the namespace controller's probe: made, then deleted at once
 LOST_NODE = "chaoskit-stuck-probe-node"  # the node lifecycle controller's probe: a Node no kubelet ever renews
+NAME = "controller-manager.controller-stuck"  # labels its objects; the plan is made before the class exists
 FAULT_LABEL = "chaoskit.dev/fault"
 MANIFEST = controller_manager.MANIFEST
 ORIGINAL = f"{PARKED}/kube-controller-manager.yaml"  # where controller-manager.down parks it too: one at a time
@@ -65,6 +76,12 @@ class StuckController:
         return self.lag_after + (
             manifest_duration(env, node, self.period_flag, self.stock_period) if self.period_flag else 0.0
         )
+
+    def switched_off(self) -> str:
+        """An extended regular expression matching the manifest line `edit` changes, as it leaves it."""
+        if self.flag:
+            return f"^ *- {self.flag}$"
+        return f"^ *- --controllers=.*,-{self.alias}(,|$)"
 
     def edit(self, src: str, dst: str) -> str:
         """A shell line writing `src` with this controller's work switched off to `dst`."""
@@ -120,14 +137,14 @@ def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
 
 def probe_object(controller: StuckName) -> dict[str, Any]:
     """What the stuck controller would reconcile at once if it worked; it costs no node anything either way."""
-    meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+    meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
     if controller == "serviceaccount":  # the probe is the new namespace itself, which gets no `default` account
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"probe": "serviceaccount"}}
     if controller == "namespace":  # deleted right after it is made (probe_lines): it must go, and cannot
-        gone = {"name": GONE_NAMESPACE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+        gone = {"name": GONE_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": gone}
     if controller == "nodelifecycle":  # Ready once (status_lines), then never heard from: it must be called lost
-        lost = {"name": LOST_NODE, "labels": {FAULT_LABEL: ControllerStuck.name}}
+        lost = {"name": LOST_NODE, "labels": {FAULT_LABEL: NAME}}
         return {"apiVersion": "v1", "kind": "Node", "metadata": lost, "spec": {}}
     if controller == "replicaset":
         labels = {"app": PROBE}
@@ -270,7 +287,7 @@ class ControllerStuck(Fault):
     its namespace. Runs kubectl on the control-plane node.
     """
 
-    name = "controller-manager.controller-stuck"
+    name = NAME
     component = "controller-manager"
     named = Named("controller-manager", r"controller .* (does no work|was not started)")
     no_op = NoOpControl(wait=20.0)  # a probe unreconciled 10 s counts
@@ -315,10 +332,17 @@ class ControllerStuck(Fault):
                 f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
                 *made,
             ),
-            revert=(
+            undo=(
                 f"rm -f {EDITED}; {swap(ORIGINAL)}",
                 tolerating_absent(removed),
                 delete_namespace_if_ours(ns, self.name),
+            ),
+            # the original manifest back, whatever the swap made of a missing one: in place, not parked, not edited
+            verify=(
+                every(
+                    static_pod_back(MANIFEST, ORIGINAL),
+                    listed_nowhere(f"cat {MANIFEST}", stuck.switched_off(), f"{stuck.alias} switched off"),
+                ),
             ),
             summary=f"restart kube-controller-manager without the {p.controller} controller's work "
             f"({stuck.flag or f'--controllers=...,-{p.controller}'})",
