@@ -7,7 +7,7 @@ server's side (the APIService, the metrics API itself, the Deployment behind it)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.model.params import FaultParams
 
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
+PODS = "/api/v1/pods"
 BLIND = ("FailedGetResourceMetric", "FailedComputeMetricsReplicas")  # an HPA that cannot read its metrics
 
 
@@ -38,6 +39,7 @@ class MetricsServerEvidence:
     node_metrics: Fetched
     deployment: Fetched
     hpas: Fetched
+    pods: Fetched = field(default_factory=lambda: Fetched({"items": []}))  # cluster-wide: where its pods run
     namespace: str = metrics_server.NAMESPACE  # where its Deployment and Service are, as the APIService names them
     name: str = metrics_server.DEPLOYMENT
 
@@ -61,6 +63,23 @@ def blind_hpas(hpas: Fetched, now: float, longer_than: float = 0.0) -> list[str]
     return out
 
 
+def _nodes_of(ev: MetricsServerEvidence) -> list[str]:
+    """The nodes its Deployment's pods are bound to (by the Deployment's selector)."""
+    spec = (ev.deployment.data or {}).get("spec", {}) if ev.deployment.ok else {}
+    wanted = (spec.get("selector") or {}).get("matchLabels") or {}
+    if not wanted:
+        return []
+    return sorted(
+        {
+            str(p["spec"]["nodeName"])
+            for p in items(ev.pods)
+            if p.get("metadata", {}).get("namespace") == ev.namespace
+            and p.get("spec", {}).get("nodeName")
+            and wanted.items() <= (p.get("metadata", {}).get("labels") or {}).items()
+        }
+    )
+
+
 @register
 class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParams]):
     """The metrics pipeline: the metrics.k8s.io APIService, the API's answer, metrics-server, the HPAs it serves."""
@@ -69,6 +88,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
     Params = MetricsServerParams
 
     def collect(self, src: Sources, node: str) -> MetricsServerEvidence:
+        pods = src.api.soon(PODS)  # the workloads' read: one GET for both
         apiservice = src.api.fetch(metrics_server.APISERVICE)
         svc = (apiservice.data or {}).get("spec", {}).get("service") or {} if apiservice.ok else {}
         ns, name = svc.get("namespace") or metrics_server.NAMESPACE, svc.get("name") or metrics_server.DEPLOYMENT
@@ -79,6 +99,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
             node_metrics=src.api.fetch(metrics_server.NODE_METRICS),
             deployment=src.api.fetch(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
             hpas=src.api.fetch(HPAS),
+            pods=pods(),
             namespace=ns,
             name=name,
         )
@@ -144,6 +165,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
                     f"deployment/{ev.namespace}/{ev.name}",
                     f"service/{ev.namespace}/{ev.name}",
                 ),
+                touches=tuple(f"node/{n}" for n in _nodes_of(ev)),  # a node gone under it is the cause
             )
             return Assessed(e, (finding,))
         if still := blind_hpas(ev.hpas, ev.collected_at, self.p.blind_after):  # the API answers, yet some HPAs

@@ -114,7 +114,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
             self._pending(ev),
         ]
         if forbidden := self._refused(ev):  # refused, it never syncs nor leads: what else fails is its consequence
-            return [*(c.because_of(forbidden) for c in checks), Assessed(forbidden.evidence[0], (forbidden,))]
+            return [*(c.because_of(forbidden, ev.node) for c in checks), Assessed(forbidden.evidence[0], (forbidden,))]
         return checks
 
     def _refused(self, ev: SchedulerEvidence) -> Finding | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from diagnose_evidence import DOWN, TIMED_OUT, controller_manager, edit_metric, http, iso_at, obj, process, text, titles
 
+from chaoskit.components.workloads import deployment_symptoms
 from chaoskit.diagnosers.controller_manager import ControllerManagerDiagnoser, ControllerManagerEvidence
 from chaoskit.diagnosers.kit.base import status_of
 from chaoskit.diagnosers.kit.common import HttpAnswer
@@ -87,7 +88,7 @@ def test_a_deployment_whose_new_generation_is_never_observed_does_not_converge()
     assert "lease is stale" in converge.probable_cause
 
 
-def test_progress_deadline_exceeded_is_a_warning() -> None:
+def test_progress_deadline_exceeded_with_the_controller_at_work_is_the_workloads_symptom_not_its_finding() -> None:
     ev = controller_manager()
     d = web(ev)
     d["status"]["conditions"][1].update(
@@ -95,8 +96,9 @@ def test_progress_deadline_exceeded_is_a_warning() -> None:
         reason="ProgressDeadlineExceeded",
         message='ReplicaSet "web-6cfd75477" has timed out progressing.',
     )
-    (title,) = analyze(with_deployments(ev, d))
-    assert "ProgressDeadlineExceeded" in title and title.startswith("warning:")
+    assert analyze(with_deployments(ev, d)) == []
+    (seen,) = deployment_symptoms([d], ev.collected_at, unavailable_after=30)
+    assert seen.entity == "deployment/probe-test/web" and "stopped progressing" in seen.text
 
 
 def test_replicas_missing_for_minutes_do_not_converge() -> None:
@@ -436,8 +438,10 @@ def test_a_deployment_that_just_lost_its_pods_or_is_being_deleted_is_not_stalled
     d["status"].update(updatedReplicas=1, availableReplicas=1)
     for c in d["status"]["conditions"]:
         c["lastUpdateTime"] = c["lastTransitionTime"] = iso_at(ev.collected_at - 600)  # progressed long ago
-    stalled = analyze(with_deployments(ev, d))
-    assert stalled and "1/2 available, 1 updated, no progress for 60" in stalled[0]
+    ev_stale = controller_manager(collected_at=ev.collected_at + 45)  # its lease stale: the controller's own
+    stalled = analyze(with_deployments(ev_stale, d))
+    assert any("1/2 available, 1 updated, no progress for 64" in t for t in stalled)
+    assert analyze(with_deployments(ev, d)) == []  # at work: pods short are whatever stops them, not its finding
     available = next(c for c in d["status"]["conditions"] if c["type"] == "Available")
     available.update(status="False", lastTransitionTime=iso_at(ev.collected_at - 5))  # a pod went 5 s ago
     assert analyze(with_deployments(ev, d)) == []

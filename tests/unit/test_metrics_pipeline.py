@@ -3,8 +3,11 @@ HPA while the API answers, only past the first scrapes of a new pod), and the HP
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from chaoskit.diagnosers.kit.base import ComponentReport, Finding
+from chaoskit.diagnosers.kit.owning import own
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.metrics_server import MetricsServerDiagnoser, MetricsServerEvidence
 from chaoskit.faults.metrics_server import MetricsServerDown, MetricsServerParams
@@ -69,3 +72,24 @@ def test_hpa_to_ready_keeps_what_the_hpa_said_when_it_could_not_scale() -> None:
     for at in (1.0, 2.0):  # said twice, kept once
         t.hpa("MODIFIED", blind, at)
     assert t.hpa_said == ["ScalingActive=False FailedGetResourceMetric: m"]
+
+
+def test_metrics_server_down_under_a_lost_kubelet_is_that_kubelets_consequence() -> None:
+    labels = {"k8s-app": "metrics-server"}
+    pod = {"metadata": {"namespace": "kube-system", "labels": labels}, "spec": {"nodeName": "w2"}}
+    other = {"metadata": {"namespace": "shop", "labels": labels}, "spec": {"nodeName": "w1"}}
+    ev = replace(
+        evidence(available=False, answers=False),
+        deployment=Fetched({"spec": {"replicas": 1, "selector": {"matchLabels": labels}}, "status": {}}),
+        pods=Fetched({"items": [pod, other]}),
+    )
+    (f,) = MetricsServerDiagnoser().analyze(ev)
+    assert f.touches == ("node/w2",)
+    kubelet = Finding("critical", "kubelet", "kubelet on w2 is down", "stopped", ())
+    reports = own(
+        [
+            ComponentReport("kubelet", "w2", "failed", (kubelet,), ()),
+            ComponentReport("metrics-server", "cp", "failed", (f,), ()),
+        ]
+    )
+    assert reports[1].findings[0].caused_by == "kubelet/w2" and not reports[0].findings[0].caused_by

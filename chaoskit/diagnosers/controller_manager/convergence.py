@@ -20,6 +20,8 @@ from chaoskit.diagnosers.kit.common import (
 )
 from chaoskit.diagnosers.kit.leases import LeaseState
 
+NOT_OBSERVED = "not observed"
+
 
 def deployments(p: ControllerManagerParams, ev: ControllerManagerEvidence) -> Assessed:
     if not ev.deployments.ok:
@@ -35,27 +37,29 @@ def deployments(p: ControllerManagerParams, ev: ControllerManagerEvidence) -> As
         {"deployments": len(items(ev.deployments)), "not_converging": len(behind)},
         conditions=tuple(behind[:10]),
     )
-    if not behind:
-        return Assessed(e)
     lease_stale = ev.lease.ok and _lease_stale(ev, p.lease_grace)
+    # a generation never observed is the deployment controller not acting; fewer pods than wanted with the
+    # controller at work is whatever stops them (scheduling, a node, admission): the workloads' symptoms, owned there
+    own = [b for b in behind if NOT_OBSERVED in b]
+    if not own and not lease_stale or not behind:
+        return Assessed(e)
     return Assessed(
         e,
         (
             Finding(
                 "warning",
                 "controller-manager",
-                f"{len(behind)} Deployment(s) do not converge ({behind[0]})",
+                f"{len(behind)} Deployment(s) do not converge ({(own or behind)[0]})",
                 (
                     "the controller manager is not reconciling (its lease is stale)"
                     if lease_stale
-                    else "the deployment/replicaset controllers have not brought the pods to the desired count: "
-                    "pods that "
-                    "cannot be created (quota, admission), scheduled (see scheduler) or started (see kubelet)"
+                    else "the deployment controller has not observed their new generation: it is not reconciling "
+                    "them (a stuck work queue, a controller not started, or one the API server refuses)"
                 ),
                 (e,),
                 (
                     "kubectl describe deployment and its newest ReplicaSet: the Events and conditions say why",
-                    "crictl logs of kube-controller-manager for replicaset controller errors",
+                    "crictl logs of kube-controller-manager for deployment controller errors",
                 ),
             ),
         ),
@@ -114,7 +118,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
     generation, observed = int(meta.get("generation") or 0), int(status.get("observedGeneration") or 0)
     since_change = age(_newest_time(d), now)
     if observed < generation and (since_change is None or since_change > after):
-        return f"generation {generation} not observed (observed {observed})"
+        return f"generation {generation} {NOT_OBSERVED} (observed {observed})"
     progressing = condition_of(d, "Progressing")
     if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
         return f"ProgressDeadlineExceeded: {progressing.get('message', '')}"

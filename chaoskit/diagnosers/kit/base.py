@@ -337,10 +337,11 @@ class Assessed:
     findings: tuple[Finding, ...] = ()
     symptoms: tuple[Symptom, ...] = ()
 
-    def because_of(self, cause: Finding) -> Assessed:
-        """This check with its findings marked as consequences of `cause` (another check of the same component: a
-        scheduler refused by RBAC never takes its lease)."""
-        marked = tuple(f if f is cause else replace(f, caused_by=cause.entity) for f in self.findings)
+    def because_of(self, cause: Finding, subject: str) -> Assessed:
+        """This check with its findings marked as consequences of `cause`, another check of the same component on
+        `subject` (a scheduler refused by RBAC never takes its lease; a stopped kubelet's node goes NotReady)."""
+        named = cause.entity or f"{cause.component}/{subject}"  # its entity, else its process
+        marked = tuple(f if f is cause else replace(f, caused_by=named) for f in self.findings)
         return replace(self, findings=marked)
 
 

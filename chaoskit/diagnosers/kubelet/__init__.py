@@ -101,8 +101,8 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         )
 
     def assess(self, ev: KubeletEvidence) -> list[Assessed]:
-        return [
-            self._service(ev),
+        service = self._service(ev)
+        rest = [
             self._ready(ev),
             self._heartbeat(ev),
             partition(self.p, ev),
@@ -112,6 +112,9 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
             forbidden(self.p, ev),
             self._journal(ev),
         ]
+        # a kubelet that is not running explains its node's NotReady and silent lease: one root, not three
+        stopped = next((f for f in service.findings if f.severity == "critical"), None)
+        return [service, *(c.because_of(stopped, ev.node) for c in rest)] if stopped else [service, *rest]
 
     def _service(self, ev: KubeletEvidence) -> Assessed:
         h, v = ev.healthz, ev.healthz_verbose
