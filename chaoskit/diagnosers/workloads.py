@@ -1,7 +1,8 @@
 """The cluster's symptoms, whoever caused them: pods waiting, crashing or not Ready, Deployments that cannot make
 their pods, Services with no ready endpoint, HPAs that cannot scale, nodes whose conditions are not well.
 
-This diagnoser draws no verdict of its own: it hands its symptoms to the diagnosis, which gives each to the findings
+This diagnoser draws one verdict only, on a ResourceQuota used up that refuses pods (the namespace's limit, not a
+component's failure); for the rest it hands its symptoms to the diagnosis, which gives each to the findings
 that explain it (a stopped kubelet explains its node's pods) and reports the rest, so a look can never say "ok" while
 the cluster shows something wrong. A symptom whose own words say why (a container's last error line, an image that
 cannot be pulled, a selector that matches no pod) names its entity as the cause when nothing else explains it.
@@ -30,6 +31,7 @@ from chaoskit.components.workloads import (
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Symptom, register
 from chaoskit.diagnosers.kit.budget import leashed
 from chaoskit.diagnosers.kit.common import items
+from chaoskit.diagnosers.kit.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
 from chaoskit.model.params import FaultParams
 
@@ -39,7 +41,8 @@ SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
 NODES = "/api/v1/nodes"
-EVENTS = "/api/v1/events"  # FailedScheduling only: the scheduler's verdict on each Pending pod it tried
+EVENTS = "/api/v1/events"  # FailedScheduling (the scheduler's verdict) and FailedCreate (a quota's refusal)
+QUOTAS = "/api/v1/resourcequotas"
 LAST_WORDS = 5  # crash-looping pods whose previous log is read (one GET each, side by side)
 
 
@@ -54,6 +57,7 @@ class WorkloadsParams(FaultParams):
     failed_after: float = Field(
         default=10.0, description="Seconds a pod the scheduler tried and could not place may wait before it counts."
     )
+    refusals_within: float = Field(default=600, description="Seconds a quota's refusal (FailedCreate) stays news.")
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,9 @@ class WorkloadsEvidence:
     hpas: Fetched
     nodes: Fetched
     last_words: dict[str, str]
-    failed_scheduling: Fetched = Fetched({"items": []})  # pod entity → its crashing container's last log line
+    failed_scheduling: Fetched = Fetched({"items": []})
+    quotas: Fetched = Fetched({"items": []})
+    failed_creates: Fetched = Fetched({"items": []})  # FailedCreate events, cluster-wide
 
 
 @register
@@ -77,8 +83,9 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
     Params = WorkloadsParams
 
     def collect(self, src: Sources, node: str) -> WorkloadsEvidence:
-        reads = {path: src.api.soon(path) for path in (PODS, DEPLOYMENTS, SERVICES, SLICES, HPAS, NODES)}
+        reads = {path: src.api.soon(path) for path in (PODS, DEPLOYMENTS, SERVICES, SLICES, HPAS, NODES, QUOTAS)}
         events = src.api.soon(EVENTS, fieldSelector="reason=FailedScheduling")  # the scheduler's read: one GET
+        creates = src.api.soon(EVENTS, fieldSelector="reason=FailedCreate")
         got = {path: read() for path, read in reads.items()}
         return WorkloadsEvidence(
             src.clock(),
@@ -90,6 +97,8 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
             got[NODES],
             _last_words(src, got[PODS]),
             events(),
+            got[QUOTAS],
+            creates(),
         )
 
     def assess(self, ev: WorkloadsEvidence) -> list[Assessed]:
@@ -168,7 +177,18 @@ class WorkloadsDiagnoser(Diagnoser[WorkloadsEvidence, WorkloadsParams]):
                 for s in seen
             )
             out.append(Assessed(e, (), symptoms))
-        return out
+        return [*out, self._quotas(ev)]
+
+    def _quotas(self, ev: WorkloadsEvidence) -> Assessed:
+        """A quota used up that refused pods lately: not a component's failure, the namespace's quota is the cause."""
+        source = f"GET {QUOTAS}, {EVENTS}?fieldSelector=reason=FailedCreate"
+        if not ev.quotas.ok or not ev.failed_creates.ok:
+            error = (ev.quotas.error or ev.failed_creates.error)[:200]
+            return Assessed(Evidence("quotas", source, {"error": error}, available=False))
+        refused = recent_refusals(items(ev.failed_creates), ev.collected_at, self.p.refusals_within)
+        found = exhausted(items(ev.quotas), refused)
+        e = quotas_evidence(source, len(items(ev.quotas)), found)
+        return Assessed(e, tuple(quota_findings(found, e)))
 
 
 def _last_words(src: Sources, pods: Fetched) -> dict[str, str]:

@@ -41,7 +41,6 @@ def test_healthy_controller_manager_has_no_findings() -> None:
         "leader-lease",
         "controllers",
         "workqueues",
-        "quotas",
         "permissions",
         "deployments",
         "hpas",
@@ -303,63 +302,6 @@ def test_a_controller_manager_not_leading_yet_lists_no_controllers_and_none_is_m
     assert analyze(controller_manager(healthz=http("[+]leaderElection ok\nhealthz check passed"))) == []
 
 
-# --- a ResourceQuota refusing a scale-out's pods -----------------------------------------------------------------
-
-
-def quota(used: str, hard: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "chaoskit-quota", "namespace": "demo"},
-        "status": {"hard": {"pods": hard}, "used": {"pods": used}},
-    }
-
-
-def refused(ev: ControllerManagerEvidence, ago: float, quota_name: str = "chaoskit-quota") -> dict[str, Any]:
-    return {
-        "reason": "FailedCreate",
-        "count": 4,
-        "lastTimestamp": iso_at(ev.collected_at - ago),
-        "metadata": {"namespace": "demo"},
-        "involvedObject": {"kind": "ReplicaSet", "name": "web-6cfd75477", "namespace": "demo"},
-        "message": f'Error creating: pods "web-6cfd75477-abcde" is forbidden: exceeded quota: {quota_name}, '
-        "requested: pods=1, used: pods=3, limited: pods=3",
-    }
-
-
-def test_a_quota_refusing_pods_is_named_with_its_figures_and_is_not_a_component_failure() -> None:
-    ev = controller_manager()
-    full = controller_manager(
-        quotas=Fetched({"items": [quota("3", "3")]}), failed_creates=Fetched({"items": [refused(ev, 20)]})
-    )
-    findings = ControllerManagerDiagnoser().analyze(full)
-    assert titles(findings) == [
-        "warning: ResourceQuota chaoskit-quota in namespace demo refuses pods (pods used 3/hard 3): 4 pod "
-        "creation(s) refused, exceeded quota, for ReplicaSet/web-6cfd75477"
-    ]
-    assert findings[0].probable_cause.startswith("not a component failure")
-    assert status_of(findings) == "degraded"
-
-
-def test_old_refusals_or_another_quota_are_not_news() -> None:
-    ev = controller_manager()
-    assert (
-        analyze(
-            controller_manager(
-                quotas=Fetched({"items": [quota("3", "3")]}), failed_creates=Fetched({"items": [refused(ev, 900)]})
-            )
-        )
-        == []
-    )
-    assert (
-        analyze(
-            controller_manager(
-                quotas=Fetched({"items": [quota("3", "3")]}),
-                failed_creates=Fetched({"items": [refused(ev, 5, "other")]}),
-            )
-        )
-        == []
-    )
-
-
 def test_quantities_compare_as_numbers() -> None:
     assert [quantity(q) for q in ("3", "500m", "1Gi", "2k", "x", "1.5")] == [3, 0.5, 2**30, 2000, None, 1.5]
 
@@ -384,8 +326,6 @@ def recorded(scenario: str) -> ControllerManagerEvidence:
                 ("replicasets", "replicasets"),
                 ("services", "services"),
                 ("slices", "endpointslices"),
-                ("quotas", "resourcequotas"),
-                ("failed_creates", "events"),
             )
         },
     )
@@ -420,15 +360,6 @@ def test_recorded_endpointslice_controller_left_out() -> None:
         "kube-controller-manager's /healthz; 1 object(s) behind their spec (chaoskit-stuck-probe/chaoskit-stuck-probe: "
         "no EndpointSlice)"
     )
-
-
-def test_recorded_quota_refusing_the_probe_s_second_pod() -> None:
-    findings = ControllerManagerDiagnoser().analyze(recorded("quota"))
-    assert titles(findings) == [
-        "warning: ResourceQuota chaoskit-quota in namespace chaoskit-quota refuses pods (pods used 1/hard 1): 9 pod "
-        "creation(s) refused, exceeded quota, for ReplicaSet/chaoskit-quota-probe"
-    ]
-    assert ControllerManagerDiagnoser().report(recorded("quota"), "cp").status == "degraded"
 
 
 def test_a_deployment_that_just_lost_its_pods_or_is_being_deleted_is_not_stalled() -> None:

@@ -257,7 +257,7 @@ def test_a_healthy_look_says_ok_in_one_sentence() -> None:
     assert look.ok and look.summary().startswith("ok")
 
 
-def test_the_workloads_diagnoser_hands_over_symptoms_and_draws_no_verdict() -> None:
+def test_the_workloads_diagnoser_hands_over_symptoms_and_draws_no_verdict_of_a_component() -> None:
     items = lambda *objs: Fetched({"items": list(objs)})  # noqa: E731
     ev = WorkloadsEvidence(
         NOW,
@@ -271,7 +271,7 @@ def test_the_workloads_diagnoser_hands_over_symptoms_and_draws_no_verdict() -> N
     )
     r = WorkloadsDiagnoser().report(ev, CP)
     assert r.findings == () and [s.kind for s in r.symptoms] == ["pending"]
-    assert [e.available for e in r.checks] == [True, True, True, True, False]
+    assert [e.available for e in r.checks] == [True, True, True, True, False, True]
 
 
 def test_symptoms_and_causes_survive_the_json_record() -> None:

@@ -18,7 +18,6 @@ from chaoskit.components.rbac import CLUSTERROLEBINDINGS, CLUSTERROLES
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
 from chaoskit.diagnosers.controller_manager.evidence import (
     DEPLOYMENTS,
-    EVENTS,
     HEALTHZ,
     HPAS,
     LEASE,
@@ -27,7 +26,6 @@ from chaoskit.diagnosers.controller_manager.evidence import (
     NAMESPACES,
     NODE_LEASES,
     NODES,
-    QUOTAS,
     REPLICASETS,
     SERVICEACCOUNTS,
     SERVICES,
@@ -40,7 +38,6 @@ from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding,
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
     age,
-    api_unavailable,
     failing_checks,
     http_command,
     items,
@@ -61,7 +58,6 @@ from chaoskit.diagnosers.kit.controllers import (
     stuck_queues,
 )
 from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
-from chaoskit.diagnosers.kit.quotas import exhausted, quota_findings, quotas_evidence, recent_refusals
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.scrape import Metrics, scrape_command
@@ -85,7 +81,6 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                 ("replicasets", REPLICASETS),
                 ("services", SERVICES),
                 ("slices", SLICES),
-                ("quotas", QUOTAS),
                 ("clusterroles", CLUSTERROLES),
                 ("clusterrolebindings", CLUSTERROLEBINDINGS),
                 ("namespaces", NAMESPACES),
@@ -94,7 +89,6 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             )
         }
         reads["default_accounts"] = src.api.soon(SERVICEACCOUNTS, fieldSelector="metadata.name=default")
-        reads["failed_creates"] = src.api.soon(EVENTS, fieldSelector="reason=FailedCreate")
         scrape = scrape_command(METRICS_URL, METRICS, client_cert=True)
         # both work queue scrapes in the one node script, the window running while the API is read
         s = src.sections(
@@ -143,7 +137,6 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             ),
             self._controllers(ev),
             self._workqueues(ev),
-            self._quotas(ev),
             permissions(ev),
             deployments(self.p, ev),
             hpas(self.p, ev),
@@ -226,15 +219,6 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         e = controllers_evidence(source, queues, missing, lagging, flags, ev.metrics_after)
         renewed = "lease renewed" + ("" if lease is None or lease.age is None else f" {lease.age:.0f}s ago")
         return Assessed(e, tuple(stuck_findings(queues, missing, lagging, flags, ev.window_s, renewed, e)))
-
-    def _quotas(self, ev: ControllerManagerEvidence) -> Assessed:
-        source = f"GET {QUOTAS}, {EVENTS}?fieldSelector=reason=FailedCreate"
-        if not ev.quotas.ok or not ev.failed_creates.ok:
-            return api_unavailable("controller-manager", "quotas", source, ev.quotas.error or ev.failed_creates.error)
-        refused = recent_refusals(items(ev.failed_creates), ev.collected_at, self.p.refusals_within)
-        found = exhausted(items(ev.quotas), refused)
-        e = quotas_evidence(source, len(items(ev.quotas)), found)
-        return Assessed(e, tuple(quota_findings(found, e)))
 
     def _workqueues(self, ev: ControllerManagerEvidence) -> Assessed:
         m = ev.metrics

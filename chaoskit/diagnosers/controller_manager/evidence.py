@@ -22,8 +22,6 @@ HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
 REPLICASETS = "/apis/apps/v1/replicasets"
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
-QUOTAS = "/api/v1/resourcequotas"
-EVENTS = "/api/v1/events"
 NAMESPACES = "/api/v1/namespaces"
 NODES = "/api/v1/nodes"  # simulated ones too: the node lifecycle controller judges their leases as any kubelet's
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -67,8 +65,6 @@ class ControllerManagerEvidence:
     replicasets: Fetched = EMPTY
     services: Fetched = EMPTY
     slices: Fetched = EMPTY
-    quotas: Fetched = EMPTY
-    failed_creates: Fetched = EMPTY  # FailedCreate events, cluster-wide
     clusterroles: Fetched = EMPTY  # the controllers' roles (system:controller:*) and their bindings
     clusterrolebindings: Fetched = EMPTY
     namespaces: Fetched = EMPTY

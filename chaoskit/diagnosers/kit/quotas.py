@@ -101,7 +101,7 @@ def quota_findings(found: list[ExhaustedQuota], evidence: Evidence) -> list[Find
         findings.append(
             Finding(
                 "warning",
-                "controller-manager",
+                "workloads",
                 f"ResourceQuota {q.name} in namespace {q.namespace} refuses pods ({q.figures}): {q.refusals} pod "
                 f"creation(s) refused, exceeded quota, for {', '.join(owners[:3])}",
                 "not a component failure: the namespace's quota is used up, so the API server's quota admission "
@@ -114,10 +114,19 @@ def quota_findings(found: list[ExhaustedQuota], evidence: Evidence) -> list[Find
                     f"raise spec.hard of {q.namespace}/{q.name}, or lower the HPA's maxReplicas to fit it",
                 ),
                 entity=f"resourcequota/{q.namespace}/{q.name}",  # the cause: not the controller, which only reports
-                affects=(f"namespace/{q.namespace}",),
+                affects=(
+                    f"namespace/{q.namespace}",
+                    *(_entity(q.namespace, r.owner) for r in q.refused),
+                ),
             )
         )
     return findings
+
+
+def _entity(namespace: str, owner: str) -> str:
+    """An event's kind/name (ReplicaSet/web-5d8) as an entity, kind/namespace/name."""
+    kind, _, name = owner.partition("/")
+    return f"{kind.lower()}/{namespace}/{name}"
 
 
 def quotas_evidence(source: str, quotas: int, found: list[ExhaustedQuota]) -> Evidence:

@@ -20,9 +20,7 @@ from chaoskit.model.timeline import api_time
 
 QUOTA = "chaoskit-quota"
 PROBE = "chaoskit-quota-probe"
-NAME = (
-    "controller-manager.quota-exhausted"  # labels its objects; the plan is made before the class exists
-)
+NAME = "controller-manager.quota-exhausted"  # labels its objects; the plan is made before the class exists
 FAULT_LABEL = "chaoskit.dev/fault"
 STATUS_WAIT_S = 60  # the resource quota controller fills a new quota's status within a sync
 REFUSED = "exceeded quota"  # what the API server's quota admission says, in the ReplicaSet's FailedCreate event
@@ -101,7 +99,7 @@ class QuotaExhausted(Fault):
 
     name = NAME
     component = "controller-manager"
-    named = Named("controller-manager", r"ResourceQuota chaoskit-quota .*exceeded quota")
+    named = Named("workloads", r"ResourceQuota chaoskit-quota .*exceeded quota")
     no_op = NoOpControl(wait=15.0)  # the probe's pods are refused within seconds
     scope = "namespace"
     Params = QuotaParams
