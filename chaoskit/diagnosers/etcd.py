@@ -93,6 +93,19 @@ class EtcdEvidence:
     cpu: HostCpu = HostCpu(None, None, None)
 
 
+# what each alarm etcd raises means (its /health reason names it: "ALARM NOSPACE")
+_ALARMS = {
+    "NOSPACE": "the database reached --quota-backend-bytes: etcd refuses every write (every API create, update and "
+    "lease renewal fails) until it is compacted, defragmented and the alarm disarmed",
+    "CORRUPT": "a member's data disagrees with the others' (corruption check): etcd refuses writes",
+}
+
+
+def _size_of_quota(m: Metrics) -> str:
+    size, quota = m.total("etcd_mvcc_db_total_size_in_bytes"), m.total("etcd_server_quota_backend_bytes")
+    return f" (database {size / 2**20:.0f} MiB of a {quota / 2**20:.0f} MiB quota)" if size and quota else ""
+
+
 @register
 class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
     """etcd: process, /health and /readyz, leader, WAL fsync and commit latency, the API server's etcd latency."""
@@ -160,8 +173,12 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             return Assessed(e)
         if h.unread:
             return Assessed(e, (uncollected("etcd", ev.node, "/health", h.unread, e),))
+        alarm = etcd.alarm(h.body) if h.answered else ""
         if not h.answered:
             title, cause = "etcd does not answer on :2381", "etcd is not running or hangs (see the process check)"
+        elif alarm:
+            title, cause = f"etcd has raised alarm {alarm}", _ALARMS.get(alarm, "etcd refuses writes while it holds")
+            cause += _size_of_quota(ev.metrics_after) if alarm == "NOSPACE" else ""
         else:
             title = f"etcd reports itself unhealthy: {h.body[:120]}"
             cause = "etcd cannot serve: no leader, a corrupt or full database, or an alarm (NOSPACE)"
@@ -175,6 +192,11 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                     cause,
                     (e,),
                     (
+                        *(
+                            ("etcdctl alarm list; etcdctl compact <revision>; etcdctl defrag; etcdctl alarm disarm",)
+                            if alarm
+                            else ()
+                        ),
                         "crictl logs $(crictl ps --name '^etcd$' -q) on the control-plane node",
                         f"curl '{ETCD_METRICS_URL}/readyz?verbose' for the failing check",
                     ),

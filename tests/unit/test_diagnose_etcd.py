@@ -90,3 +90,11 @@ def test_a_disk_is_slow_only_when_more_than_a_write_or_two_in_the_window_were(sl
     after = slow_histogram(text("etcd/metrics-2.prom"), "etcd_disk_backend_commit_duration_seconds", slow, 0.512, 0.5)
     titles_ = analyze(etcd(metrics_after=Metrics.parse(after)))
     assert bool(titles_) == found, titles_  # p99 is over 250 ms either way: one bad second is not a slow disk
+
+
+def test_an_alarm_etcd_raised_is_named_with_its_database_against_its_quota() -> None:
+    ev = etcd(health=http('{"health":"false","reason":"ALARM NOSPACE"}', 503))
+    (f,) = [f for f in EtcdDiagnoser().analyze(ev) if f.severity == "critical"]
+    assert f.title == "etcd has raised alarm NOSPACE"
+    assert "--quota-backend-bytes" in f.probable_cause and "MiB quota)" in f.probable_cause
+    assert f.remediation[0].startswith("etcdctl alarm list")
