@@ -218,3 +218,15 @@ def test_a_kubelet_refused_with_another_nodes_name_blames_its_credentials_not_th
 def test_a_kubelet_refused_under_its_own_name_points_at_the_authorizer() -> None:
     (f,) = KubeletDiagnoser().analyze(forbidden_as(kubelet(), "system:node:chaoskit-worker"))
     assert "--authorization-mode lacks Node" in f.probable_cause
+
+
+def test_the_node_authorizers_routine_refusal_of_an_object_gone_is_no_finding() -> None:
+    ev = kubelet()
+    line = journal_line(
+        ev,
+        'E1206 10:31:19.2 132 reflector.go:205] "Failed to watch" err="failed to list *v1.ConfigMap: configmaps '
+        '\\"kube-root-ca.crt\\" is forbidden: User \\"system:node:chaoskit-worker\\" cannot list resource '
+        '\\"configmaps\\" in API group \\"\\" in the namespace \\"gone\\": no relationship found between node '
+        "'chaoskit-worker' and this object\"",
+    )
+    assert analyze(kubelet(journal=text("kubelet/journal.txt") + line)) == []

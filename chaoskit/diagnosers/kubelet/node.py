@@ -207,7 +207,15 @@ def forbidden(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     """kubelet refused by the API server's authorizer (403) lately: the Node authorizer grants a kubelet only what
     its own node needs, so a refusal says its credentials name another node, or the API server runs without the Node
     authorizer; the cause is that identity, not the kubelet process."""
-    found = refusals("\n".join(recent(p, ev, "forbidden")), ev.collected_at)
+    expected = f"{kubelet.NODE_USER_PREFIX}{ev.node}"
+    # the Node authorizer's "no relationship found" for its own identity is routine: an object deleted (a pod, its
+    # namespace) before kubelet stopped asking for it
+    found = [
+        r
+        for line in recent(p, ev, "forbidden")
+        for r in refusals(line, ev.collected_at)
+        if r.who != expected or kubelet.ROUTINE_REFUSAL not in line
+    ]
     e = Evidence(
         "permissions",
         f"{JOURNAL} on {ev.node} (403s)",
@@ -217,7 +225,6 @@ def forbidden(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     if not found:
         return Assessed(e)
     last = found[-1]
-    expected = f"{kubelet.NODE_USER_PREFIX}{ev.node}"
     why = (
         f"its credentials say {last.who}, not {expected}: the client certificate in kubelet.conf belongs to another "
         "node"
