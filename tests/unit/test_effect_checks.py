@@ -230,7 +230,9 @@ def test_cert_expired_on_a_worker_is_signed_on_the_control_plane_node_and_writte
 
 
 def test_a_handoff_that_cannot_be_made_stops_the_injection() -> None:
-    plan = FaultPlan("f", "chaoskit-worker", ("true",), ("true",), ("true",), "s", handoffs=(Handoff("control-plane", "x", "/p"),))
+    plan = FaultPlan(
+        "f", "chaoskit-worker", ("true",), ("true",), ("true",), "s", handoffs=(Handoff("control-plane", "x", "/p"),)
+    )
     nodes = FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 1, "", "no ca.key")))
     with pytest.raises(ToolError, match="no ca.key"):
         hand_over(Env(FakeKube(NODE_LIST), nodes, "chaoskit"), plan, CLUSTER_NODES)

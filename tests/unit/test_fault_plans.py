@@ -100,7 +100,9 @@ def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-u
 
 
 @pytest.mark.parametrize("fault", [SchedulerDown(), ControllerManagerDown(), ApiServerDown()], ids=lambda f: f.name)
-def test_a_static_pod_revert_fails_until_the_manifest_is_back_and_nothing_is_parked(tmp_path: Path, fault: Fault) -> None:
+def test_a_static_pod_revert_fails_until_the_manifest_is_back_and_nothing_is_parked(
+    tmp_path: Path, fault: Fault
+) -> None:
     plan = fault.plan("n", NoParams())
     (undo,), (verify,) = (
         [line.replace("/etc/kubernetes", str(tmp_path)) for line in lines] for lines in (plan.undo, plan.verify)

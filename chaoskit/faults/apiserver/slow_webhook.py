@@ -39,9 +39,7 @@ SINK_UNIT = "chaoskit-silent-backend"  # the transient systemd unit on the node 
 SINK_PORT = 18443  # where the sink listens on the node
 # accepts every connection and reads it to nothing, never a byte back: the TLS handshake never completes
 SINK = ("socat", "-u", f"TCP-LISTEN:{SINK_PORT},fork,reuseaddr", "OPEN:/dev/null")
-NAME = (
-    "apiserver.admission-webhook-slow"  # labels its objects; the plan is made before the class exists
-)
+NAME = "apiserver.admission-webhook-slow"  # labels its objects; the plan is made before the class exists
 FAULT_LABEL = "chaoskit.dev/fault"
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 NODE_IP = "__NODE_IP__"  # in the EndpointSlice as planned; the apply line puts the node's InternalIP there
