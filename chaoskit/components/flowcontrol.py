@@ -5,10 +5,13 @@ own metrics, between two scrapes, so a rejection long ago does not count now."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from chaoskit.seams.scrape import Metrics
 
+FLOWSCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
 REJECTED = "apiserver_flowcontrol_rejected_requests_total"  # by flow_schema, priority_level, reason
 IN_QUEUE = "apiserver_flowcontrol_current_inqueue_requests"  # by flow_schema, priority_level
 METRICS = (REJECTED, IN_QUEUE)
@@ -50,3 +53,20 @@ def pressure(before: Metrics, after: Metrics) -> list[Pressure]:
         Pressure(fs, pl, rejected.get((fs, pl), 0.0), tuple(sorted(reasons.get((fs, pl), ()))), queued.get((fs, pl), 0))
         for fs, pl in keys
     ]
+
+
+def matches(flowschemas: Iterable[Mapping[str, Any]], name: str) -> tuple[str, ...]:
+    """Whom FlowSchema `name` matches, as entities: serviceaccount/ns/name, user/name, group/name."""
+    for fs in flowschemas:
+        if (fs.get("metadata") or {}).get("name") != name:
+            continue
+        found: list[str] = []
+        for rule in (fs.get("spec") or {}).get("rules") or []:
+            for s in rule.get("subjects") or []:
+                kind = str(s.get("kind", ""))
+                if kind == "ServiceAccount" and (sa := s.get("serviceAccount")):
+                    found.append(f"serviceaccount/{sa.get('namespace')}/{sa.get('name')}")
+                elif kind in ("User", "Group") and (who := s.get(kind.lower())):
+                    found.append(f"{kind.lower()}/{who.get('name')}")
+        return tuple(dict.fromkeys(found))
+    return ()

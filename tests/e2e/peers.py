@@ -125,6 +125,64 @@ RESTART_DNS = "$K -n kube-system rollout restart deploy coredns && $K -n kube-sy
 COREFILE_NXDOMAIN = "template IN ANY cluster.local {\\n        rcode NXDOMAIN\\n    }\\n    kubernetes"
 
 
+# ITBench's request surge: one client floods the API server; API Priority and Fairness gives the clients its FlowSchema
+# matches one small priority level that rejects what it cannot serve (HTTP 429)
+FLOWCONTROL = "flowcontrol.apiserver.k8s.io/v1"
+SURGE: tuple[dict[str, Any], ...] = (
+    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "flooder", "namespace": NS}},
+    {
+        "apiVersion": FLOWCONTROL,
+        "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": NS},
+        # no seats of its own and none borrowed: each of the flood's requests is rejected at once (HTTP 429)
+        "spec": {
+            "type": "Limited",
+            "limited": {
+                "nominalConcurrencyShares": 0,
+                "borrowingLimitPercent": 0,
+                "limitResponse": {"type": "Reject"},
+            },
+        },
+    },
+    {
+        "apiVersion": FLOWCONTROL,
+        "kind": "FlowSchema",
+        "metadata": {"name": NS},
+        "spec": {
+            "priorityLevelConfiguration": {"name": NS},
+            "matchingPrecedence": 500,
+            "rules": [
+                {
+                    "subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": NS, "name": "flooder"}}],
+                    "resourceRules": [
+                        {
+                            "verbs": ["*"],
+                            "apiGroups": ["*"],
+                            "resources": ["*"],
+                            "clusterScope": True,
+                            "namespaces": ["*"],
+                        }
+                    ],
+                }
+            ],
+        },
+    },
+)
+# the flood: the admin's client certificate impersonating the service account, 300 requests 30 at a time, again and
+# again (curl is light enough that the flood, not its client, is what the host spends)
+CREDENTIALS = (
+    "$K config view --raw --minify -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d > /tmp/$NS.crt"
+    " && $K config view --raw --minify -o jsonpath='{.users[0].user.client-key-data}' | base64 -d > /tmp/$NS.key"
+)
+FLOOD = (
+    "server=$($K config view --minify -o jsonpath='{.clusters[0].cluster.server}'); "
+    'urls=$(for i in $(seq 300); do echo "$server/api/v1/pods?flooder=$i"; done); '
+    f"while :; do curl -sk --cert /tmp/{NS}.crt --key /tmp/{NS}.key "
+    f"-H 'Impersonate-User: system:serviceaccount:{NS}:flooder' --parallel --parallel-max 30 -o /dev/null $urls; "
+    "sleep 0.5; done"
+)
+
+
 PROBLEMS: tuple[Problem, ...] = (
     # SREGym's Kubernetes-platform problems
     Problem(
@@ -330,7 +388,19 @@ PROBLEMS: tuple[Problem, ...] = (
         wait_ready=False,
     ),
     Problem(
-        "api-server-request-surge", "ITBench", "apf", frozenset(), (), skip="API Priority and Fairness not read yet"
+        "api-server-request-surge",
+        "ITBench",
+        "apf",
+        frozenset({f"flowschema/{NS}", f"serviceaccount/{NS}/flooder"}),
+        (CREDENTIALS, f"setsid bash -c {shlex.quote(FLOOD)} >/dev/null 2>&1 < /dev/null &", "sleep 3"),
+        (
+            f"pkill -f 'flooder='; rm -f /tmp/{NS}.crt /tmp/{NS}.key",
+            f"$K delete flowschema {NS} --ignore-not-found",
+            f"$K delete prioritylevelconfiguration {NS} --ignore-not-found",
+        ),
+        victims=frozenset({"component/apiserver"}),
+        settle_s=0,
+        manifests=SURGE,
     ),
     Problem("priority-preemption", "ITBench", "scheduling-by-object", frozenset(), (), skip="not reproduced yet"),
     # AIOpsLab's

@@ -19,6 +19,7 @@ from diagnose_evidence import (
 
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser, ApiServerEvidence
 from chaoskit.diagnosers.kit.base import status_of
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.seams.scrape import Metrics
 
 DAY = 86400.0
@@ -215,3 +216,35 @@ def test_a_flow_schema_rejected_in_the_window_is_named_by_apf() -> None:
     (x,) = pressure(before, after)
     assert (x.flow_schema, x.rejected, x.reasons) == ("surge", 37.0, ("queue-full",))
     assert pressure(after, after) == []
+
+
+def test_a_flooded_priority_level_names_its_flow_schema_and_the_clients_it_matches() -> None:
+    from chaoskit.seams.scrape import Metrics
+
+    labels = 'flow_schema="surge",priority_level="surge-level",reason="concurrency-limit"'
+    line = f"apiserver_flowcontrol_rejected_requests_total{{{labels}}}"
+    schema = {
+        "metadata": {"name": "surge"},
+        "spec": {
+            "rules": [
+                {
+                    "subjects": [
+                        {"kind": "ServiceAccount", "serviceAccount": {"namespace": "shop", "name": "flooder"}},
+                        {"kind": "Group", "group": {"name": "system:authenticated"}},
+                    ]
+                }
+            ]
+        },
+    }
+    ev = replace(
+        apiserver(),
+        metrics_before=Metrics.parse(f"{line} 3\n"),
+        metrics_after=Metrics.parse(f"{line} 40\n"),
+        flowschemas=Fetched({"items": [schema]}),
+    )
+    (f,) = [f for f in ApiServerDiagnoser().analyze(ev) if "Priority and Fairness" in f.title]
+    assert f.title.endswith(
+        "FlowSchema surge (priority level surge-level), which matches "
+        "serviceaccount/shop/flooder, group/system:authenticated"
+    )
+    assert f.entity == "flowschema/surge" and f.co_causes == ("serviceaccount/shop/flooder",)

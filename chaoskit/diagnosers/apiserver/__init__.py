@@ -7,7 +7,7 @@ started, so a fault that is over does not keep the report red.
 
 from __future__ import annotations
 
-from chaoskit.components import apiserver
+from chaoskit.components import apiserver, flowcontrol
 from chaoskit.diagnosers.apiserver import admission
 from chaoskit.diagnosers.apiserver.admission import assess_admission
 from chaoskit.diagnosers.apiserver.evidence import (
@@ -61,6 +61,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
 
     def collect(self, src: Sources, node: str) -> ApiServerEvidence:
         before, wait, after = metrics_window(self.p.window)
+        flowschemas = src.api.soon(flowcontrol.FLOWSCHEMAS)  # read beside the node script
         s = src.sections(
             node,
             {
@@ -94,6 +95,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             admission=admission.collect(
                 src, metrics_of(s["metrics_before"]), metrics_of(s["metrics_after"]), self.p.window, process.log
             ),
+            flowschemas=flowschemas(),
         )
 
     def assess(self, ev: ApiServerEvidence) -> list[Assessed]:

@@ -12,6 +12,7 @@ from chaoskit.diagnosers.apiserver.admission import AdmissionEvidence
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
 )
+from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.kit.staticpod import ProcessState
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.scrape import Metrics
@@ -64,3 +65,4 @@ class ApiServerEvidence:
     etcd_filter_rules: tuple[str, ...]  # packet filter rules that touch etcd's client port
     client_view: str = ""  # why chaoskit's own API client could not reach the API server ("" when it could)
     admission: AdmissionEvidence | None = None  # the webhooks it calls, what is behind them, what they refused
+    flowschemas: Fetched | None = None  # whom each FlowSchema matches, for naming who floods a priority level

@@ -6,9 +6,7 @@ from __future__ import annotations
 from chaoskit.components import flowcontrol
 from chaoskit.diagnosers.apiserver.evidence import API, HEALTH_PATHS, MUTATING, ApiServerEvidence, ApiServerParams
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding, Severity
-from chaoskit.diagnosers.kit.common import (
-    rounded,
-)
+from chaoskit.diagnosers.kit.common import items, rounded
 from chaoskit.seams.scrape import Labels, counter_delta, windowed
 
 
@@ -208,25 +206,36 @@ def fairness(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
             for x in found[:5]
         ),
     )
+    schemas = items(ev.flowschemas) if ev.flowschemas is not None and ev.flowschemas.ok else []
     findings = [
-        Finding(
-            "warning",
-            "apiserver",
-            "API Priority and Fairness "
-            + (f"rejects {x.rejected:g} request(s)" if x.rejected else f"queues {x.queued:g} request(s)")
-            + f" of FlowSchema {x.flow_schema} (priority level {x.priority_level})",
-            f"the clients that FlowSchema {x.flow_schema} matches send more than priority level {x.priority_level} "
-            "serves: their requests wait in its queues and then get HTTP 429 (a request surge, a controller in a "
-            "hot loop), while other levels keep their share",
-            (e,),
-            (
-                f"kubectl get flowschema {x.flow_schema} -o yaml: whom it matches",
-                "kubectl get --raw /debug/api_priority_and_fairness/dump_requests: who waits now",
-            ),
-            entity=f"flowschema/{x.flow_schema}",
-            affects=("component/apiserver",),
-        )
+        _flooded(x, flowcontrol.matches(schemas, x.flow_schema), e)
         for x in found
         if x.rejected > 0 or x.queued >= p.queued_warning
     ]
     return Assessed(e, tuple(findings[:3]))
+
+
+def _flooded(x: flowcontrol.Pressure, whom: tuple[str, ...], e: Evidence) -> Finding:
+    """A priority level that rejects or queues one FlowSchema's requests: the FlowSchema, and the clients it matches
+    by name (a service account, a user; a group is too wide to blame), are the cause."""
+    clients = tuple(w for w in whom if not w.startswith("group/"))
+    return Finding(
+        "warning",
+        "apiserver",
+        "API Priority and Fairness "
+        + (f"rejects {x.rejected:g} request(s)" if x.rejected else f"queues {x.queued:g} request(s)")
+        + f" of FlowSchema {x.flow_schema} (priority level {x.priority_level})"
+        + (f", which matches {', '.join(whom[:3])}" if whom else ""),
+        f"the clients that FlowSchema {x.flow_schema} matches send more than priority level {x.priority_level} "
+        "serves: their requests wait in its queues and then get HTTP 429 (a request surge, a controller in a "
+        "hot loop), while other levels keep their share",
+        (e,),
+        (
+            f"kubectl get flowschema {x.flow_schema} -o yaml: whom it matches",
+            "kubectl get --raw /debug/api_priority_and_fairness/dump_requests: who waits now",
+            *((f"find what runs as {clients[0]} and slow it down",) if clients else ()),
+        ),
+        entity=f"flowschema/{x.flow_schema}",
+        co_causes=clients,
+        affects=("component/apiserver",),
+    )
