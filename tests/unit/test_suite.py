@@ -383,9 +383,7 @@ def test_one_run_renders_on_its_own(record: dict[str, object]) -> None:
 
 def test_an_equally_severe_finding_nothing_explains_does_not_hide_the_fault_but_a_more_severe_one_does() -> None:
     quota: Fault = FAULTS.get("controller-manager.quota-exhausted")()  # type: ignore[assignment]
-    refused = _report(
-        "controller-manager", "cp", "ResourceQuota chaoskit-quota in ns refuses pods: exceeded quota", "warning"
-    )
+    refused = _report("workloads", "cp", "ResourceQuota chaoskit-quota in ns refuses pods: exceeded quota", "warning")
     slow_etcd = _report("etcd", "cp", "etcd's disk is slow", "warning")
     etcd_down = _report("etcd", "cp", "etcd is not running", "critical")
     assert names_fault(Diagnosis("c", (slow_etcd, refused), 0.0, 1.0), quota, "cp", [])
