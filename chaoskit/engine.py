@@ -27,10 +27,12 @@ from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.model.record import held
 from chaoskit.safety import holder_id, release_run_locks
+from chaoskit.seams.nodeexec import verify_argv
 from chaoskit.seams.poll import poll
 from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
+VERIFY_TIMEOUT_S = 30.0  # a verify line asked while the fault holds fails at once (its waits are for the revert)
 
 
 class InjectError(ToolError):
@@ -239,7 +241,26 @@ class _Injection:
                 f"fact check inconclusive: {SAID[('during', 'recovered')]} ({fault.name} on "
                 f"{self.node}): its recovery check is blind to this fault"
             )
+        unreverted = ask_once("during", "reverted", self._verified)
+        result.observations.append(unreverted)
+        if unreverted.answer is not False:
+            result.failures.append(
+                f"fact check inconclusive: {SAID[('during', 'reverted')]} ({fault.name} on {self.node}"
+                f"{': ' + unreverted.detail if unreverted.detail else ''}): its revert could say reverted while it "
+                "holds"
+            )
         kill_point("holding")
+        return True
+
+    def _verified(self) -> bool:
+        """Whether the plan's verify lines all pass on the node now (each bounded: a hung tool is no answer)."""
+        for line in self.plan.verify:
+            argv = verify_argv(line, VERIFY_TIMEOUT_S)
+            done = self.env.nodes.run(self.node, argv, check=False, timeout=VERIFY_TIMEOUT_S + 15)
+            if done.returncode in (124, 125):  # timed out, or the way into the node failed: no answer
+                raise ToolError(f"a verify line gave no answer (exit {done.returncode}): {line[:120]}")
+            if done.returncode != 0:
+                return False
         return True
 
     def hold(self, stop: threading.Event) -> None:

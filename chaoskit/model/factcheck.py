@@ -1,10 +1,12 @@
 """The fact check of one step: each of a fault's checks asked also where its answer must be "no".
 
 A check that says "in effect" before anything was injected cannot tell the fault from the cluster's state; a
-recovery check that says "recovered" while the fault holds is blind to it. Either way the step's verdict would
-restate chaoskit's own action, so the step is `inconclusive` (chaoskit's error, exit 4). A step whose checks could
-tell, but whose component did not do what the fault says (no effect after injecting, no recovery after the revert),
-is a `mismatch` (the system deviated, exit 1). Otherwise every answer was observed as it should be: `confirmed`.
+recovery check that says "recovered" while the fault holds is blind to it, and so is a revert's verify line that
+passes while the fault holds (the revert would then say "reverted" of a fault still in place). Either way the step's
+verdict would restate chaoskit's own action, so the step is `inconclusive` (chaoskit's error, exit 4). A step whose
+checks could tell, but whose component did not do what the fault says (no effect after injecting, no recovery after
+the revert), is a `mismatch` (the system deviated, exit 1). Otherwise every answer was observed as it should be:
+`confirmed`.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from typing import Any, Literal
 
 FactVerdict = Literal["confirmed", "mismatch", "inconclusive"]
 Moment = Literal["before", "during", "after"]
-Question = Literal["took_effect", "recovered"]
+Question = Literal["took_effect", "recovered", "reverted"]
 
 # Where each question is asked and the answer it must give there.
 EXPECTED: dict[tuple[Moment, Question], bool] = {
     ("before", "took_effect"): False,  # nothing injected yet
     ("during", "recovered"): False,  # the fault holds
+    ("during", "reverted"): False,  # the fault holds: its revert's verify lines must fail
     ("after", "took_effect"): True,  # after injecting (polled until the effect timeout)
     ("after", "recovered"): True,  # after the revert (polled until the recovery timeout)
 }
@@ -30,6 +33,7 @@ ORDER: tuple[tuple[Moment, Question], ...] = (
     ("before", "took_effect"),
     ("after", "took_effect"),
     ("during", "recovered"),
+    ("during", "reverted"),
     ("after", "recovered"),
 )
 
@@ -50,8 +54,8 @@ class Observation:
 
     @property
     def as_expected(self) -> bool:
-        if self.answer is None and self.moment == "before":
-            return False  # no answer before the injection: the check told nothing, so nothing after it proves much
+        if self.answer is None and (self.moment == "before" or self.question == "reverted"):
+            return False  # no answer where it must say no: the check told nothing, so nothing after it proves much
         return (self.answer is True) == self.expected
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +105,7 @@ class FactCheck:
 SAID: dict[tuple[Moment, Question], str] = {
     ("before", "took_effect"): "the effect check said the fault held before anything was injected",
     ("during", "recovered"): "the recovery check said the component had recovered while the fault held",
+    ("during", "reverted"): "the revert's verify lines passed while the fault held (or could not answer)",
     ("after", "took_effect"): "no effect seen after injecting",
     ("after", "recovered"): "no recovery seen after the revert",
 }
@@ -119,6 +124,7 @@ ASKED: dict[tuple[str, str], str] = {
     ("before", "took_effect"): "before: in effect?",
     ("after", "took_effect"): "injected: in effect?",
     ("during", "recovered"): "held: recovered?",
+    ("during", "reverted"): "held: reverted?",
     ("after", "recovered"): "reverted: recovered?",
 }
 

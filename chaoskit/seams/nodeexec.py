@@ -17,6 +17,14 @@ from chaoskit.errors import UsageError
 from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.shell import Completed, FakeRunner, Runner, end
 
+VERIFY_MARK = "chaoskit-verify"  # $0 of a revert's verify line asked while its fault holds (it reverts nothing)
+
+
+def verify_argv(line: str, timeout: float) -> list[str]:
+    """A revert's verify line asked on its own, cut off after `timeout` (its waits are for after the undo)."""
+    return ["timeout", "-k", "2", f"{timeout:g}", "sh", "-c", line, VERIFY_MARK]
+
+
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm's mark of what role "control-plane" is
 
 
@@ -133,6 +141,8 @@ class FakeNodeExec:
     streams: dict[str, list[str]] = field(default_factory=dict)  # node -> the lines `lines()` yields
     nodes: list[Node] = field(default_factory=list)  # what list_nodes() answers
     via: str = "a fake"
+    # a verify line asked while its fault holds fails, as a working one does on a real node; True: it is blind
+    verify_passes: bool = False
 
     def list_nodes(self) -> list[Node]:
         return ordered(self.nodes)
@@ -150,6 +160,9 @@ class FakeNodeExec:
         timeout: float | None = None,
         check: bool = True,
     ) -> Completed:
+        if argv and argv[-1] == VERIFY_MARK:
+            self.runner.calls.append((node, *argv))
+            return Completed((node, *argv), 0 if self.verify_passes else 1, "" if self.verify_passes else "holds")
         return self.runner.run([node, *argv], input=input, timeout=timeout, check=check)
 
     def lines(self, node: str, argv: Sequence[str]) -> Stream:

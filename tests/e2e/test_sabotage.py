@@ -1,9 +1,12 @@
-"""Sabotage, fault by fault: every fault of the catalog injected with its undo lines removed (`FaultPlan.undo_removed`,
-the mirror of the no-op control's apply removed) cannot be reverted, and chaoskit must not say it was: its verify
-lines fail on the node, chaoskit exits 4 saying "not reverted", the journal keeps the injection open for `chaoskit
-revert` and the node's dead-man switch stays armed. Then the undo is put back in the journal and `chaoskit revert`
-heals it. Faults that cannot meet run side by side (`Radius.meets`, as the catalog suite overlaps them, node faults
-spread over the workers); a cluster-wide one runs alone. Each group starts from a healthy cluster."""
+"""Sabotage: a fault injected with its undo lines removed (`FaultPlan.undo_removed`, the mirror of the no-op control's
+apply removed) cannot be reverted, and chaoskit must not say it was: its verify lines fail on the node, chaoskit exits
+4 saying "not reverted", the journal keeps the injection open for `chaoskit revert` and the node's dead-man switch
+stays armed. Then the undo is put back in the journal and `chaoskit revert` heals it.
+
+That a verify line fails while its fault holds is asked of every fault in every run (the fact check's "held:
+reverted?", which must say no), so the catalog's e2e run proves it fault by fault on the real components. This test
+proves the fail-closed path around it, once for a node's fault and once for a cluster-wide one. Faults that cannot
+meet run side by side (`Radius.meets`); each group starts from a healthy cluster."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from tests.e2e.test_faults import wait_healthy
 load_catalog()
 NODES = DockerNodeExec(SubprocessRunner())
 RUN_TIMEOUT = 900.0  # the longest effect timeout (300 s), a one-second hold, a revert's waits
+# a node's process frozen (its verify asks pgrep/ps), a control-plane manifest parked (its verify reads the files)
+SABOTAGED = ("kube-proxy.freeze", "scheduler.down")
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ def groups(cluster: str) -> list[list[Sabotage]]:
     that lets it), so a group's faults run side by side."""
     workers = [f"{cluster}-worker", f"{cluster}-worker2"]
     placed: list[list[Sabotage]] = []
-    for name in FAULTS.names():
+    for name in SABOTAGED:
         fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
         where = [
             Sabotage(fault, n) for n in (workers if fault.target_role == "worker" else [f"{cluster}-control-plane"])

@@ -34,6 +34,7 @@ CLEAN = [
     _o("before", "took_effect", False),
     _o("after", "took_effect", True),
     _o("during", "recovered", False),
+    _o("during", "reverted", False),
     _o("after", "recovered", True),
 ]
 
@@ -44,8 +45,10 @@ CLEAN = [
         ({}, "confirmed"),
         ({0: True}, "inconclusive"),  # in effect before anything was injected
         ({2: True}, "inconclusive"),  # recovered while the fault held
+        ({3: True}, "inconclusive"),  # its revert's verify passed while the fault held
+        ({3: None}, "inconclusive"),  # its revert's verify gave no answer while the fault held
         ({1: None}, "mismatch"),  # no effect seen
-        ({3: None}, "mismatch"),  # no recovery
+        ({4: None}, "mismatch"),  # no recovery
     ],
 )
 def test_each_answer_decides_the_verdict(change: dict[int, bool | None], verdict: str) -> None:
@@ -114,6 +117,14 @@ def test_a_recovery_check_that_says_recovered_while_the_fault_holds_is_inconclus
     assert result.failures and "while the fault held" in result.failures[0]  # type: ignore[attr-defined]
 
 
+def test_a_verify_line_that_passes_while_the_fault_holds_is_inconclusive(tmp_path: Path) -> None:
+    nodes = FakeNodeExec(verify_passes=True)
+    step = resolve(_fault(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0)
+    result = run_fault(Env(FakeKube(), nodes, "chaoskit"), step, journal=Journal(tmp_path / "j.jsonl"))
+    assert result.fact_check.verdict == "inconclusive"
+    assert any("verify lines passed while the fault held" in f for f in result.failures), result.failures
+
+
 def test_a_clean_step_is_confirmed_with_every_answer_recorded(tmp_path: Path) -> None:
     _, result = _engine(tmp_path, _fault())
     fc = result.fact_check  # type: ignore[attr-defined]
@@ -122,6 +133,7 @@ def test_a_clean_step_is_confirmed_with_every_answer_recorded(tmp_path: Path) ->
         ("before", "took_effect", False),
         ("after", "took_effect", True),
         ("during", "recovered", False),
+        ("during", "reverted", False),
         ("after", "recovered", True),
     ]
 
@@ -182,7 +194,7 @@ def test_the_observations_read_in_the_order_they_were_asked() -> None:
     words = observed_words(FactCheck.of(CLEAN).to_dict())
     assert words == (
         "before: in effect? no (0.1s) · injected: in effect? yes (0.1s) · held: recovered? no (0.1s) · "
-        "reverted: recovered? yes (0.1s)"
+        "held: reverted? no (0.1s) · reverted: recovered? yes (0.1s)"
     )
 
 
