@@ -21,7 +21,17 @@ from chaoskit import subject as subjects
 from chaoskit.deadman import RETRY_FOR_S, NotRearmed, Switch, arm, heal, kill_point, run_line
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
-from chaoskit.events import Armed, EffectObserved, Emit, Injected, Recovered, Reverted, Reverting, ignore
+from chaoskit.events import (
+    Armed,
+    EffectObserved,
+    Emit,
+    Injected,
+    Recovered,
+    Reverted,
+    Reverting,
+    StoppedHolding,
+    ignore,
+)
 from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
@@ -32,6 +42,8 @@ from chaoskit.seams.poll import poll
 from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
+INTERRUPTED = "interrupted while holding the fault"
+HOLD_WATCH_S = 5.0  # how often the effect check is asked again while the fault is held
 VERIFY_TIMEOUT_S = 30.0  # a verify line asked while the fault holds fails at once (its waits are for the revert)
 
 
@@ -46,7 +58,8 @@ class FaultResult:
     injection_id: str
     summary: str
     effect_s: float | None = None  # inject -> effect observed
-    held_s: float = 0.0
+    held_s: float = 0.0  # inject -> revert, or -> when the watch first saw it no longer holding
+    stopped_holding_s: float | None = None  # inject -> the effect check said no during the hold (it healed itself)
     recovery_s: float | None = None  # revert -> component healthy again
     errors: list[str] = field(default_factory=list)  # the system deviated: no effect, no recovery
     failures: list[str] = field(default_factory=list)  # chaoskit could not do its job: arm, inject or revert failed
@@ -264,14 +277,31 @@ class _Injection:
         return True
 
     def hold(self, stop: threading.Event) -> None:
-        remaining = self.step.duration - (time.monotonic() - self.injected_at)
-        if remaining > 0 and stop.wait(remaining):
-            self.result.errors.append("interrupted while holding the fault")
+        """Wait out the hold, asking the effect check every HOLD_WATCH_S and at its end: a fault the cluster healed
+        meanwhile (kubelet restarting a frozen process) is recorded as held only as long as it was seen holding."""
+        while (remaining := self.step.duration - (time.monotonic() - self.injected_at)) > 0:
+            if stop.wait(min(HOLD_WATCH_S, remaining)):
+                self.result.errors.append(INTERRUPTED)
+                return
+            if self.result.stopped_holding_s is None and self._stopped_holding():
+                self.result.stopped_holding_s = round(time.monotonic() - self.injected_at, 1)
+                self.emit(
+                    StoppedHolding(self.fault.name, self.node, self.result.stopped_holding_s, step=self.step.name)
+                )
+
+    def _stopped_holding(self) -> bool:
+        """Whether the effect check says no now (an error is no answer: not a "stopped")."""
+        try:
+            return not self.fault.took_effect(self.env, self.plan)
+        except ChaoskitError:
+            return False
 
     def revert(self) -> bool:
         """The switch's revert run now; a failure leaves it to the switch, which keeps retrying on the node."""
         fault, node, result = self.fault, self.node, self.result
         result.held_s = time.monotonic() - self.injected_at if self.injected else 0.0
+        if result.stopped_holding_s is not None:  # the hold actually observed
+            result.held_s = min(result.held_s, result.stopped_holding_s)
         self.emit(Reverting(fault.name, node, result.held_s, step=self.step.name))  # watchers: the hold is over
         try:
             heal(self.env.nodes, self.switch)

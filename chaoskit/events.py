@@ -77,6 +77,20 @@ class EffectObserved(Event):
 
 
 @dataclass(frozen=True)
+class StoppedHolding(Event):
+    reason = "StoppedHolding"
+    fault: str
+    node: str
+    after_s: float
+
+    def words(self) -> str:
+        return (
+            f"{self.fault} on {self.node} stopped holding after {self.after_s:.1f}s (its effect check says no: the "
+            "cluster healed it, or undid it)"
+        )
+
+
+@dataclass(frozen=True)
 class Reverting(Event):
     reason = "Reverting"
     fault: str

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.engine import FaultResult, run_fault
+from chaoskit.engine import INTERRUPTED, FaultResult, run_fault
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.events import speaking
@@ -112,6 +112,7 @@ class ChaoskitCluster:
         result = done[0]
         injected.result.update(
             held_s=result.held_s,
+            stopped_holding_s=result.stopped_holding_s,
             recovery_s=result.recovery_s,
             errors=result.errors,
             failures=result.failures,
@@ -120,6 +121,9 @@ class ChaoskitCluster:
         )
         if result.failures:
             raise ToolError(f"{fault} on {target}: {'; '.join(result.failures)} (journal {journal.path})")
+        # the system deviated (no effect, no recovery): the test fails; the hold ends with the block by design
+        if deviated := [e for e in result.errors if e != INTERRUPTED]:
+            raise AssertionError(f"{fault} on {target}: {'; '.join(deviated)} (journal {journal.path})")
 
     def run_playbook(self, path: str | Path) -> dict[str, Any]:
         """Run one playbook to its verdict; the record (`verdict`, `exit_code`, `score`, steps, probes, ...)."""

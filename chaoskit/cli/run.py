@@ -315,7 +315,7 @@ def _table(suite: SuiteRecord) -> None:
                 s.node,
                 _s(s.effect_s),
                 _s(s.named_s),
-                _s(s.held_s),
+                s.held_words,
                 _s(s.recovery_s),
                 (s.fact_check or {}).get("verdict", "—"),
                 "ok" if s.held else "; ".join(s.failures + s.errors),

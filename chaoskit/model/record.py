@@ -57,7 +57,7 @@ class StepRecord:
     node: str
     summary: str = ""
     effect_s: float | None = None
-    held_s: float = 0.0
+    held_s: float = 0.0  # as observed: up to when the hold's watch saw the fault stop holding
     recovery_s: float | None = None
     named_s: float | None = None  # injected -> the diagnosis names the fault's component and cause (when diagnosing)
     scaled_up_at: float | None = None  # when the step's scaleUp raised the HPA's minReplicas (wall clock)
@@ -65,10 +65,17 @@ class StepRecord:
     failures: list[str] = field(default_factory=list)  # chaoskit could not arm, inject or revert
     weight: float = 1.0  # in the resilience score
     fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
+    stopped_holding_s: float | None = None  # injected -> its effect check said no during the hold
 
     @property
     def held(self) -> bool:
         return held(self.effect_s, self.recovery_s, self.errors, self.failures)
+
+    @property
+    def held_words(self) -> str:
+        """The hold as observed: its seconds, and when the fault stopped holding before the revert."""
+        held = f"{self.held_s:.1f}s"
+        return held if self.stopped_holding_s is None else f"{held} (then stopped holding)"
 
     @property
     def missing(self) -> list[str]:
@@ -86,6 +93,7 @@ class StepRecord:
             "summary": self.summary,
             "effect_s": self.effect_s,
             "held_s": self.held_s,
+            "stopped_holding_s": self.stopped_holding_s,
             "recovery_s": self.recovery_s,
             "named_s": self.named_s,
             "scaled_up_at": self.scaled_up_at,
@@ -104,6 +112,7 @@ class StepRecord:
             summary=str(data.get("summary") or ""),
             effect_s=_seconds(data.get("effect_s")),
             held_s=_seconds(data.get("held_s")) or 0.0,
+            stopped_holding_s=_seconds(data.get("stopped_holding_s")),
             recovery_s=_seconds(data.get("recovery_s")),
             named_s=_seconds(data.get("named_s")),
             scaled_up_at=_seconds(data.get("scaled_up_at")),

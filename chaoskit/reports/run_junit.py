@@ -47,10 +47,11 @@ def _playbook(run: Record) -> TestSuite:
     cases = _steady(run, "before", cls)
     for s in run.get("steps") or []:
         took = (s.get("effect_s") or 0.0) + (s.get("held_s") or 0.0) + (s.get("recovery_s") or 0.0)
-        missing = StepRecord.from_dict(s).missing  # why it did not hold, when chaoskit did its part
+        srec = StepRecord.from_dict(s)
+        missing = srec.missing  # why it did not hold, when chaoskit did its part
         out = (
             f"{s.get('summary', '')}\neffect after {_s(s.get('effect_s'))}, named by the diagnosis after "
-            f"{_s(s.get('named_s'))}, held {_s(s.get('held_s'))}, healthy {_s(s.get('recovery_s'))} after the "
+            f"{_s(s.get('named_s'))}, held {srec.held_words}, healthy {_s(s.get('recovery_s'))} after the "
             f"revert\nfact check: {(s.get('fact_check') or {}).get('verdict', '—')} "
             f"({observed_words(s.get('fact_check') or {})})"
         )

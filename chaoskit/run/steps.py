@@ -105,6 +105,7 @@ class StepRunner:
                 self.probes.released(key)
         srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
         srec.recovery_s, srec.fact_check = result.recovery_s, result.fact_check.to_dict()
+        srec.stopped_holding_s = result.stopped_holding_s
         srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
         if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
             self.stage.scale_up(step.scale_up, srec)

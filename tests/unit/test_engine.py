@@ -272,3 +272,27 @@ def test_the_journal_keeps_an_injections_verify_lines(tmp_path: Path) -> None:
     (entry,) = [e.data for e in journal.entries() if e.kind == "injection"]
     assert entry["revert"] == ["revert-1", "revert-2"] and entry["verify"] == ["revert-2"]
     assert [i.verify for i in journal.reverted()] == [("revert-2",)]
+
+
+class HealsItself(TwoLineFault):
+    """Holds for its first looks, then the cluster heals it (kubelet restarting a frozen process) mid-hold."""
+
+    looks: ClassVar[int] = 0
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        type(self).looks += 1
+        return type(self).looks <= 2 and holds(env, plan)
+
+
+def test_a_fault_the_cluster_heals_mid_hold_is_recorded_as_held_only_as_long_as_it_was_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaoskit.engine as engine
+
+    monkeypatch.setattr(engine, "HOLD_WATCH_S", 0.05)
+    journal = Journal(tmp_path / "j.jsonl")
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    step = resolve(HealsItself(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0.5)
+    result = run_fault(env, step, journal=journal)
+    assert result.stopped_holding_s is not None and result.held_s == result.stopped_holding_s < 0.5
+    assert not result.errors and not result.failures  # the cluster's own healing is an observation, not an error

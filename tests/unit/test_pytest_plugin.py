@@ -69,6 +69,25 @@ def test_inject_reverts_when_the_block_raises(cluster: ChaoskitCluster) -> None:
     assert _ran(cluster, "echo reverted")
 
 
+class NeverHeals(Marked):
+    """Marks where it ran; its component never recovers."""
+
+    name = "test.never-heals"
+    recovery_timeout = 0.2
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        return False
+
+
+def test_inject_fails_the_test_when_the_component_does_not_recover(tmp_path: Path) -> None:
+    load_catalog()
+    catalog = CATALOG.extended(faults=[("test.never-heals", NeverHeals)])
+    cluster = ChaoskitCluster("c", Env(FakeKube(), FakeNodeExec(nodes=NODES), "c"), NODES, tmp_path, catalog=catalog)
+    with pytest.raises(AssertionError, match="did not recover"), cluster.inject("test.never-heals", duration=60):
+        pass
+    assert _ran(cluster, "echo reverted")
+
+
 def test_a_failure_report_names_each_component_that_is_not_ok() -> None:
     finding = Finding(
         "failed",
