@@ -43,7 +43,6 @@ from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
 INTERRUPTED = "interrupted while holding the fault"
-HOLD_WATCH_S = 5.0  # how often the effect check is asked again while the fault is held
 VERIFY_TIMEOUT_S = 30.0  # a verify line asked while the fault holds fails at once (its waits are for the revert)
 
 
@@ -277,13 +276,14 @@ class _Injection:
         return True
 
     def hold(self, stop: threading.Event) -> None:
-        """Wait out the hold, asking the effect check every HOLD_WATCH_S and at its end: a fault the cluster healed
-        meanwhile (kubelet restarting a frozen process) is recorded as held only as long as it was seen holding."""
+        """Wait out the hold, asking the effect check every `hold_watch` seconds and at its end: a fault the cluster
+        healed meanwhile (kubelet restarting a frozen process) is recorded as held only as long as it was seen."""
+        every = self.fault.hold_watch
         while (remaining := self.step.duration - (time.monotonic() - self.injected_at)) > 0:
-            if stop.wait(min(HOLD_WATCH_S, remaining)):
+            if stop.wait(min(every or remaining, remaining)):
                 self.result.errors.append(INTERRUPTED)
                 return
-            if self.result.stopped_holding_s is None and self._stopped_holding():
+            if every is not None and self.result.stopped_holding_s is None and self._stopped_holding():
                 self.result.stopped_holding_s = round(time.monotonic() - self.injected_at, 1)
                 self.emit(
                     StoppedHolding(self.fault.name, self.node, self.result.stopped_holding_s, step=self.step.name)

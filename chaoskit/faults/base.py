@@ -149,6 +149,9 @@ class Fault(ABC):
     no_op: ClassVar[NoOpControl]  # its no-op control, run on the real cluster by the e2e tests
     Params: ClassVar[type[BaseModel]] = NoParams
     effect_timeout: ClassVar[float] = 60.0  # how long the effect may take to show
+    # seconds between two looks of the effect check while the fault is held (None: asked only before and after
+    # the injection, for an effect check that is itself a measurement of tens of seconds)
+    hold_watch: ClassVar[float | None] = 5.0
     recovery_timeout: ClassVar[float] = 180.0
     # the API server is down or unreachable while it holds: the scheduler and the controller manager lose their
     # leases and exit, and come back under the kubelet's crash-loop back-off

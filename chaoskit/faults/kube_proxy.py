@@ -331,6 +331,7 @@ class KubeProxySlowSync(Fault):
     target_role = "control-plane"
     Params = SlowSyncParams
     effect_timeout = 300.0  # the pods' restart (each waits for the old one to let go of its ports), then 1.5 periods
+    hold_watch = None  # its effect check measures rule syncs for up to 1.5 periods: not asked again while held
     recovery_timeout = 120.0
 
     def __init__(self) -> None:

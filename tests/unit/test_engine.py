@@ -278,18 +278,14 @@ class HealsItself(TwoLineFault):
     """Holds for its first looks, then the cluster heals it (kubelet restarting a frozen process) mid-hold."""
 
     looks: ClassVar[int] = 0
+    hold_watch = 0.05
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         type(self).looks += 1
         return type(self).looks <= 2 and holds(env, plan)
 
 
-def test_a_fault_the_cluster_heals_mid_hold_is_recorded_as_held_only_as_long_as_it_was_seen(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import chaoskit.engine as engine
-
-    monkeypatch.setattr(engine, "HOLD_WATCH_S", 0.05)
+def test_a_fault_the_cluster_heals_mid_hold_is_recorded_as_held_only_as_long_as_it_was_seen(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.jsonl")
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
     step = resolve(HealsItself(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0.5)
