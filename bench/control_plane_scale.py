@@ -169,6 +169,11 @@ def backlog_drain(env: Env, pods: int) -> dict[str, Any]:
         kube.delete(f"/api/v1/namespaces/{ns}", propagation="Background")
 
 
+def _f(value: float | None, width: int, spec: str) -> str:
+    """A figure right-aligned in `width`, or "—" where nothing was measured (never a 0 that was not seen)."""
+    return f"{'—' if value is None else format(value, spec):>{width}}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="0,100,500,1000", help="simulated nodes, comma-separated")
@@ -205,8 +210,8 @@ def main() -> None:
         b, a, d = r["backlog"] or {}, r["api"], r["diagnose"]
         print(
             f"{r['nodes']:>6} {r['simulate_s']:>5.1f} {a['requests_per_s']:>9.1f} {a['lease_writes_per_s']:>9.1f} "
-            f"{a['apiserver_mib'] or 0:>7.0f} {d['seconds']:>6.1f} {d['cpu_seconds']:>8.2f} {d['api_requests']:>8} "
-            f"{b.get('bound_while_down', '—')!s:>10} {b.get('rate') or 0:>7.0f} {b.get('last_wait') or 0:>9.1f}"
+            f"{_f(a['apiserver_mib'], 7, '.0f')} {d['seconds']:>6.1f} {d['cpu_seconds']:>8.2f} {d['api_requests']:>8} "
+            f"{b.get('bound_while_down', '—')!s:>10} {_f(b.get('rate'), 7, '.0f')} {_f(b.get('last_wait'), 9, '.1f')}"
         )
     print()
     print(
@@ -216,9 +221,10 @@ def main() -> None:
     for r in rows:
         c, o = r["resync"] or {}, r["outage"]
         print(
-            f"{r['nodes']:>6} {c.get('last_ready_s') or 0:>16.1f} {c.get('ready_per_s') or 0:>8.1f} "
-            f"{o.get('api_back', 0):>10.1f} {o.get('watches_back', 0):>9.1f} {o.get('leases_renewed', 0):>8.1f} "
-            f"{o.get('nodes_ready', 0):>13.1f} {o['peak_lists_per_s'] or 0:>11.0f} {o['peak_single_p99'] or 0:>8.2f}"
+            f"{r['nodes']:>6} {_f(c.get('last_ready_s'), 16, '.1f')} {_f(c.get('ready_per_s'), 8, '.1f')} "
+            f"{_f(o.get('api_back'), 10, '.1f')} {_f(o.get('watches_back'), 9, '.1f')} "
+            f"{_f(o.get('leases_renewed'), 8, '.1f')} {_f(o.get('nodes_ready'), 13, '.1f')} "
+            f"{_f(o['peak_lists_per_s'], 11, '.0f')} {_f(o['peak_single_p99'], 8, '.2f')}"
         )
     for r in rows:
         print(f"{r['nodes']} nodes: slowest API calls: {'; '.join(r['api']['slowest'])}")

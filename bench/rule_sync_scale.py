@@ -100,9 +100,12 @@ def main() -> None:
                 if set_mode(kube, env.nodes, mode, say=say) and background.count:
                     # the new kube-proxy programs every Service there already is: that is a full sync at this size
                     grown = resize_and_wait(env.nodes, nodes, background, background.count, say=say)
+                    seen = [v for v in grown["programmed_s"].values() if v is not None]
+                    slowest = f"{max(seen):.1f}s" if seen else "— (none seen programmed)"
+                    missed = len(grown["programmed_s"]) - len(seen)
                     notes.append(
-                        f"{mode}: switched with {background.count} Services, all programmed in "
-                        f"{max(v or 0 for v in grown['programmed_s'].values()):.1f}s"
+                        f"{mode}: switched with {background.count} Services, all programmed in {slowest}"
+                        + (f"; {missed} node(s) never seen programmed" if missed else "")
                     )
             except ProxyModeUnsupported as exc:
                 notes.append(f"{mode} skipped: {exc}")
