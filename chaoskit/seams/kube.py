@@ -433,8 +433,16 @@ def _listed_by(path: str, collection: str) -> bool:
     )
 
 
+def _is_list(path: str) -> bool:
+    """Whether an API path names a collection (/api/v1/pods, /apis/g/v/namespaces/ns/leases), not one object."""
+    parts = path.split("?")[0].strip("/").split("/")
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    return len(rest) == 1 or (len(rest) == 3 and rest[0] == "namespaces")
+
+
 class FakeKube(Kube):
-    """An in-memory API for unit tests: objects by path; create answers 409 on a taken name, get 404 on none."""
+    """An in-memory API for unit tests, answering as the API server does: objects by path; a list of none is empty;
+    create answers 409 on a taken name, honours generateName and dryRun=All; get 404 on no such object."""
 
     def __init__(self, objects: dict[str, Obj] | None = None, raw_paths: dict[str, str] | None = None) -> None:
         super().__init__(api=None)
@@ -449,15 +457,20 @@ class FakeKube(Kube):
             if path in self.objects:
                 return self.objects[path]
             items = [o for p, o in sorted(self.objects.items()) if _listed_by(path, p.rsplit("/", 1)[0])]
-            if items:
+            if items or _is_list(path):  # a list of a kind with none is empty, as the API server answers it
                 wanted = selection(dict(query or []))
                 return {"items": [o for o in items if wanted(o)]}
             raise NotFound(f"GET {path}: HTTP 404 Not Found")
         if method == "POST":
-            item = f"{path}/{body['metadata']['name']}"
+            meta = body.get("metadata") or {}
+            name = meta.get("name") or f"{meta.get('generateName', '')}{self._version + 1:05x}"  # as generateName does
+            item = f"{path}/{name}"
             if item in self.objects:
                 raise Conflict(f"POST {path}: HTTP 409 Conflict")
-            return self._store(item, body)
+            made = {**body, "metadata": {**meta, "name": name}}
+            if ("dryRun", "All") in (query or []):  # validated and answered, never stored
+                return {**made, "metadata": {**made["metadata"], "resourceVersion": ""}}
+            return self._store(item, made)
         if method in ("PUT", "PATCH"):
             if method == "PATCH" and path not in self.objects:
                 raise NotFound(f"PATCH {path}: HTTP 404 Not Found")  # as the API server: a patch creates nothing

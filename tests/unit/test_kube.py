@@ -152,5 +152,15 @@ def test_the_fake_lists_a_namespaced_kind_across_namespaces_as_the_api_server_do
     kube = FakeKube({**ds, "/apis/apps/v1/namespaces/a/deployments/z": {"metadata": {"name": "z"}}})
     assert [d["metadata"]["name"] for d in kube.get("/apis/apps/v1/daemonsets")["items"]] == ["x", "y"]
     assert [d["metadata"]["name"] for d in kube.get("/apis/apps/v1/namespaces/b/daemonsets")["items"]] == ["y"]
+    assert kube.get("/apis/apps/v1/statefulsets") == {"items": []}  # a kind with none is an empty list, not 404
     with pytest.raises(NotFound):
-        kube.get("/apis/apps/v1/statefulsets")  # as before: a collection the fake holds nothing of
+        kube.get("/apis/apps/v1/namespaces/a/statefulsets/gone")  # no such object is 404
+
+
+def test_the_fake_creates_as_the_api_server_does_with_generate_name_and_dry_run() -> None:
+    kube = FakeKube()
+    path = "/api/v1/namespaces/a/pods"
+    dry = kube.request("POST", path, {"metadata": {"generateName": "probe-"}}, [("dryRun", "All")])
+    assert dry["metadata"]["name"].startswith("probe-") and kube.get(path) == {"items": []}
+    made = kube.create(path, {"metadata": {"generateName": "probe-"}})
+    assert made["metadata"]["name"].startswith("probe-") and len(kube.get(path)["items"]) == 1
