@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -122,6 +123,7 @@ NONE_LEFT = listed_nowhere(
 # A pod the scheduler must place once the fault is gone: on the tainted node (reason taint), anywhere otherwise.
 PROBE_POD = "chaoskit-schedulable-probe"
 PROBE_NAMESPACE = "default"
+PROBE_BIND_S = 5.0  # a working scheduler binds a pod that fits within a second or two
 
 
 def probe_pod(node: str | None) -> dict[str, Any]:
@@ -279,14 +281,19 @@ class Unschedulable(Fault):
         return ns is None or bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays
 
     def _probe_bound(self, env: Env, node: str | None) -> bool:
-        """The probe pod (made now if missing) is bound; once it is, it goes, as it has shown what it could."""
+        """The probe pod is bound by the scheduler: made if missing and given PROBE_BIND_S to be bound in this very
+        call, so a "no" is the scheduler's, never the probe's absence; once bound it goes, as it has shown what it
+        could."""
         path = f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{PROBE_POD}"
         pod = env.kube.find(path)
-        if pod is None or pod["metadata"].get("deletionTimestamp"):
-            if pod is None:
-                env.kube.apply(probe_pod(node))
-            return False
-        if not pod["spec"].get("nodeName"):
-            return False
+        if pod is not None and pod["metadata"].get("deletionTimestamp"):
+            return False  # the last one is going: the next call makes another
+        if pod is None:
+            env.kube.apply(probe_pod(node))
+        deadline = time.monotonic() + PROBE_BIND_S
+        while not (pod := env.kube.find(path) or {}).get("spec", {}).get("nodeName"):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
         env.kube.delete(path)
         return True

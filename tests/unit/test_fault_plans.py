@@ -732,7 +732,10 @@ def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason()
     assert not Unschedulable().took_effect(_node_env({}, {**pods, f"{ns}/events/1": _event("a", unpinned)}), plan)
 
 
-def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_nothing_of_it_is_left() -> None:
+def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_nothing_of_it_is_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("chaoskit.faults.scheduler.PROBE_BIND_S", 0.1)
     plan = Unschedulable().plan(
         "cp", Unschedulable().pinned(UnschedulableParams(reason="taint"), [Node("w", "worker")])
     )
@@ -756,7 +759,7 @@ def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_not
         assert Unschedulable().recovered(env, plan) is healed
         assert (env.kube.find(probe) is None) is bound, "a bound probe has shown what it could: it goes"
     env = _node_env({}, {"/api/v1/nodes/w": node([], {}), **no_pods})
-    assert not Unschedulable().recovered(env, plan), "no probe yet: made now, bound later"
+    assert not Unschedulable().recovered(env, plan), "a probe made now and not bound within its wait: a no observed"
     made = env.kube.find(probe)
     assert made is not None and made["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "w"}
 
