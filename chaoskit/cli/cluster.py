@@ -9,7 +9,7 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, output_option
+from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, node_exec, output_option
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
@@ -103,9 +103,13 @@ NODE_COLUMNS = (
 @cluster.command()
 @cluster_name_option
 @listing_output_option
-def status(name: str, output: str) -> None:
+@click.pass_obj
+def status(g: Globals, name: str, output: str) -> None:
     """Docker engine, node containers, node readiness and API server health."""
-    st = ops.status(name, SubprocessRunner())
+    runner = SubprocessRunner()
+    if g.context or g.kubeconfig:  # a context named must be this cluster's, as for every other command
+        node_exec(g, name, runner)
+    st = ops.status(name, runner)
     whole = st.to_dict()
     rows = [{**asdict(n), "ready": {True: "yes", False: "no", None: "?"}[n.ready]} for n in st.nodes]
     listing = Listing("node", NODE_COLUMNS, rows, whole=whole)

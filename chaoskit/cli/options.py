@@ -16,7 +16,9 @@ from chaoskit.cli import Globals
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.seams.kube import Kube, KubeError
-from chaoskit.seams.nodeexec import DockerNodeExec, NodeExec
+from chaoskit.seams.kubeconfig import read_contexts, same_server
+from chaoskit.seams.nodecontainers import NodeContainer, node_containers
+from chaoskit.seams.nodeexec import DockerNodeExec, Node, NodeExec
 from chaoskit.seams.shell import Runner, SubprocessRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,9 +71,32 @@ def context_of(g: Globals, cluster: str) -> str:
 
 def cluster_env(g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False) -> Env:
     """The seams for `cluster`, from the global --kubeconfig/--context (default context kind-<cluster>) and --via;
-    `lazy` connects on the first API request (see Kube.connect)."""
-    kube = Kube.connect(g.kubeconfig, context_of(g, cluster), lazy=lazy)
-    return Env(kube, node_exec(g, cluster, runner, kube), cluster)
+    `lazy` connects on the first API request (see Kube.connect). A --context the kubeconfig does not have is refused
+    at once, as kubectl refuses it (node_exec)."""
+    nodes = node_exec(g, cluster, runner)
+    return Env(Kube.connect(g.kubeconfig, context_of(g, cluster), lazy=lazy), nodes, cluster)
+
+
+def known_context(g: Globals) -> None:
+    """Refuses a --context the kubeconfig does not have, before anything is read (kubectl's way)."""
+    if g.context and (contexts := read_contexts(g.kubeconfig)).server(g.context) is None:
+        known = ", ".join(sorted(contexts.servers)) or "none"
+        raise UsageError(f"no context {g.context!r} in the kubeconfig (it has: {known}); nothing was read")
+
+
+def same_cluster(g: Globals, cluster: str, containers: list[NodeContainer]) -> None:
+    """Refuses a context whose API server is not the kind cluster whose node containers chaoskit would `docker exec`
+    into: API calls and node commands would reach two clusters."""
+    context = context_of(g, cluster)
+    server = read_contexts(g.kubeconfig).server(context)
+    published = next((c.api for c in containers if c.api), "")
+    if not server or not published or same_server(server, published):
+        return  # no such context (the API side says so when asked), or nothing published to compare with
+    raise UsageError(
+        f"context {context!r} points at {server}, but kind cluster {cluster!r} (whose nodes chaoskit would reach "
+        f"with docker exec) serves its API at {published}: name the context of that cluster (--context "
+        f"kind-{cluster}) or the cluster of that context (--cluster); nothing was read"
+    )
 
 
 def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube | None = None) -> NodeExec:
@@ -80,11 +105,14 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
     auto: `docker exec` where the cluster's kind node containers are on this host, else the node agents of a
     `chaoskit install` (their credentials and node list read from the API once, then kept locally).
     """
+    known_context(g)
     docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
     if g.via == "docker":
+        same_cluster(g, cluster, node_containers(docker.runner, cluster))
         return docker
-    if g.via == "auto" and (found := docker.list_nodes()):
-        return replace(docker, known=tuple(found))  # listed once per command
+    if g.via == "auto" and (found := node_containers(docker.runner, cluster)):
+        same_cluster(g, cluster, found)
+        return replace(docker, known=tuple(Node(c.name, c.role) for c in found))  # listed once per command
     from chaoskit.cluster.install import LocalInstall  # on use: kind on this host needs no agent credentials
 
     local = LocalInstall.for_context(context_of(g, cluster))

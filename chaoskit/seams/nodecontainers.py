@@ -20,6 +20,7 @@ class NodeContainer:
     role: str
     image: str
     state: str
+    api: str = ""  # where Docker publishes its API server port 6443 ("127.0.0.1:33159"), on a control plane
 
 
 def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
@@ -31,5 +32,6 @@ def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
     for line in out.splitlines():
         row = json.loads(line)
         labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
-        nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"]))
+        api = next((p.split("->")[0] for p in str(row.get("Ports", "")).split(", ") if p.endswith("->6443/tcp")), "")
+        nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"], api))
     return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))  # as nodeexec.ordered
