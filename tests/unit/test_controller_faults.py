@@ -306,14 +306,16 @@ REFUSED = (
 )
 
 
-def test_quota_plan_caps_the_namespace_waits_for_its_status_and_deletes_only_its_own_quota() -> None:
+def test_quota_plan_makes_the_quota_in_setup_above_demand_and_lowers_it_to_the_cap() -> None:
     plan = QuotaExhausted().plan(CP, QuotaParams(namespace="chaoskit-demo", pods=3, probe_replicas=0))
-    assert '"hard":{"pods":"3"}' in plan.apply[1] and "chaoskit-demo" in plan.apply[1]
-    assert "jsonpath={.status.hard.pods}" in plan.apply[2]
-    assert len(plan.apply) == 3  # no probe: the workload's HPA does the asking
+    assert '"hard":{"pods":"1000"}' in plan.setup[1] and "chaoskit-demo" in plan.setup[1]
+    assert "jsonpath={.status.hard.pods}" in plan.setup[2] and '= "1000"' in plan.setup[2]
+    assert '{"spec":{"hard":{"pods":"3"}}}' in plan.apply[0] and '= "3"' in plan.apply[1]
+    assert len(plan.apply) == 2  # no probe: the workload's HPA does the asking
+    assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()  # the control keeps the quota, uncapped
     assert "-l chaoskit.dev/fault=controller-manager.quota-exhausted" in plan.revert[1]
     assert "chaoskit.dev/created-by=controller-manager.quota-exhausted" in plan.revert[2]
-    assert len(QuotaExhausted().plan(CP, NoParams()).apply) == 4
+    assert len(QuotaExhausted().plan(CP, NoParams()).apply) == 3
     assert QuotaParams.model_validate({"probeReplicas": 0}).probe_replicas == 0
 
 

@@ -44,9 +44,13 @@ class QuotaParams(FaultParams):
     )
 
 
-def quota_object(p: QuotaParams) -> dict[str, Any]:
+ABOVE_DEMAND = 1000  # the quota's cap as setup makes it: no namespace of a playbook asks for so many pods
+
+
+def quota_object(p: QuotaParams, pods: int | None = None) -> dict[str, Any]:
     meta = {"name": QUOTA, "namespace": p.namespace, "labels": {FAULT_LABEL: NAME}}
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": {"hard": {"pods": str(p.pods)}}}
+    hard = {"pods": str(p.pods if pods is None else pods)}
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": {"hard": hard}}
 
 
 def probe_replicaset(p: QuotaParams) -> dict[str, Any]:
@@ -84,12 +88,14 @@ class QuotaExhausted(Fault):
     """A ResourceQuota caps a namespace's pods, so a scale-out's pod creations are refused while all is healthy.
 
     The document's controller table puts quota management under the controller manager: quotas cap how far a
-    scale-out goes. This fault creates ResourceQuota `chaoskit-quota` (hard `pods`) in `namespace`, waits until
-    the resource quota controller has filled its status (until then the API server refuses every pod there as
-    "status unknown"), then, unless `probeReplicas` is 0, a probe ReplicaSet asking for more pods than the cap (its
-    pods are gated: they never run). When an HPA raises its Deployment above the cap, the ReplicaSet controller's
-    pod creations are refused by the API server's quota admission: FailedCreate events "exceeded quota:
-    chaoskit-quota, requested: pods=1, used: pods=N, limited: pods=N", and the scale-up stops at pod creation.
+    scale-out goes. Its setup creates ResourceQuota `chaoskit-quota` in `namespace` with hard pods 1000 (above any
+    demand: the effect check is first asked of a quota that stands) and waits until the resource quota controller
+    has filled its status (until then the API server refuses every pod there as "status unknown"); the fault lowers
+    the cap to `pods`, waits until the status says so, then, unless `probeReplicas` is 0, creates a probe ReplicaSet
+    asking for more pods than the cap (its pods are gated: they never run). When an HPA raises its Deployment above
+    the cap, the ReplicaSet controller's pod creations are refused by the API server's quota admission: FailedCreate
+    events "exceeded quota: chaoskit-quota, requested: pods=1, used: pods=N, limited: pods=N", and the scale-up
+    stops at pod creation.
     No component is broken. Effect: such FailedCreate events, seen after the quota was made. The revert deletes
     the probe, the quota (only the one labelled chaoskit.dev/fault=controller-manager.quota-exhausted) and the
     namespace if the fault made it; the ReplicaSet controller then creates the missing pods on its next retry
@@ -115,12 +121,19 @@ class QuotaExhausted(Fault):
         p = params_of(params, QuotaParams)
         ns = p.namespace
         hard = kubectl("get", "resourcequota", "-n", ns, QUOTA, "-o", "jsonpath={.status.hard.pods}")
-        filled = (
-            f'i=0; until [ -n "$({hard})" ]; do i=$((i+1)); '
-            f'if [ $i -ge {STATUS_WAIT_S} ]; then echo "quota {ns}/{QUOTA} has no status" >&2; exit 1; fi; '
-            f"sleep 1; done"
-        )
-        apply = [ensure_namespace(ns, self.name), _applied(quota_object(p)), filled]
+
+        def synced(pods: int) -> str:  # the quota controller has copied the cap into the status admission reads
+            return (
+                f'i=0; until [ "$({hard})" = "{pods}" ]; do i=$((i+1)); '
+                f'if [ $i -ge {STATUS_WAIT_S} ]; then echo "quota {ns}/{QUOTA}: status not at {pods} pods" >&2; '
+                "exit 1; fi; sleep 1; done"
+            )
+
+        # what the effect check reads is made in setup, above any demand (so "in effect? no" is asked of a quota
+        # that stands); apply lowers it to the cap
+        setup = (ensure_namespace(ns, self.name), _applied(quota_object(p, ABOVE_DEMAND)), synced(ABOVE_DEMAND))
+        lower = json.dumps({"spec": {"hard": {"pods": str(p.pods)}}}, separators=(",", ":"))
+        apply = [kubectl("patch", "resourcequota", "-n", ns, QUOTA, "--type=merge", "-p", lower), synced(p.pods)]
         if p.probe_replicas:
             apply.append(_applied(probe_replicaset(p)))
         ours = f"{FAULT_LABEL}={self.name}"
@@ -135,7 +148,9 @@ class QuotaExhausted(Fault):
             ),
             # kubectl prints the name of each quota of ours that stands (none in a namespace that is gone)
             verify=(listed_nowhere(kubectl("get", "resourcequota", "-n", ns, "-l", ours, "-o", "name"), ".", QUOTA),),
-            summary=f"cap namespace {ns} at {p.pods} pod(s) with ResourceQuota {QUOTA}"
+            setup=setup,
+            summary=f"cap namespace {ns} at {p.pods} pod(s) with ResourceQuota {QUOTA} (made in setup at "
+            f"{ABOVE_DEMAND})"
             + (f"; a probe ReplicaSet asks for {p.probe_replicas}" if p.probe_replicas else ""),
             params=p,
         )
