@@ -82,9 +82,9 @@ TOLERATED = (
 TOO_MUCH_CPU = "10000"  # cores; no kind node has that many
 
 
-def unschedulable_deployment(p: UnschedulableParams) -> dict[str, Any]:
-    """chaoskit's web Deployment, made impossible to place for `p.reason`."""
-    dep = workloads.web_deployment(p.namespace, DEPLOYMENT, replicas=p.replicas)
+def unschedulable_deployment(p: UnschedulableParams, replicas: int | None = None) -> dict[str, Any]:
+    """chaoskit's web Deployment, made impossible to place for `p.reason` (with `p.replicas`, or `replicas`)."""
+    dep = workloads.web_deployment(p.namespace, DEPLOYMENT, replicas=p.replicas if replicas is None else replicas)
     dep["metadata"]["labels"] = {**dep["metadata"]["labels"], "chaoskit.dev/fault": "scheduler.unschedulable"}
     pod = dep["spec"]["template"]["spec"]
     if p.reason == "resources":
@@ -183,11 +183,13 @@ class Unschedulable(Fault):
     network-unavailable): chaoskit's is the only one left that the scheduler can reject a node for, and without it the
     event says the pods match no node instead. Unlike scheduler.down, the events are there: that is how the two are
     told apart. The revert deletes the Deployment, the taint and the label (found by the label, whichever node was
-    picked) and the namespace if the fault created it, and fails while any node keeps the taint or the label. For
-    reason taint the Deployment is made first (Pending, pinned to a label no node has yet), then the node is tainted
-    and labelled. Recovery: a probe pod (default/chaoskit-schedulable-probe: on the tainted node for reason taint,
-    anywhere otherwise) is bound by the scheduler, and nothing of the fault's is left. Runs kubectl on the
-    control-plane node, which is therefore the fault's target node wherever the taint goes.
+    picked) and the namespace if the fault created it, and fails while any node keeps the taint or the label. Its
+    setup makes the Deployment with no replicas (the effect check is first asked of one that stands) and the fault
+    scales it up; for reason taint the setup makes it with its pods (Pending, pinned to a label no node has yet) and
+    the fault taints and labels the node. Recovery: a probe pod (default/chaoskit-schedulable-probe: on the tainted
+    node for reason taint, anywhere otherwise) is bound by the scheduler within 5 s, and nothing of the fault's is
+    left. Runs kubectl on the control-plane node, which is therefore the fault's target node wherever the taint
+    goes.
     """
 
     name = "scheduler.unschedulable"
@@ -226,9 +228,12 @@ class Unschedulable(Fault):
         verify = [listed_nowhere(gone, ".", f"Deployment {ns}/{DEPLOYMENT}")]
         summary = f"create Deployment {ns}/{DEPLOYMENT} ({p.replicas} pods) that cannot be scheduled: {p.reason}"
         deployment = f"printf '%s\\n' {shlex.quote(manifest)} | {kubectl('apply', '-f', '-')}"
-        apply = [deployment]
+        # what the effect check reads is made in setup: the Deployment stands, with no pod, before it is first asked
+        idle = json.dumps(unschedulable_deployment(p, replicas=0), separators=(",", ":"))
+        setup.append(f"printf '%s\\n' {shlex.quote(idle)} | {kubectl('apply', '-f', '-')}")
+        apply = [kubectl("scale", "deployment", "-n", ns, DEPLOYMENT, f"--replicas={p.replicas}")]
         if p.reason == "taint":
-            setup.append(deployment)  # Pending already, pinned to a label no node has: the taint alone is the fault
+            setup[-1] = deployment  # Pending already, pinned to a label no node has: the taint alone is the fault
             apply = [taint_line(p.node)]
             undo += [UNTAINT, kubectl("label", "nodes", "-l", PIN_LABEL, f"{TAINT_KEY}-")]
             verify.append(NONE_LEFT)

@@ -774,3 +774,9 @@ def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
     assert not DiskPressure().took_effect(_node_env({}, {"/api/v1/nodes/w": node("True", False)}), plan)
     assert DiskPressure().recovered(_node_env({}, {"/api/v1/nodes/w": node("False", False)}), plan)
     assert not DiskPressure().recovered(_node_env({}, {"/api/v1/nodes/w": node("False", True)}), plan)
+
+
+def test_unschedulable_makes_its_deployment_in_setup_and_the_fault_scales_it_up() -> None:
+    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=2))
+    assert '"replicas":0' in plan.setup[-1] and "--replicas=2" in plan.apply[0] and len(plan.apply) == 1
+    assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()
