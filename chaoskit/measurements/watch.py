@@ -94,6 +94,7 @@ class WatchDelay:
     slow to make (admission, etcd) counts for what came after it, not for the wait before."""
 
     samples: tuple[float, ...]
+    missed: int = 0  # writes whose event never came within the wait: each is among `samples`, at the wait
 
     @property
     def max(self) -> float:
@@ -106,16 +107,22 @@ class WatchDelay:
             "writes": len(self.samples),
             "median_s": median,
             "max_s": round(self.max, 4),
+            "missed": self.missed,
             "clock_resolution_s": CLOCK_RESOLUTION,
         }
 
     def note(self) -> str:
         if not self.samples:
             return "the watch delay could not be measured: watch-stamped ends carry the clock's resolution"
+        missed = (
+            f"; {self.missed} of them never seen on the watch within {self.max:g} s, counted at that bound"
+            if self.missed
+            else ""
+        )
         return (
             f"watch-stamped ends are at most {self.max * 1000:.0f} ms late (measured: {len(self.samples)} writes "
-            f"timed to their watch events over the run, median {self.to_dict()['median_s'] * 1000:.0f} ms); the "
-            f"clock's resolution is {CLOCK_RESOLUTION * 1000:g} ms"
+            f"timed to their watch events over the run, median {self.to_dict()['median_s'] * 1000:.0f} ms{missed}); "
+            f"the clock's resolution is {CLOCK_RESOLUTION * 1000:g} ms"
         )
 
 
@@ -133,6 +140,7 @@ class WatchDelaySampler:
         self.arrived = threading.Condition()
         self.stop = threading.Event()
         self.samples: list[float] = []
+        self.missed = 0  # writes the API server answered whose event never came within `wait`
         self.watcher = Watcher(kube, self.path, self._event, self.stop, fieldSelector=f"metadata.name={self.name}")
         self.thread = threading.Thread(target=self._keep_sampling, name="watch delay", daemon=True)
         self.writes = 0
@@ -156,7 +164,7 @@ class WatchDelaySampler:
         except ToolError:
             pass  # the API server away: the probe ConfigMap (labelled managed-by chaoskit) is left in kube-system
         self.watcher.join()
-        delay = WatchDelay(tuple(self.samples))
+        delay = WatchDelay(tuple(self.samples), self.missed)
         if result is not None:
             result.extra["watch_delay"] = delay.to_dict()
             result.notes.append(delay.note())
@@ -195,3 +203,6 @@ class WatchDelaySampler:
         with self.arrived:
             if self.arrived.wait_for(lambda: n in self.received, self.wait):
                 self.samples.append(max(0.0, self.received[n] - changed))
+            elif not self.stop.is_set():  # written, never seen: a watch at least this late, not a missing sample
+                self.missed += 1
+                self.samples.append(self.wait)

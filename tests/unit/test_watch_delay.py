@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from chaoskit.measurements.watch import WatchDelaySampler
+from chaoskit.measurements.watch import WatchDelay, WatchDelaySampler
 from chaoskit.model.timeline import CLOCK_RESOLUTION, MeasurementResult
 from chaoskit.seams.kube import FakeKube, KubeError, Obj
 
@@ -59,11 +59,15 @@ def test_a_busy_moment_after_the_start_shows_in_the_delay_of_the_whole_run() -> 
     assert len(sampler.samples) == writes, "no write is timed after finish()"
 
 
-def test_a_watch_that_delivers_nothing_measures_nothing_and_says_so() -> None:
+def test_writes_a_watch_never_delivers_count_at_the_bound_and_say_so() -> None:
     result = MeasurementResult("m", "t", 0.0)
     delay = WatchDelaySampler(SlowWatchKube(lag=None), every=60, wait=0.3).start(writes=2).finish(result)
-    assert delay.samples == () and delay.max == CLOCK_RESOLUTION
-    assert "could not be measured" in result.notes[-1]
+    assert delay.samples == (0.3, 0.3) and delay.missed == 2 and delay.max == 0.3  # never tighter than the run
+    assert "2 of them never seen on the watch within 0.3 s, counted at that bound" in result.notes[-1]
+
+
+def test_nothing_written_measures_nothing_and_says_so() -> None:
+    assert "could not be measured" in WatchDelay(()).note() and WatchDelay(()).max == CLOCK_RESOLUTION
 
 
 class RefusingKube(SlowWatchKube):
