@@ -100,16 +100,17 @@ class Diagnostician:
     def during(self, rec: RunRecord, held: Held, stop: threading.Event) -> None:
         """While the fault holds: diagnose until the top finding names it (past what other faults held now explain),
         or until `held.until`; the last diagnosis goes into the record with how long naming took since the
-        injection. The first look starts at the effect, or EARLY_LOOK_S after the injection when the effect takes
-        longer; a look that did not name the fault and saw the effect come meanwhile is followed by the next at once
-        (the symptom is there now). A look that ends once the revert started (the effect never came) records
-        nothing: it was not "during" the fault."""
+        injection, and every look in a line (`looks`). The first look starts at the effect, or EARLY_LOOK_S after
+        the injection when the effect takes longer; a look that did not name the fault and saw the effect come
+        meanwhile is followed by the next at once (the symptom is there now). A look that ends once the revert
+        started (the effect never came) records nothing: it was not "during" the fault."""
         t0, step, effect, reverting = time.monotonic(), held.step, held.effect, held.reverting
         effect.wait(EARLY_LOOK_S)
         if reverting.is_set():
             return
         after = time.monotonic()
         when = f"during {step.step or step.fault}"
+        looks: list[dict[str, object]] = []  # every look while it held, in a line each: which named it, and when
         while True:
             besides, effect_seen = self.peers.held_besides(held.key), effect.is_set()
             after, found, mine = self.peers.diagnosis(after, lambda: self.look(when))
@@ -118,6 +119,14 @@ class Diagnostician:
             if not mine:  # another run's, started after this fault was injected (or after the last one looked at)
                 self.emit(dataclasses.replace(diagnosed(when, found), shared=True))
             named = names_fault(found, held.fault, step.node, besides)
+            looks.append(
+                {
+                    "after_s": round(time.monotonic() - t0, 1),
+                    "named": named,
+                    "status": found.status,
+                    "summary": found.summary(),
+                }
+            )
             if named or stop.is_set() or time.monotonic() + found.duration_s > held.until:
                 break
             if (effect_seen or not effect.is_set()) and reverting.wait(2):
@@ -142,6 +151,7 @@ class Diagnostician:
                 "node": step.node,
                 "named_s": step.named_s,
                 "held_besides": [f"{f.name}@{n}" for f, n in besides],
+                "looks": looks,  # the report is the last look's: the first that named the fault, if one did
                 "report": found.to_dict(),
             }
         )

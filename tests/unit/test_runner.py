@@ -565,6 +565,7 @@ def test_the_diagnosis_looks_beside_a_slow_effect_check_from_its_early_look_and_
         assert not [t for t in threading.enumerate() if t.name.startswith("chaoskit-diagnose")]
         return
     assert step.effect_s is not None and step.named_s is not None and len(during) == 1
+    assert during[0]["looks"][-1]["named"] and during[0]["looks"][-1]["after_s"] == round(step.named_s, 1)
     if effect_after < 1.0:  # an effect sooner than the early look: the look starts at the effect, as it always did
         assert step.effect_s + 0.7 < step.named_s < step.effect_s + 1.2, (step.effect_s, step.named_s)
         return
