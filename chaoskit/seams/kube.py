@@ -340,6 +340,8 @@ _RESOURCES = {
     "Role": ("roles", True),
     "RoleBinding": ("rolebindings", True),
     "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", False),
+    "ClusterKopfPeering": ("clusterkopfpeerings", False),  # where the operators of a cluster meet (kopf's peering)
+    "KopfPeering": ("kopfpeerings", True),  # where those watching only some namespaces meet
 }
 
 
@@ -482,7 +484,9 @@ class FakeKube(Kube):
         raise KubeError(f"{method} {path}: not supported by FakeKube")
 
     def apply(self, obj: Obj) -> Any:
-        return self._store(object_path(obj), obj)
+        path = object_path(obj)
+        kept = self.objects.get(path, {}).get("status")  # an apply leaves the status alone, as the API server does
+        return self._store(path, obj if kept is None or "status" in obj else {**obj, "status": kept})
 
     def raw(self, path: str) -> str:
         self.calls.append(("GET", path))

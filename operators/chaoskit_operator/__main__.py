@@ -8,8 +8,10 @@ it makes and hands the rest to kopf.
 
 from __future__ import annotations
 
+import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
 import kopf
@@ -19,18 +21,30 @@ from chaoskit.journal import state_home
 from chaoskit.registry import load_catalog
 from chaoskit.seams.kube import Kube, KubeError, condition
 from chaoskit.seams.shell import SubprocessRunner
-from chaoskit_operator.experiment import crd
+from chaoskit_operator.experiment import PEERING, crd, peering
 from chaoskit_operator.handlers import Config, registry
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def install_crd(kube: Kube) -> None:
-    """Apply the ChaosExperiment CRD and wait until the API server serves it."""
-    definition = crd()
-    kube.apply(definition)
+def install_crd(kube: Kube, namespaces: tuple[str, ...] = ()) -> None:
+    """Apply the ChaosExperiment CRD and kopf's peering (its CRDs, then the peering objects: the cluster's, or one
+    per namespace watched) and wait until the API server serves them."""
+    for obj in (crd(), *peering(namespaces)):
+        kube.apply(obj)
+        if obj["kind"] == "CustomResourceDefinition":
+            _established(kube, obj)
+
+
+def _established(kube: Kube, definition: dict[str, Any]) -> None:
     path = f"{CRD_PATH}/{definition['metadata']['name']}"
-    kube.wait("the ChaosExperiment CRD to be established", lambda: condition(kube.get(path), "Established"), 60)
+    what = f"the {definition['spec']['names']['kind']} CRD to be established"
+    kube.wait(what, lambda: condition(kube.get(path), "Established"), 60)
+
+
+# who acts when several operators watch one cluster: the installed one; one beside it on a host stands by (kopf
+# pauses the lower priority); two on hosts get different ones, so one of them acts
+IN_CLUSTER_PRIORITY = 100
 
 
 @click.command()
@@ -74,7 +88,7 @@ def main(
     try:
         kube = Kube.in_cluster() if in_cluster else Kube.connect(kubeconfig, context)
         if not in_cluster:
-            install_crd(kube)  # in the cluster the install applied it, and the operator may not change CRDs
+            install_crd(kube, namespaces)  # in the cluster the install applied it: the operator may not change CRDs
     except KubeError as exc:
         raise click.ClickException(str(exc)) from exc
     stop = threading.Event()
@@ -87,7 +101,8 @@ def main(
     try:
         kopf.run(
             registry=registry,
-            standalone=True,
+            peering_name=PEERING,
+            priority=IN_CLUSTER_PRIORITY if in_cluster else random.randint(1, IN_CLUSTER_PRIORITY - 1),
             clusterwide=not namespaces,
             namespaces=namespaces,
             memo=kopf.Memo(

@@ -20,11 +20,35 @@ from chaoskit.playbook import parse_playbook
 GROUP, VERSION, PLURAL = "chaoskit.dev", "v1alpha1", "chaosexperiments"
 
 
+def _crds() -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions chaoskit install applies (deploy/chaoskit/crd.yaml)."""
+    return [d for d in YAML(typ="safe").load_all((deploy_dir() / "crd.yaml").read_text()) if d]
+
+
 def crd() -> dict[str, Any]:
-    """The ChaosExperiment CustomResourceDefinition, as chaoskit install applies it (deploy/chaoskit/crd.yaml)."""
-    text = (deploy_dir() / "crd.yaml").read_text()
-    data: dict[str, Any] = YAML(typ="safe").load(text)
-    return data
+    """The ChaosExperiment CustomResourceDefinition."""
+    return next(d for d in _crds() if d["spec"]["group"] == GROUP)
+
+
+PEERING = "chaoskit"  # the kopf peering the operators of a cluster share
+
+
+def peering(namespaces: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """kopf's peering CRDs, then where the operators meet: the cluster's ClusterKopfPeering, or a KopfPeering in each
+    namespace an operator restricted to them watches."""
+    labels = {"app.kubernetes.io/part-of": "chaoskit"}
+    found = [d for d in _crds() if d["spec"]["group"] == "kopf.dev"]
+    if not namespaces:
+        meta = {"name": PEERING, "labels": labels}
+        return [*found, {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": meta}]
+    return found + [
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": PEERING, "namespace": ns, "labels": labels},
+        }
+        for ns in namespaces
+    ]
 
 
 def resource_path(namespace: str, name: str) -> str:

@@ -37,9 +37,22 @@ def _installed() -> FakeKube:
     return kube
 
 
+# the contexts these tests name, in a kubeconfig of their own (never the host's)
+KUBECONFIG = """
+contexts:
+- {name: remote, context: {cluster: remote}}
+- {name: elsewhere, context: {cluster: elsewhere}}
+clusters:
+- {name: remote, cluster: {server: "https://10.1.1.1:6443"}}
+- {name: elsewhere, cluster: {server: "https://10.2.2.2:6443"}}
+"""
+
+
 @pytest.fixture(autouse=True)
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     return tmp_path
 
 

@@ -128,3 +128,25 @@ def test_the_crd_serves_a_namespaced_chaos_experiment_with_a_status_subresource(
     (version,) = definition["spec"]["versions"]
     assert version["subresources"] == {"status": {}}
     assert resource_path("a", "b") == "/apis/chaoskit.dev/v1alpha1/namespaces/a/chaosexperiments/b"
+
+
+def test_operators_of_one_cluster_meet_in_kopfs_peering_and_the_installed_one_acts() -> None:
+    from chaoskit.seams.kube import FakeKube
+    from chaoskit_operator.__main__ import IN_CLUSTER_PRIORITY, install_crd
+    from chaoskit_operator.experiment import peering
+
+    kinds = [o["kind"] for o in peering()]
+    assert kinds == ["CustomResourceDefinition", "CustomResourceDefinition", "ClusterKopfPeering"]
+    (mine,) = [o for o in peering(("team-a",)) if o["kind"] == "KopfPeering"]
+    assert mine["metadata"] == {
+        "name": "chaoskit",
+        "namespace": "team-a",
+        "labels": {"app.kubernetes.io/part-of": "chaoskit"},
+    }
+    kube = FakeKube()
+    for name in ("chaosexperiments.chaoskit.dev", "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"):
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        kube.objects[path] = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+    install_crd(kube)
+    assert "/apis/kopf.dev/v1/clusterkopfpeerings/chaoskit" in kube.objects
+    assert IN_CLUSTER_PRIORITY > 1  # a host-side operator draws below it: it stands by while the installed one acts
