@@ -27,7 +27,7 @@ from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.model.params import NoParams, ParamsT
 from chaoskit.registry import FAULTS
-from chaoskit.seams.nodeexec import Node, pick
+from chaoskit.seams.nodeexec import VERIFY_TRIES, Node, pick
 from chaoskit.seams.shell import Completed
 
 Role = Literal["control-plane", "worker"]
@@ -303,10 +303,10 @@ def unit_inactive(unit: str) -> str:
 
 def within(seconds: int, test: str, why: str) -> str:
     """A verify line waiting up to `seconds` for `test` to pass (what the undo set going takes that long), then
-    failing with `why`."""
+    failing with `why`; one try where $CHAOSKIT_VERIFY_TRIES says so (asked while the fault holds)."""
     return (
-        f"ok=0; i=0; while :; do if {test}; then ok=1; break; fi; i=$((i+1)); [ $i -lt {seconds} ] || break;"
-        f" sleep 1; done; [ $ok -eq 1 ] || {{ echo {shlex.quote(why)} >&2; false; }}"
+        f"ok=0; i=0; while :; do if {test}; then ok=1; break; fi; i=$((i+1)); [ $i -lt ${{{VERIFY_TRIES}:-{seconds}}} ]"
+        f" || break; sleep 1; done; [ $ok -eq 1 ] || {{ echo {shlex.quote(why)} >&2; false; }}"
     )
 
 

@@ -45,6 +45,7 @@ from chaoskit.model.duration import Duration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT
+from chaoskit.seams.nodeexec import VERIFY_TRIES
 
 # A running kube-proxy programs an endpoint change within its minSyncPeriod (1 s on kind) plus one sync (well under a
 # second at this size); a node whose rules have not taken one up after this long does not follow the cluster.
@@ -288,13 +289,14 @@ PROXY_RESTART_WAIT_S = 45
 
 
 def _every_proxy_left(period: str) -> str:
-    """A shell test, run on the control-plane node: within PROXY_RESTART_WAIT_S every node's kube-proxy answers
-    /configz (metrics are bound to all addresses) with a minSyncPeriod other than `period`."""
+    """A shell test, run on the control-plane node: within PROXY_RESTART_WAIT_S (a second where
+    $CHAOSKIT_VERIFY_TRIES says so) every node's kube-proxy answers /configz (metrics are bound to all addresses) with
+    a minSyncPeriod other than `period`."""
     internal_ips = 'jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}'
     ips = kubectl("get", "nodes", "-l", REAL_NODES_SELECTOR, "-o", internal_ips)  # a simulated node runs no kube-proxy
     slow = shlex.quote(f'"{kp.CONFIGZ_MIN_SYNC}":"{period}"')
     return (
-        f"ips=$({ips}) && end=$(( $(date +%s) + {PROXY_RESTART_WAIT_S} )) && while :; do left=0;"
+        f"ips=$({ips}) && end=$(( $(date +%s) + ${{{VERIFY_TRIES}:-{PROXY_RESTART_WAIT_S}}} )) && while :; do left=0;"
         f' for ip in $ips; do c=$(curl -s --max-time 2 "http://$ip:{kp.METRICS_PORT}/configz") &&'
         f""" {{ printf '%s' "$c" | grep -q {slow}; [ $? -eq 1 ]; }} || left=1; done;"""
         ' [ $left -eq 0 ] && break; [ "$(date +%s)" -ge "$end" ] && break; sleep 1; done; [ $left -eq 0 ]'

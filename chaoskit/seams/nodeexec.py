@@ -18,11 +18,14 @@ from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.shell import Completed, FakeRunner, Runner, end
 
 VERIFY_MARK = "chaoskit-verify"  # $0 of a revert's verify line asked while its fault holds (it reverts nothing)
+# how many times a verify line's waits try (they wait for what an undo set going): once, asked while the fault holds
+VERIFY_TRIES = "CHAOSKIT_VERIFY_TRIES"
 
 
 def verify_argv(line: str, timeout: float) -> list[str]:
-    """A revert's verify line asked on its own, cut off after `timeout` (its waits are for after the undo)."""
-    return ["timeout", "-k", "2", f"{timeout:g}", "sh", "-c", line, VERIFY_MARK]
+    """A revert's verify line asked on its own while its fault holds: its waits try once (nothing was undone to
+    wait for), and it is cut off after `timeout`."""
+    return ["env", f"{VERIFY_TRIES}=1", "timeout", "-k", "2", f"{timeout:g}", "sh", "-c", line, VERIFY_MARK]
 
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm's mark of what role "control-plane" is
