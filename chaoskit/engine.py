@@ -277,17 +277,27 @@ class _Injection:
 
     def hold(self, stop: threading.Event) -> None:
         """Wait out the hold, asking the effect check every `hold_watch` seconds and at its end: a fault the cluster
-        healed meanwhile (kubelet restarting a frozen process) is recorded as held only as long as it was seen."""
-        every = self.fault.hold_watch
+        healed meanwhile (kubelet restarting a frozen process) is recorded as held only as long as it was seen. It
+        takes two noes in a row (the second asked at once when the first is the hold's last look): one no from a
+        check that samples a moment (a flushed rule caught between two re-flushes) is no end of the hold."""
+        every, first_no = self.fault.hold_watch, None
         while (remaining := self.step.duration - (time.monotonic() - self.injected_at)) > 0:
             if stop.wait(min(every or remaining, remaining)):
                 self.result.errors.append(INTERRUPTED)
                 return
-            if every is not None and self.result.stopped_holding_s is None and self._stopped_holding():
-                self.result.stopped_holding_s = round(time.monotonic() - self.injected_at, 1)
-                self.emit(
-                    StoppedHolding(self.fault.name, self.node, self.result.stopped_holding_s, step=self.step.name)
-                )
+            if every is None or self.result.stopped_holding_s is not None:
+                continue
+            if not self._stopped_holding():
+                first_no = None
+                continue
+            if first_no is None:  # one no: confirmed by the next look, or at once when this was the last
+                first_no = round(time.monotonic() - self.injected_at, 1)
+                if time.monotonic() - self.injected_at < self.step.duration:
+                    continue
+                if stop.wait(CHECK_INTERVAL) or not self._stopped_holding():
+                    continue
+            self.result.stopped_holding_s = first_no
+            self.emit(StoppedHolding(self.fault.name, self.node, first_no, step=self.step.name))
 
     def _stopped_holding(self) -> bool:
         """Whether the effect check says no now (an error is no answer: not a "stopped")."""

@@ -292,3 +292,22 @@ def test_a_fault_the_cluster_heals_mid_hold_is_recorded_as_held_only_as_long_as_
     result = run_fault(env, step, journal=journal)
     assert result.stopped_holding_s is not None and result.held_s == result.stopped_holding_s < 0.5
     assert not result.errors and not result.failures  # the cluster's own healing is an observation, not an error
+
+
+class FlakyOnce(TwoLineFault):
+    """Holds throughout, but its check samples a moment and once says no (a rule caught between two re-flushes)."""
+
+    looks: ClassVar[int] = 0
+    hold_watch = 0.05
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        type(self).looks += 1
+        return type(self).looks != 3 and holds(env, plan)
+
+
+def test_one_no_from_a_check_that_samples_a_moment_is_no_end_of_the_hold(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.jsonl")
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    step = resolve(FlakyOnce(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0.4)
+    result = run_fault(env, step, journal=journal)
+    assert result.stopped_holding_s is None and result.held_s >= 0.4
