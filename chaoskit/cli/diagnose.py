@@ -16,7 +16,7 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
-from chaoskit.cli.options import cluster_env, file_option, node_exec
+from chaoskit.cli.options import cluster_env, file_option
 from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
@@ -104,12 +104,12 @@ def diagnose(
     on warnings too); 2 usage; 4 the diagnosis could not run, or judged nothing. --html and --junit write the same
     diagnosis again, so a CI job keeps one moment's picture in every format.
     """
-    nodes = node_exec(g, cluster).list_nodes()
+    env = cluster_env(g, cluster, lazy=True)  # the client loads while the node scripts run
+    nodes = env.nodes.list_nodes()  # listed once (docker ps, or the install's agents)
     if not nodes:
         raise UsageError(f"no kind cluster named {cluster!r} and no chaoskit agents there (chaoskit cluster up)")
     record = _record(record_path) if record_path else None
     progress = Progress()
-    env = cluster_env(g, cluster, lazy=True)  # the client loads while the node scripts run
     control_plane, out_of_reach = control_plane_of(env.kube, nodes)
     if out_of_reach:
         progress.info(f"no chaoskit agent on the control plane ({control_plane}): judged from what the API shows")
