@@ -58,10 +58,7 @@ def test_html_and_junit_files_carry_the_same_diagnosis_as_stdout(
         report = ComponentReport("scheduler", "chaoskit-control-plane", "ok", (), ())
         return Diagnosis("chaoskit", (report,), 1_700_000_000.0 + len(calls), 0.1)
 
-    monkeypatch.setattr(cmd, "node_exec", lambda *_: Nodes())
-    monkeypatch.setattr(
-        cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None)
-    )  # only read off the control plane
+    monkeypatch.setattr(cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None, nodes=Nodes()))
     monkeypatch.setattr(cmd, "run_diagnosis", fake_diagnosis)
     html, junit = tmp_path / "d.html", tmp_path / "d.xml"
     done = CliRunner().invoke(cli, ["diagnose", "-o", "json", "--html", str(html), "--junit", str(junit)])

@@ -268,10 +268,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> list[Diagnosis]:
         def list_nodes(self) -> list[Node]:
             return [Node(CP, "control-plane"), Node(WORKER, "worker")]
 
-    monkeypatch.setattr(cmd, "node_exec", lambda *_, **__: Nodes())
-    monkeypatch.setattr(
-        cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None)
-    )  # only read off the control plane
+    monkeypatch.setattr(cmd, "cluster_env", lambda *_, **__: SimpleNamespace(kube=None, nodes=Nodes()))
     monkeypatch.setattr(cmd, "run_diagnosis", lambda *_, **__: queue.pop(0))
     return queue
 
