@@ -44,7 +44,7 @@ def test_dry_run_shows_targets_and_reverts_and_touches_nothing(cluster: str, tmp
     assert done.returncode == 0, done.stderr
     (step,) = json.loads(done.stdout)["steps"]
     assert step["node"] == f"{cluster}-control-plane"
-    assert any("kube-scheduler.yaml /etc/kubernetes/manifests/" in line for line in step["revert"])
+    assert any("kube-scheduler.yaml /etc/kubernetes/manifests/" in line for line in step["undo"]) and step["verify"]
     assert not journal.exists()
     assert _scheduler_running(cluster)
 
@@ -80,6 +80,8 @@ def test_every_playbook_plans_against_the_cluster_without_touching_it(cluster: s
     assert sorted(p["playbook"] for p in plan["playbooks"]) == sorted(p.stem for p in ALL_PLAYBOOKS)
     for p in plan["playbooks"]:
         steps = p["steps"]
-        assert steps and all(s["node"].startswith(f"{cluster}-") and s["revert"] for s in steps), p["playbook"]
+        assert steps and all(s["node"].startswith(f"{cluster}-") and s["undo"] and s["verify"] for s in steps), p[
+            "playbook"
+        ]
     alone = [o["runs alone"] for o in plan["order"]]
     assert alone == sorted(alone), "what runs alone comes after what may overlap"
