@@ -34,7 +34,7 @@ def test_an_unknown_context_is_refused_by_every_command_that_reaches_the_cluster
 
 def test_a_context_pointing_at_another_api_server_is_refused_with_both_named(tmp_path: Path) -> None:
     kubeconfig = _elsewhere(tmp_path)
-    for args in (("diagnose",), ("run", PLAYBOOK, "--dry-run"), ("inject", "scheduler.down", "--duration", "1s")):
+    for args in (("diagnose",), ("run", PLAYBOOK, "--dry-run"), ("inject", "scheduler.down", "--duration", "1")):
         done = chaoskit("--kubeconfig", kubeconfig, *args, timeout=120)
         assert done.returncode == 2, (args, done.stdout[-800:], done.stderr[-800:])
         assert "points at https://127.0.0.1:1" in done.stderr and f"kind cluster {CLUSTER!r}" in done.stderr
