@@ -308,8 +308,8 @@ REFUSED = (
 
 def test_quota_plan_makes_the_quota_in_setup_above_demand_and_lowers_it_to_the_cap() -> None:
     plan = QuotaExhausted().plan(CP, QuotaParams(namespace="chaoskit-demo", pods=3, probe_replicas=0))
-    assert '"hard":{"pods":"1000"}' in plan.setup[1] and "chaoskit-demo" in plan.setup[1]
-    assert "jsonpath={.status.hard.pods}" in plan.setup[2] and '= "1000"' in plan.setup[2]
+    assert '"hard":{"pods":"500"}' in plan.setup[1] and "chaoskit-demo" in plan.setup[1]
+    assert "jsonpath={.status.hard.pods}" in plan.setup[2] and '= "500"' in plan.setup[2]
     assert '{"spec":{"hard":{"pods":"3"}}}' in plan.apply[0] and '= "3"' in plan.apply[1]
     assert len(plan.apply) == 2  # no probe: the workload's HPA does the asking
     assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()  # the control keeps the quota, uncapped
@@ -402,3 +402,11 @@ def test_the_node_lifecycle_probe_is_a_node_given_one_heartbeat_and_deleted_by_t
     assert any(f"delete node {LOST_NODE} --ignore-not-found" in line for line in plan.revert)
     gone = ControllerStuck().plan(CP, ControllerStuckParams(controller="namespace"))
     assert f"delete namespace {GONE_NAMESPACE}" in gone.apply[-1]
+
+
+def test_a_quota_cap_is_compared_as_the_api_server_writes_it_back() -> None:
+    from chaoskit.faults.controller_manager.quota import canonical
+
+    assert [canonical(n) for n in (0, 2, 500, 1000, 1001)] == ["0", "2", "500", "1k", "1001"]
+    plan = QuotaExhausted().plan(CP, QuotaParams(pods=1000))
+    assert '"hard":{"pods":"1001"}' in plan.setup[1] and '= "1k"' in plan.apply[1]

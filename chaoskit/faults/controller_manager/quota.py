@@ -44,7 +44,12 @@ class QuotaParams(FaultParams):
     )
 
 
-ABOVE_DEMAND = 1000  # the quota's cap as setup makes it: no namespace of a playbook asks for so many pods
+ABOVE_DEMAND = 500  # the quota's cap as setup makes it: no namespace of a playbook asks for so many pods
+
+
+def canonical(pods: int) -> str:
+    """A pod count as the API server writes the quantity back (1000 is "1k"), to compare with the quota's status."""
+    return f"{pods // 1000}k" if pods and pods % 1000 == 0 else str(pods)
 
 
 def quota_object(p: QuotaParams, pods: int | None = None) -> dict[str, Any]:
@@ -88,7 +93,7 @@ class QuotaExhausted(Fault):
     """A ResourceQuota caps a namespace's pods, so a scale-out's pod creations are refused while all is healthy.
 
     The document's controller table puts quota management under the controller manager: quotas cap how far a
-    scale-out goes. Its setup creates ResourceQuota `chaoskit-quota` in `namespace` with hard pods 1000 (above any
+    scale-out goes. Its setup creates ResourceQuota `chaoskit-quota` in `namespace` with hard pods 500 (above any
     demand: the effect check is first asked of a quota that stands) and waits until the resource quota controller
     has filled its status (until then the API server refuses every pod there as "status unknown"); the fault lowers
     the cap to `pods`, waits until the status says so, then, unless `probeReplicas` is 0, creates a probe ReplicaSet
@@ -124,14 +129,15 @@ class QuotaExhausted(Fault):
 
         def synced(pods: int) -> str:  # the quota controller has copied the cap into the status admission reads
             return (
-                f'i=0; until [ "$({hard})" = "{pods}" ]; do i=$((i+1)); '
+                f'i=0; until [ "$({hard})" = "{canonical(pods)}" ]; do i=$((i+1)); '
                 f'if [ $i -ge {STATUS_WAIT_S} ]; then echo "quota {ns}/{QUOTA}: status not at {pods} pods" >&2; '
                 "exit 1; fi; sleep 1; done"
             )
 
         # what the effect check reads is made in setup, above any demand (so "in effect? no" is asked of a quota
         # that stands); apply lowers it to the cap
-        setup = (ensure_namespace(ns, self.name), _applied(quota_object(p, ABOVE_DEMAND)), synced(ABOVE_DEMAND))
+        above = max(ABOVE_DEMAND, p.pods + 1)
+        setup = (ensure_namespace(ns, self.name), _applied(quota_object(p, above)), synced(above))
         lower = json.dumps({"spec": {"hard": {"pods": str(p.pods)}}}, separators=(",", ":"))
         apply = [kubectl("patch", "resourcequota", "-n", ns, QUOTA, "--type=merge", "-p", lower), synced(p.pods)]
         if p.probe_replicas:
@@ -150,7 +156,7 @@ class QuotaExhausted(Fault):
             verify=(listed_nowhere(kubectl("get", "resourcequota", "-n", ns, "-l", ours, "-o", "name"), ".", QUOTA),),
             setup=setup,
             summary=f"cap namespace {ns} at {p.pods} pod(s) with ResourceQuota {QUOTA} (made in setup at "
-            f"{ABOVE_DEMAND})"
+            f"{max(ABOVE_DEMAND, p.pods + 1)})"
             + (f"; a probe ReplicaSet asks for {p.probe_replicas}" if p.probe_replicas else ""),
             params=p,
         )
