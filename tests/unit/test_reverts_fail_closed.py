@@ -25,7 +25,7 @@ from chaoskit.journal import Injection, Journal
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import VERIFY_TRIES, FakeNodeExec
 
 load_catalog()
 CATALOG = [cls() for _, cls in FAULTS.items()]
@@ -71,7 +71,7 @@ def _failing_tools(tmp_path: Path) -> dict[str, str]:
 
 def _no_wait(line: str) -> str:
     """The line asking its tools once where it would wait for them to answer."""
-    return re.sub(r"\[ \$i -lt \d+ \]", "[ $i -lt 1 ]", line)
+    return f"{VERIFY_TRIES}=1; {line}"  # as the hold's ask sets it
 
 
 @pytest.mark.parametrize(("name", "plan"), PLANS, ids=[n for n, _ in PLANS])
