@@ -43,6 +43,7 @@ from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
 INTERRUPTED = "interrupted while holding the fault"
+HOLD_LOOK_S = 5.0  # the longest the hold's last look may take past the hold's end
 VERIFY_TIMEOUT_S = 30.0  # a verify line asked while the fault holds fails at once (its waits are for the revert)
 
 
@@ -300,11 +301,21 @@ class _Injection:
             self.emit(StoppedHolding(self.fault.name, self.node, first_no, step=self.step.name))
 
     def _stopped_holding(self) -> bool:
-        """Whether the effect check says no now (an error is no answer: not a "stopped")."""
-        try:
-            return not self.fault.took_effect(self.env, self.plan)
-        except ChaoskitError:
-            return False
+        """Whether the effect check says no now, asked for no longer than the hold has left (HOLD_LOOK_S at least):
+        a check that hangs (the API server stalled) is no answer, and never stretches the hold."""
+        said: list[bool] = []
+
+        def ask() -> None:
+            try:
+                said.append(not self.fault.took_effect(self.env, self.plan))
+            except ChaoskitError:
+                pass  # an error is no answer: not a "stopped"
+
+        left = self.step.duration - (time.monotonic() - self.injected_at)
+        looking = threading.Thread(target=ask, name="chaoskit-hold-watch", daemon=True)
+        looking.start()
+        looking.join(max(left, HOLD_LOOK_S))
+        return bool(said) and said[0]
 
     def revert(self) -> bool:
         """The switch's revert run now; a failure leaves it to the switch, which keeps retrying on the node."""

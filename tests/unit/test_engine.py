@@ -3,6 +3,7 @@ failures are chaoskit's (exit 4) rather than the system's (exit 1)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -311,3 +312,27 @@ def test_one_no_from_a_check_that_samples_a_moment_is_no_end_of_the_hold(tmp_pat
     step = resolve(FlakyOnce(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0.4)
     result = run_fault(env, step, journal=journal)
     assert result.stopped_holding_s is None and result.held_s >= 0.4
+
+
+class HangsWhileHeld(TwoLineFault):
+    """Its effect check hangs once the fault holds (the API server stalled under load)."""
+
+    hold_watch = 0.05
+
+    def took_effect(self, env: Env, plan: FaultPlan) -> bool:
+        if holds(env, plan) and any("apply-2" in c[-1] for c in env.nodes.calls):  # type: ignore[attr-defined]
+            if getattr(self, "_seen", False):
+                time.sleep(30)
+            self._seen = True
+        return holds(env, plan)
+
+
+def test_an_effect_check_that_hangs_never_stretches_the_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chaoskit.engine as engine
+
+    monkeypatch.setattr(engine, "HOLD_LOOK_S", 0.2)
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    step = resolve(HangsWhileHeld(), NoParams(), [Node(NODE, "control-plane")], target=NODE, duration=0.5)
+    t0 = time.monotonic()
+    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"))
+    assert time.monotonic() - t0 < 3 and result.held_s < 1.0 and result.stopped_holding_s is None
