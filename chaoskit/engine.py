@@ -43,7 +43,7 @@ from chaoskit.step import ResolvedStep
 
 CHECK_INTERVAL = 0.5  # seconds between two looks at a fault's effect or recovery
 INTERRUPTED = "interrupted while holding the fault"
-HOLD_LOOK_S = 5.0  # the longest the hold's last look may take past the hold's end
+HOLD_LOOK_S = 1.0  # the longest the hold's last look may take past the hold's end (a slower one is no answer)
 VERIFY_TIMEOUT_S = 30.0  # a verify line asked while the fault holds fails at once (its waits are for the revert)
 
 
