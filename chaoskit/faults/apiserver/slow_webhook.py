@@ -47,7 +47,7 @@ NODE_IP = "__NODE_IP__"  # in the EndpointSlice as planned; the apply line puts 
 
 class SlowWebhookParams(FaultParams):
     namespace: str = Field(
-        default="chaoskit-webhook",
+        default="chaoskit-slow-webhook",  # not the failing webhook's: the two run side by side in the no-op controls
         max_length=63,
         pattern=DNS_LABEL,
         description="The namespace whose pod creations the webhook holds: a playbook names its workload's "
