@@ -6,11 +6,16 @@ stop the process; moving the manifest out of /etc/kubernetes/manifests does.
 
 from __future__ import annotations
 
+import time
+from typing import ClassVar
+
 from pydantic import BaseModel
 
 from chaoskit.components.common import comm, continue_command, manifest, thawed_check
+from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, absent, every, in_place, kubectl, local_healthz, process_running, sh
+from chaoskit.model.timeline import api_time
 
 PARKED = "/etc/kubernetes/chaoskit-parked"
 POD_GONE_WAIT_S = 60  # kubelet is done with a static pod's old instance within seconds; past this, go on anyway
@@ -48,11 +53,34 @@ def static_pod_back(manifest_path: str, parked: str) -> str:
     return every(in_place(manifest_path), absent(parked))
 
 
+def started_at(env: Env, node: str, process: str) -> float | None:
+    """When the newest process named `process` on `node` started (epoch seconds, to the second); None if none runs."""
+    done = env.nodes.run(node, ["ps", "-o", "etimes=", "-C", comm(process)], check=False)
+    ages = [int(a) for a in done.stdout.split() if a.isdigit()]
+    return time.time() - min(ages) if done.returncode == 0 and ages else None
+
+
+def leads_now(env: Env, node: str, process: str, lease_path: str) -> bool:
+    """The process running now holds its leader lease: acquired after it started (not the one stopped before), and
+    renewed within half the lease's duration."""
+    started = started_at(env, node, process)
+    found = env.kube.find(lease_path)
+    if started is None or found is None:
+        return False
+    lease = LeaseState.of(found, time.time())
+    taken = api_time((found.get("spec") or {}).get("acquireTime"))
+    renewing = lease.age is not None and lease.age <= lease.duration / 2
+    return taken is not None and taken >= started - 1 and renewing  # etimes counts whole seconds
+
+
 class StaticPodDown(Fault):
     """Base for "<component> down": its static pod manifest is parked outside the manifests folder."""
 
     process: str  # the binary's name, also the manifest's
     health_port: int
+    # its leader lease: recovery is the new process holding it, not /healthz first answering ("" for the API server,
+    # which leads nothing)
+    lease: ClassVar[str] = ""
     # a component that crashed in earlier outages (a scheduler or controller manager exits when it loses its lease)
     # comes back under the kubelet's crash-loop back-off, up to 300 s
     recovery_timeout = 300.0
@@ -72,7 +100,9 @@ class StaticPodDown(Fault):
         return not process_running(env, plan.node, self.process)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return local_healthz(env, plan.node, self.health_port)
+        if not local_healthz(env, plan.node, self.health_port):
+            return False
+        return not self.lease or leads_now(env, plan.node, self.process, self.lease)
 
 
 class ProcessFrozen(Fault):

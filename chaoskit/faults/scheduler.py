@@ -33,6 +33,11 @@ class SchedulerDown(StaticPodDown):
     no_op = NoOpControl(wait=10.0)  # the process is gone within seconds
     process = scheduler.PROCESS
     health_port = scheduler.PORT
+    lease = scheduler.LEASE
+
+    def recovered(self, env: Env, plan: FaultPlan) -> bool:
+        """The new process leads and binds a probe pod within PROBE_BIND_S: the scheduler at work again."""
+        return super().recovered(env, plan) and bound_probe(env, DOWN_PROBE, self.name)
 
 
 WORKER = "worker"  # UnschedulableParams.node: the first worker by name
@@ -122,11 +127,12 @@ NONE_LEFT = listed_nowhere(
 )
 # A pod the scheduler must place once the fault is gone: on the tainted node (reason taint), anywhere otherwise.
 PROBE_POD = "chaoskit-schedulable-probe"
+DOWN_PROBE = "chaoskit-scheduler-probe"  # scheduler.down's: the new process binds it
 PROBE_NAMESPACE = "default"
 PROBE_BIND_S = 5.0  # a working scheduler binds a pod that fits within a second or two
 
 
-def probe_pod(node: str | None) -> dict[str, Any]:
+def probe_pod(name: str, fault: str, node: str | None = None) -> dict[str, Any]:
     """A pod of chaoskit's workload image that any working scheduler binds at once (to `node` when given)."""
     spec: dict[str, Any] = {
         "containers": [
@@ -142,9 +148,28 @@ def probe_pod(node: str | None) -> dict[str, Any]:
     }
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-    labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": "scheduler.unschedulable"}
-    meta = {"name": PROBE_POD, "namespace": PROBE_NAMESPACE, "labels": labels}
+    labels = {"app.kubernetes.io/managed-by": "chaoskit", "chaoskit.dev/fault": fault}
+    meta = {"name": name, "namespace": PROBE_NAMESPACE, "labels": labels}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def bound_probe(env: Env, name: str, fault: str, node: str | None = None) -> bool:
+    """The scheduler binds probe pod `name` (to `node` when given): made and given PROBE_BIND_S to be bound in this
+    very call, so a "no" is the scheduler's, never the probe's absence; it goes once asked, bound or not, so nothing
+    of it outlives the look."""
+    path = f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{name}"
+    pod = env.kube.find(path)
+    if pod is not None and pod["metadata"].get("deletionTimestamp"):
+        return False  # the last one is going: the next call makes another
+    if pod is None:
+        env.kube.apply(probe_pod(name, fault, node))
+    deadline = time.monotonic() + PROBE_BIND_S
+    while not (bound := bool((env.kube.find(path) or {}).get("spec", {}).get("nodeName"))):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    env.kube.delete(path)
+    return bound
 
 
 def _tolerating_not_found(line: str) -> str:
@@ -274,7 +299,7 @@ class Unschedulable(Fault):
         """The scheduler binds a new pod again (on the tainted node, for reason taint), and nothing of the fault's is
         left: its Deployment, pods, taint, label, and its namespace if it made one."""
         p = plan.params_as(UnschedulableParams)
-        if not self._probe_bound(env, p.node if p.reason == "taint" else None):
+        if not bound_probe(env, PROBE_POD, self.name, p.node if p.reason == "taint" else None):
             return False
         if not _absent(env, f"/apis/apps/v1/namespaces/{p.namespace}/deployments/{DEPLOYMENT}"):
             return False
@@ -284,21 +309,3 @@ class Unschedulable(Fault):
             return False
         ns = env.kube.find(f"/api/v1/namespaces/{p.namespace}")
         return ns is None or bool(ns["metadata"].get("labels", {}).get(CREATED_BY) != self.name)  # not ours: it stays
-
-    def _probe_bound(self, env: Env, node: str | None) -> bool:
-        """The probe pod is bound by the scheduler: made if missing and given PROBE_BIND_S to be bound in this very
-        call, so a "no" is the scheduler's, never the probe's absence; once bound it goes, as it has shown what it
-        could."""
-        path = f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{PROBE_POD}"
-        pod = env.kube.find(path)
-        if pod is not None and pod["metadata"].get("deletionTimestamp"):
-            return False  # the last one is going: the next call makes another
-        if pod is None:
-            env.kube.apply(probe_pod(node))
-        deadline = time.monotonic() + PROBE_BIND_S
-        while not (pod := env.kube.find(path) or {}).get("spec", {}).get("nodeName"):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.5)
-        env.kube.delete(path)
-        return True

@@ -485,6 +485,7 @@ class FakeKube(Kube):
 
     def apply(self, obj: Obj) -> Any:
         path = object_path(obj)
+        self.calls.append(("PATCH", path))  # server-side apply
         kept = self.objects.get(path, {}).get("status")  # an apply leaves the status alone, as the API server does
         return self._store(path, obj if kept is None or "status" in obj else {**obj, "status": kept})
 

@@ -17,3 +17,4 @@ class ControllerManagerDown(StaticPodDown):
     no_op = NoOpControl(wait=10.0)  # the process is gone within seconds
     process = controller_manager.PROCESS
     health_port = controller_manager.PORT
+    lease = controller_manager.LEASE

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register, within
 from chaoskit.model.params import FaultParams, params_of
@@ -91,6 +93,95 @@ def allowed(env: Env, controller: str, namespace: str = "default") -> bool:
     return bool(answer.get("status", {}).get("allowed"))
 
 
+DUTY_NAMESPACE = "default"
+FAULT_LABEL = "chaoskit.dev/fault"
+NAME = "controller-manager.permission-revoked"
+DUTY_WAIT_S = {"horizontal-pod-autoscaler": 20.0}  # an HPA's first sync comes within its sync period (5-15 s)
+DUTY_WAIT_DEFAULT_S = 10.0  # the other controllers act on a new object within a second
+
+
+def _gated_pods(app: str) -> dict[str, Any]:
+    """A pod template counted and created, never placed nor run."""
+    pod = {
+        "schedulingGates": [{"name": "chaoskit.dev/never"}],
+        "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}],
+    }
+    return {"metadata": {"labels": {"app": app}}, "spec": pod}
+
+
+def duty_probe(controller: str) -> list[dict[str, Any]]:
+    """What `controller` acts on at once when it may do its duty: the objects made, the one it acts on last."""
+    meta = {"generateName": "chaoskit-duty-probe-", "namespace": DUTY_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
+    app = {"app": "chaoskit-duty-probe"}
+    if controller == "endpointslice":  # a Service selecting nothing still gets an (empty) EndpointSlice
+        spec = {"selector": {"app": "chaoskit-duty-probe-none"}, "ports": [{"port": 80, "name": "http"}]}
+        return [{"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}]
+    workload: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet" if controller == "replicaset" else "Deployment",
+        "metadata": meta,
+        "spec": {"replicas": 1, "selector": {"matchLabels": app}, "template": _gated_pods(app["app"])},
+    }
+    return [workload]
+
+
+COLLECTIONS = {
+    "Service": f"/api/v1/namespaces/{DUTY_NAMESPACE}/services",
+    "ReplicaSet": f"/apis/apps/v1/namespaces/{DUTY_NAMESPACE}/replicasets",
+    "Deployment": f"/apis/apps/v1/namespaces/{DUTY_NAMESPACE}/deployments",
+    "HorizontalPodAutoscaler": f"/apis/autoscaling/v2/namespaces/{DUTY_NAMESPACE}/horizontalpodautoscalers",
+}
+PODS = f"/api/v1/namespaces/{DUTY_NAMESPACE}/pods"
+SLICES = f"/apis/discovery.k8s.io/v1/namespaces/{DUTY_NAMESPACE}/endpointslices"
+
+
+def hpa_of(deployment: str) -> dict[str, Any]:
+    """An HPA whose minimum is above its Deployment's replicas: a working HPA controller raises it at its first sync,
+    metrics or none."""
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment}
+    meta = {"name": deployment, "namespace": DUTY_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
+    spec = {"scaleTargetRef": target, "minReplicas": 2, "maxReplicas": 2}
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta, "spec": spec}
+
+
+def _owned_by(env: Env, collection: str, uid: str) -> bool:
+    items = env.kube.get(collection, labelSelector="app=chaoskit-duty-probe")["items"]
+    return any(ref.get("uid") == uid for o in items for ref in o["metadata"].get("ownerReferences") or [])
+
+
+def acted(env: Env, controller: str, probe: dict[str, Any]) -> bool:
+    """One look: has `controller` done its duty on `probe` (as the API server returned it when made)?"""
+    name, uid = probe["metadata"]["name"], probe["metadata"].get("uid", "")
+    if controller == "replicaset":
+        return _owned_by(env, PODS, uid)
+    if controller == "deployment":
+        return _owned_by(env, COLLECTIONS["ReplicaSet"], uid)
+    if controller == "endpointslice":
+        return bool(env.kube.get(SLICES, labelSelector=f"kubernetes.io/service-name={name}")["items"])
+    deployment = env.kube.find(f"{COLLECTIONS['Deployment']}/{name}") or {}
+    return int(deployment.get("spec", {}).get("replicas") or 0) >= 2  # the HPA's scale update went through
+
+
+def duty_done(env: Env, controller: str) -> bool:
+    """The controller does its duty on a probe made for it in this very call (a ReplicaSet's pod created, a
+    Deployment's ReplicaSet, a Service's EndpointSlice, a Deployment raised to its HPA's minReplicas) within its
+    wait: a "no" is the controller's, never the probe's absence. What was made goes before the call returns."""
+    made: list[str] = []
+    try:
+        probe = env.kube.create(COLLECTIONS[(obj := duty_probe(controller)[0])["kind"]], obj)
+        made.append(f"{COLLECTIONS[obj['kind']]}/{probe['metadata']['name']}")
+        if controller == "horizontal-pod-autoscaler":
+            env.kube.create(COLLECTIONS["HorizontalPodAutoscaler"], hpa_of(probe["metadata"]["name"]))
+            made.insert(0, f"{COLLECTIONS['HorizontalPodAutoscaler']}/{probe['metadata']['name']}")
+        deadline = time.monotonic() + DUTY_WAIT_S.get(controller, DUTY_WAIT_DEFAULT_S)
+        while not (done := acted(env, controller, probe)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return done
+    finally:
+        for path in made:
+            env.kube.delete(path, propagation="Background")  # its pods, ReplicaSets or slices go with it
+
+
 @register
 class PermissionRevoked(Fault):
     """One controller's ClusterRoleBinding removed: the API server refuses its requests (403) while all looks healthy.
@@ -104,10 +195,14 @@ class PermissionRevoked(Fault):
     and the authorizer do. This fault deletes `system:controller:<controller>-controller`. Effect: the authorizer,
     asked with a SubjectAccessReview, refuses the controller its duty (the replicaset controller: create pods). The
     revert applies the binding as the bootstrap policy makes it, and fails while the authorizer still refuses.
-    Runs kubectl on the control-plane node.
+    Recovery: the authorizer allows, and the controller does its duty again on a probe made for it in namespace
+    default (the replicaset controller creates a ReplicaSet's gated pod; the deployment controller a Deployment's
+    ReplicaSet; the endpointslice controller a Service's EndpointSlice; the HPA controller raises a Deployment to
+    its minReplicas), within 10 s (20 s for the HPA's first sync); the probe goes with the look. Runs kubectl on the
+    control-plane node.
     """
 
-    name = "controller-manager.permission-revoked"
+    name = NAME
     component = "controller-manager"
     named = Named("controller-manager", r"lost its permission|forbidden")
     no_op = NoOpControl(wait=10.0)  # the authorizer's RBAC cache follows a deletion within a second
@@ -139,4 +234,6 @@ class PermissionRevoked(Fault):
         return not allowed(env, plan.params_as(PermissionParams).controller)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return allowed(env, plan.params_as(PermissionParams).controller)
+        """The authorizer allows, and the controller's own requests succeed: it does its duty on a probe."""
+        controller = plan.params_as(PermissionParams).controller
+        return allowed(env, controller) and duty_done(env, controller)
