@@ -11,12 +11,15 @@ import pytest
 
 from chaoskit.components import controller_manager, scheduler
 from chaoskit.env import Env
+from chaoskit.errors import ToolError
+from chaoskit.faults.apiserver.admission import CONFIGS, REFUSED, AdmissionWebhookFailing, WebhookParams
+from chaoskit.faults.apiserver.admission import NAME as WEBHOOK_FAULT
 from chaoskit.faults.base import FaultPlan
 from chaoskit.faults.control_plane import StaticPodDown
 from chaoskit.faults.controller_manager.down import ControllerManagerDown
 from chaoskit.faults.controller_manager.permission import COLLECTIONS, PODS, SLICES, PermissionParams, PermissionRevoked
 from chaoskit.faults.scheduler import DOWN_PROBE, PROBE_NAMESPACE, SchedulerDown
-from chaoskit.seams.kube import FakeKube
+from chaoskit.seams.kube import FakeKube, NotFound
 from chaoskit.seams.nodeexec import FakeNodeExec
 from chaoskit.seams.shell import Completed, FakeRunner
 
@@ -174,3 +177,60 @@ def test_a_refused_controller_is_not_asked_to_work() -> None:
     kube = Cluster(allowed=False, working=True)
     assert PermissionRevoked().recovered(_env(kube, FakeNodeExec()), _revoked("replicaset")) is False
     assert not [c for c in kube.calls if c[0] != "POST"]  # the SubjectAccessReview alone
+
+
+class Admission(FakeKube):
+    """The API server's admission chain for a dry-run pod: refused while the webhook is called, 404 without the
+    namespace."""
+
+    def __init__(self, objects: dict[str, Any], refusing: bool) -> None:
+        super().__init__(objects)
+        self.refusing = refusing
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        if method == "POST" and path.endswith("/pods"):
+            if path.rsplit("/", 1)[0] not in self.objects:
+                raise NotFound(f"POST {path}: HTTP 404 Not Found: namespaces not found")
+            if self.refusing:
+                raise ToolError(f'POST {path}: HTTP 500: {REFUSED} "refuse-pods.chaoskit.dev": no endpoints')
+        return super().request(method, path, body, query)
+
+
+WEBHOOK_NS = "/api/v1/namespaces/chaoskit-webhook"
+OUR_CONFIG = {
+    f"{CONFIGS}/chaoskit-failing-webhook": {
+        "metadata": {"name": "chaoskit-failing-webhook", "labels": {"chaoskit.dev/fault": WEBHOOK_FAULT}}
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("objects", "refusing", "recovered"),
+    [
+        ({WEBHOOK_NS: {"metadata": {}}}, True, False),  # the namespace stands and the webhook refuses
+        ({WEBHOOK_NS: {"metadata": {}}}, False, True),  # admitted
+        (OUR_CONFIG, True, False),  # the namespace gone, the configuration still there for a namespace made again
+        ({WEBHOOK_NS: {"metadata": {"deletionTimestamp": "x"}}}, False, False),  # terminating: asked again later
+        ({}, False, True),  # gone, and nothing of the fault's left
+    ],
+    ids=["refused", "admitted", "config-left", "terminating", "all-gone"],
+)
+def test_a_failing_webhook_recovers_when_pods_are_admitted_not_when_its_namespace_is_gone(
+    objects: dict[str, Any], refusing: bool, recovered: bool
+) -> None:
+    fault = AdmissionWebhookFailing()
+    kube = Admission(objects, refusing)
+    if "deletionTimestamp" in str(objects):  # the API server refuses new content in a terminating namespace
+        kube.refusing = False
+        kube.request = _terminating(kube.request)  # type: ignore[method-assign]
+    plan = fault.plan(CP, WebhookParams())
+    assert fault.recovered(_env(kube, FakeNodeExec()), plan) is recovered
+
+
+def _terminating(request: Any) -> Any:
+    def answer(method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        if method == "POST" and path.endswith("/pods"):
+            raise ToolError(f"POST {path}: HTTP 403: unable to create new content: it is being terminated")
+        return request(method, path, body, query)
+
+    return answer

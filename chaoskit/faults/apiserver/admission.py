@@ -20,6 +20,7 @@ from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
 
 CONFIG = "chaoskit-failing-webhook"  # the ValidatingWebhookConfiguration
+CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 WEBHOOK = "refuse-pods.chaoskit.dev"  # its one webhook
 BACKEND = "chaoskit-no-backend"  # the Service it calls: a selector no pod has, so no endpoint ever
 NAME = "apiserver.admission-webhook-failing"  # labels its objects; the plan is made before the class exists
@@ -109,7 +110,8 @@ class AdmissionWebhookFailing(Fault):
     creation in the namespace is refused for that reason (the whole admission chain runs on a dry run; nothing is
     stored). The revert deletes the configuration (and fails while it is still there), the Service, and the
     namespace if the fault made it; the ReplicaSet controller then creates the missing pods on its next retry.
-    Recovery: the same dry run is admitted. Runs kubectl on the control-plane node.
+    Recovery: the same dry run is admitted; where the namespace was the fault's, it is gone and no configuration of
+    the fault's is left. Runs kubectl on the control-plane node.
     """
 
     name = NAME
@@ -147,5 +149,12 @@ class AdmissionWebhookFailing(Fault):
         return refused_by_webhook(env, plan.params_as(WebhookParams).namespace) is True
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        # the namespace the fault made is gone with the revert: nothing is refused there any more
-        return refused_by_webhook(env, plan.params_as(WebhookParams).namespace) is not True
+        """The dry run admitted in the namespace. Where the revert deleted the namespace the fault made, there is
+        nothing left to ask in: then the namespace must be gone (not terminating) and no webhook configuration of
+        the fault's left for the API server to call, so a namespace of that name made again admits pods."""
+        ns = plan.params_as(WebhookParams).namespace
+        refused = refused_by_webhook(env, ns)
+        if refused is not None:
+            return not refused
+        ours = env.kube.get(CONFIGS, labelSelector=f"{FAULT_LABEL}={NAME}")["items"]
+        return not ours and env.kube.find(f"/api/v1/namespaces/{ns}") is None
