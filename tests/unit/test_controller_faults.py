@@ -15,12 +15,14 @@ from chaoskit.env import Env
 from chaoskit.faults.control_plane import swap_static_pod
 from chaoskit.faults.controller_manager.quota import QUOTA, QuotaExhausted, QuotaParams, quota_object
 from chaoskit.faults.controller_manager.stuck import (
+    CHANGED_AT,
     GONE_NAMESPACE,
     LEASE,
     LOST_NODE,
     MANIFEST,
     PROBE,
     PROBE_NAMESPACE,
+    SECOND_TARGET,
     STUCK,
     ControllerStuck,
     ControllerStuckParams,
@@ -177,8 +179,9 @@ def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
     obj["metadata"]["generation"] = 1
     if controller == "namespace":  # deleted as soon as it was made
         obj["metadata"]["deletionTimestamp"] = obj["metadata"]["creationTimestamp"]
-    if controller == "nodelifecycle":  # Ready once, as the plan's status line leaves it
-        status = {"conditions": [{"type": "Ready", "status": "True"}], **status}
+    if controller == "nodelifecycle":  # Ready, as the plan's status line leaves it: its one heartbeat then
+        beat = obj["metadata"]["creationTimestamp"]
+        status = {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": beat}], **status}
     return {**obj, "status": status}
 
 
@@ -240,6 +243,9 @@ def test_no_effect_when_the_controller_does_its_work() -> None:
     env = _env({PATHS["replicaset"]: _probe("replicaset", 60), LEASE: _lease(2), **pods})
     assert not _effect("replicaset", env)
     condition = {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale"}
+    condition["message"] = (
+        f'the HPA controller was unable to get the target\'s current scale: "{PROBE}-absent" not found'
+    )
     assert not _effect("horizontalpodautoscaling", stuck_env("horizontalpodautoscaling", conditions=[condition]))
     slices = {
         f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/s": {
@@ -398,7 +404,8 @@ def test_the_manifest_comes_back_while_the_api_server_is_down(node: Path) -> Non
 
 def test_the_node_lifecycle_probe_is_a_node_given_one_heartbeat_and_deleted_by_the_revert() -> None:
     plan = ControllerStuck().plan(CP, ControllerStuckParams(controller="nodelifecycle"))
-    assert '"kind":"Node"' in plan.apply[-2] and "--subresource=status" in plan.apply[-1]
+    assert '"kind":"Node"' in plan.setup[-2] and "--subresource=status" in plan.setup[-1]
+    assert "node.kubernetes.io/unreachable-" in plan.apply[-3] and "--subresource=status" in plan.apply[-1]
     assert any(f"delete node {LOST_NODE} --ignore-not-found" in line for line in plan.revert)
     gone = ControllerStuck().plan(CP, ControllerStuckParams(controller="namespace"))
     assert f"delete namespace {GONE_NAMESPACE}" in gone.apply[-1]
@@ -410,3 +417,44 @@ def test_a_quota_cap_is_compared_as_the_api_server_writes_it_back() -> None:
     assert [canonical(n) for n in (0, 2, 500, 1000, 1001)] == ["0", "2", "500", "1k", "1001"]
     plan = QuotaExhausted().plan(CP, QuotaParams(pods=1000))
     assert '"hard":{"pods":"1001"}' in plan.setup[1] and '= "1k"' in plan.apply[1]
+
+
+# --- the probe is made in setup, reconciled by the working controller, then changed by the fault -------------------
+
+
+@pytest.mark.parametrize("controller", list(STUCK))
+def test_the_probe_is_made_in_setup_and_the_fault_only_changes_it(controller: StuckName) -> None:
+    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    made = probe_object(controller)
+    assert any(f'"kind":"{made["kind"]}"' in line for line in plan.setup)
+    assert not any(f'"kind":"{made["kind"]}"' in line for line in plan.apply)
+    waits = [line for line in plan.setup if "did not reconcile" in line]
+    assert len(waits) == (0 if controller in ("namespace", "nodelifecycle") else 1)
+    assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()
+
+
+def test_a_controller_stuck_before_the_injection_is_seen_on_the_setups_probe() -> None:
+    """The control can say yes: a ReplicaSet probe as setup makes it, never reconciled past the lag, is in effect
+    (the engine then refuses to inject: the fault could not be told from the cluster's state)."""
+    assert _effect("replicaset", stuck_env("replicaset", age=60))
+    assert not _effect("replicaset", stuck_env("replicaset", age=60, observedGeneration=1))
+
+
+def _changed(controller: StuckName, ago: float, generation: int, **status: Any) -> Env:
+    probe = _probe(controller, 300, **status)
+    probe["metadata"]["annotations"] = {CHANGED_AT: str(int(time.time() - ago))}
+    probe["metadata"]["generation"] = generation
+    if controller == "horizontalpodautoscaling":
+        probe["spec"]["scaleTargetRef"]["name"] = SECOND_TARGET
+    return _env({PATHS[controller]: probe, LEASE: _lease(2), **EMPTY_LISTS})
+
+
+def test_the_lag_counts_from_the_faults_change_not_from_the_probes_making() -> None:
+    assert not _effect("replicaset", _changed("replicaset", 3, 2, observedGeneration=1))  # just changed
+    assert _effect("replicaset", _changed("replicaset", 20, 2, observedGeneration=1))  # generation 2 never observed
+    assert not _effect("replicaset", _changed("replicaset", 20, 2, observedGeneration=2))
+    old = {"type": "AbleToScale", "status": "False", "message": f'deployments.apps "{PROBE}-absent" not found'}
+    new = {**old, "message": f'deployments.apps "{SECOND_TARGET}" not found'}
+    hpa: StuckName = "horizontalpodautoscaling"
+    assert _effect(hpa, _changed(hpa, 30, 2, conditions=[old]))  # still about the target it had
+    assert not _effect(hpa, _changed(hpa, 30, 2, conditions=[new]))

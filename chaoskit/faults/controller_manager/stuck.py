@@ -140,10 +140,10 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
     meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
     if controller == "serviceaccount":  # the probe is the new namespace itself, which gets no `default` account
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"probe": "serviceaccount"}}
-    if controller == "namespace":  # deleted right after it is made (probe_lines): it must go, and cannot
+    if controller == "namespace":  # made in setup, deleted by the fault: it must go, and cannot
         gone = {"name": GONE_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": gone}
-    if controller == "nodelifecycle":  # Ready once (status_lines), then never heard from: it must be called lost
+    if controller == "nodelifecycle":  # Ready (ready_once), then never heard from: it must be called lost
         lost = {"name": LOST_NODE, "labels": {FAULT_LABEL: NAME}}
         return {"apiVersion": "v1", "kind": "Node", "metadata": lost, "spec": {}}
     if controller == "replicaset":
@@ -153,7 +153,7 @@ def probe_object(controller: StuckName) -> dict[str, Any]:
             "containers": [{"name": "probe", "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never"}],
         }
         spec = {
-            "replicas": 1,
+            "replicas": 0,  # as setup makes it; the fault asks for one pod
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": pod},
         }
@@ -197,6 +197,62 @@ def daemon_pods_gone() -> str:
     return f'{listed} | while read -r ns name node; do [ "$node" != {LOST_NODE} ] || {delete} -n "$ns" "$name"; done'
 
 
+CHANGED_AT = "chaoskit.dev/changed-at"  # epoch seconds of the change the controller is asked to follow
+RECONCILE_WAIT_S = 60  # setup: a working controller reconciles the probe within a sync period (15 s stock)
+SECOND_TARGET = f"{PROBE}-absent-again"  # the HPA probe's target once the fault renames it: missing too
+LOST_TAINTS = (UNREACHABLE, "node.kubernetes.io/not-ready")  # what a lifecycle controller marks a lost node with
+
+
+def _stamp(kind: str, name: str, namespace: str = PROBE_NAMESPACE) -> str:
+    """A line writing the time of the change into the probe, where the effect check reads how long it has waited."""
+    where = ("-n", namespace) if namespace else ()
+    return f'{kubectl("annotate", kind, name, *where, "--overwrite")} "{CHANGED_AT}=$(date +%s)"'
+
+
+def reconciled_line(controller: StuckName) -> str:
+    """A setup line waiting until the working controller has reconciled the probe as made (failing past
+    RECONCILE_WAIT_S: a cluster whose controller does not is no place to tell the fault from); "" where there is
+    nothing to wait for."""
+    ns = ("-n", PROBE_NAMESPACE)
+    asked = {
+        "replicaset": kubectl("get", "replicaset", PROBE, *ns, "-o", "jsonpath={.status.observedGeneration}"),
+        "horizontalpodautoscaling": kubectl("get", "hpa", PROBE, *ns, "-o", "jsonpath={.status.conditions[*].message}"),
+        "endpointslice": kubectl(
+            "get", "endpointslices", *ns, "-l", f"kubernetes.io/service-name={PROBE}", "-o", "name"
+        ),
+        "serviceaccount": kubectl("get", "serviceaccount", "default", *ns, "--ignore-not-found", "-o", "name"),
+    }.get(controller)
+    if asked is None:
+        return ""  # a namespace that exists, a node Ready now: the check is asked of them as they are
+    return (
+        f'i=0; until [ -n "$({asked} 2>/dev/null)" ]; do i=$((i+1)); if [ $i -ge {RECONCILE_WAIT_S} ]; then '
+        f'echo "the {controller} controller did not reconcile {PROBE_NAMESPACE}/{PROBE} within '
+        f'{RECONCILE_WAIT_S}s" >&2; exit 1; fi; sleep 1; done'
+    )
+
+
+def change_lines(controller: StuckName) -> tuple[str, ...]:
+    """The fault's change to the probe, made once the stuck process leads: what a working controller would follow
+    at once (and the stuck one never does), stamped with its time."""
+    ns = ("-n", PROBE_NAMESPACE)
+    if controller == "replicaset":  # a new generation, one pod asked for
+        return (_stamp("replicaset", PROBE), kubectl("scale", "replicaset", PROBE, *ns, "--replicas=1"))
+    if controller == "horizontalpodautoscaling":  # its target renamed: its conditions must say the new name
+        target = json.dumps({"spec": {"scaleTargetRef": {"name": SECOND_TARGET}}}, separators=(",", ":"))
+        patch = kubectl("patch", "hpa", PROBE, *ns, "--type=merge", "-p", target)
+        return (_stamp("hpa", PROBE), patch)
+    if controller == "endpointslice":  # the Service's slices deleted: a working controller makes them again
+        slices = kubectl("delete", "endpointslices", *ns, "-l", f"kubernetes.io/service-name={PROBE}")
+        return (_stamp("service", PROBE), slices)
+    if controller == "serviceaccount":  # the namespace's `default` account deleted: it must be made again
+        return (_stamp("namespace", PROBE_NAMESPACE, ""), kubectl("delete", "serviceaccount", "default", *ns))
+    if controller == "namespace":  # deleted: it must be emptied and go
+        return (kubectl("delete", "namespace", GONE_NAMESPACE, "--wait=false"),)
+    # the node lifecycle controller: Ready again, untainted, and then never heard from
+    untainted = (tolerating_absent(kubectl("taint", "node", LOST_NODE, f"{t}-")) for t in LOST_TAINTS)
+    return (*untainted, ready_once())
+
+
 def _probe_path(controller: StuckName) -> str:
     ns = f"namespaces/{PROBE_NAMESPACE}"
     return {
@@ -209,31 +265,40 @@ def _probe_path(controller: StuckName) -> str:
     }[controller]
 
 
-def _age(obj: dict[str, Any], now: float) -> float:
-    created = api_time(obj.get("metadata", {}).get("creationTimestamp"))
-    return 0.0 if created is None else now - created
+def changed(obj: dict[str, Any]) -> float | None:
+    """When the probe was last changed for the controller to follow: the fault's stamp, else its making."""
+    meta = obj.get("metadata", {})
+    stamp = (meta.get("annotations") or {}).get(CHANGED_AT, "")
+    return float(stamp) if stamp.isdigit() else api_time(meta.get("creationTimestamp"))
 
 
 def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
-    """The probe has gone unreconciled for longer (`lag`) than a working controller would ever take."""
+    """The probe's last change has gone unfollowed for longer (`lag`) than a working controller would ever take."""
     probe = env.kube.find(_probe_path(controller))
-    if probe is None or _age(probe, now) < lag:
+    if probe is None:
         return False
-    status = probe.get("status") or {}
-    if controller == "replicaset":
+    meta, status = probe.get("metadata", {}), probe.get("status") or {}
+    if controller == "namespace":  # deleted, and still there
+        deleted = api_time(meta.get("deletionTimestamp"))
+        return deleted is not None and now - deleted >= lag
+    if controller == "nodelifecycle":  # Ready and untainted, its last heartbeat a grace period and more ago
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        beat = api_time(ready[0].get("lastHeartbeatTime")) if ready else None
+        tainted = any(t.get("key") in LOST_TAINTS for t in probe.get("spec", {}).get("taints") or [])
+        return (
+            bool(ready) and ready[0].get("status") == "True" and not tainted and beat is not None and now - beat >= lag
+        )
+    since = changed(probe)
+    if since is None or now - since < lag:
+        return False
+    if controller == "replicaset":  # its new generation never observed, no pod made
         pods = env.kube.get(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", labelSelector=f"app={PROBE}")["items"]
-        return not status.get("observedGeneration") and not pods
-    if controller == "horizontalpodautoscaling":
-        return not status.get("conditions") and not status.get("observedGeneration")
+        return int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 1) and not pods
+    if controller == "horizontalpodautoscaling":  # its conditions never name the target it has now
+        target = probe.get("spec", {}).get("scaleTargetRef", {}).get("name", "")
+        return not any(f'"{target}"' in (c.get("message") or "") for c in status.get("conditions") or [])
     if controller == "serviceaccount":
         return env.kube.find(f"/api/v1/namespaces/{PROBE_NAMESPACE}/serviceaccounts/default") is None
-    if controller == "namespace":
-        deleted = api_time(probe.get("metadata", {}).get("deletionTimestamp"))
-        return deleted is not None and now - deleted >= lag
-    if controller == "nodelifecycle":  # still Ready and untainted a grace period and more after its last heartbeat
-        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
-        tainted = any(t.get("key") == UNREACHABLE for t in probe.get("spec", {}).get("taints") or [])
-        return bool(ready) and ready[0].get("status") == "True" and not tainted
     slices = env.kube.get(
         f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
         labelSelector=f"kubernetes.io/service-name={PROBE}",
@@ -272,17 +337,23 @@ class ControllerStuck(Fault):
     in the Service). The document's controller table also lists the ServiceAccount, Namespace and node lifecycle
     controllers, left out the same way: `serviceaccount` (a new namespace gets no `default` ServiceAccount, so the
     API server refuses every pod there), `namespace` (a deleted namespace is never emptied and stays Terminating)
-    and `nodelifecycle` (a node whose heartbeats stop is never marked NotReady nor tainted). Once the new process
-    leads, a probe the controller would reconcile at once is created in namespace chaoskit-stuck-probe (a ReplicaSet
-    whose pods are gated, an HPA of a missing Deployment, a Service selecting nothing; for `serviceaccount` the new
-    namespace itself, for `namespace` a namespace made and deleted at once, for `nodelifecycle` a Node object given a
-    Ready status once and never again). Effect: the probe goes unreconciled (no observedGeneration nor pods, no
-    EndpointSlice, no `default` ServiceAccount, or still Terminating, 10 s on; the probe node still Ready and untainted
-    15 s past the node-monitor grace period its manifest sets; no HPA conditions, 10 s past the HPA sync period its
-    manifest sets: 25 s stock, 15 s on chaoskit's cluster) while kube-controller-manager's /healthz is ok and its lease
-    is fresh. The restart and the new process's takeover of the lease take about 5 s (the old pod is let go before the
-    new manifest comes, and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to let
-    go; a deadline must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout,
+    and `nodelifecycle` (a node whose heartbeats stop is never marked NotReady nor tainted). Its setup makes a probe
+    in namespace chaoskit-stuck-probe and waits until the working controller has reconciled it (60 s at most): a
+    ReplicaSet of no pods whose template is gated (its generation observed), an HPA of a missing Deployment (its
+    conditions written), a Service selecting nothing (its EndpointSlice made), the namespace itself (its `default`
+    ServiceAccount made); for `namespace` a namespace of its own, for `nodelifecycle` a Node object given a Ready
+    status once. So the effect check is first asked of a probe that stands, where a controller already stuck would
+    say yes. Once the new process leads, the fault changes the probe and stamps the change's time
+    (chaoskit.dev/changed-at): the ReplicaSet asks for one pod, the HPA's target is renamed, the Service's
+    EndpointSlices and the namespace's `default` ServiceAccount are deleted, the namespace is deleted, the Node is
+    untainted and given one more heartbeat. Effect: the change goes unfollowed (the new generation not observed and
+    no pod, no condition naming the new target, no EndpointSlice, no `default` ServiceAccount, 10 s after it; still
+    Terminating 10 s after its deletion; the Node still Ready and untainted 15 s past the node-monitor grace period
+    its manifest sets after its last heartbeat; for the HPA 10 s past the sync period its manifest sets: 25 s stock,
+    15 s on chaoskit's cluster) while kube-controller-manager's /healthz is ok and its lease is fresh. The restart
+    and the new process's takeover of the lease take about 5 s (the old pod is let go before the new manifest comes,
+    and the dead holder's lease is cut to 1 s: swap_static_pod), 35 s where kubelet is slow to let go; a deadline
+    must be at least 90 s (the default, 60 s past the longer of the hold and the 90 s effect timeout,
     is). The revert puts the original manifest back the same way (the API only speeds it up), then deletes the probe and
     its namespace. Runs kubectl on the control-plane node.
     """
@@ -314,23 +385,28 @@ class ControllerStuck(Fault):
         probe = json.dumps(probe_object(p.controller), separators=(",", ":"))
         kind = probe_object(p.controller)["kind"].lower()
         gone = ("namespace", GONE_NAMESPACE, "--ignore-not-found", "--wait=false")
-        # the namespace probe is deleted at once (it must go); the node probe is given its one heartbeat
-        made = {"namespace": (kubectl("delete", *gone),), "nodelifecycle": (ready_once(),)}.get(p.controller, ())
         removed = {
             "namespace": kubectl("delete", *gone),
             "nodelifecycle": f"{kubectl('delete', 'node', LOST_NODE, '--ignore-not-found', '--wait=false')} && "
             + daemon_pods_gone(),
         }.get(p.controller, kubectl("delete", kind, "-n", ns, PROBE, "--ignore-not-found"))
+        # what the effect check reads is made in setup and reconciled by the working controller before the check is
+        # first asked; the fault changes it once the stuck process leads (the old one would follow the change)
+        setup = (
+            # (a stuck namespace controller would never let a terminating one go: its probe is a namespace)
+            *((ensure_namespace(ns, self.name),) if p.controller != "namespace" else ()),
+            f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
+            *((ready_once(),) if p.controller == "nodelifecycle" else ()),
+            *(line for line in (reconciled_line(p.controller),) if line),
+        )
         return FaultPlan(
             self.name,
             node,
+            setup=setup,
             apply=(
                 f"mkdir -p {PARKED} && test ! -e {ORIGINAL} && cp -p {MANIFEST} {ORIGINAL}",
-                restart,  # the probe must only ever meet the new process: the old one would reconcile it
-                # (a stuck namespace controller would never let a terminating one go: its probe is a namespace)
-                *((ensure_namespace(ns, self.name),) if p.controller != "namespace" else ()),
-                f"printf '%s\\n' {shlex.quote(probe)} | {kubectl('apply', '-f', '-')}",
-                *made,
+                restart,
+                *change_lines(p.controller),
             ),
             undo=(
                 f"rm -f {EDITED}; {swap(ORIGINAL)}",
