@@ -123,6 +123,14 @@ def check_free(kube: Kube, components: list[str], holder: str) -> None:
             raise Locked(taken)
 
 
+def preflight(runner: Runner, kube: Kube, cluster: str, locks: list[str], *, allow_any_cluster: bool) -> None:
+    """What a run checks before it touches anything, asked by a dry run too, so that a dry run that exits 0 promises
+    the run will start: the cluster recognised (unless --allow-any-cluster), and none of `locks` held by another run."""
+    if not allow_any_cluster:
+        recognise(runner, kube, cluster)
+    check_free(kube, sorted(set(locks)), holder_id("dry-run"))
+
+
 def release(kube: Kube, lock: Lock) -> None:
     try:
         current = kube.get(lock.path)

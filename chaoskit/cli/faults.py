@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import cluster_env, emit, node_exec, output_option
+from chaoskit.cli.options import cluster_env, context_of, emit, node_exec, output_option
 from chaoskit.cli.schema_words import parameter_rows
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
@@ -20,7 +20,8 @@ from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
-from chaoskit.safety import recognise
+from chaoskit.safety import preflight, recognise
+from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import Node, pick
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import ResolvedStep, resolve
@@ -164,7 +165,9 @@ def inject(
     except (ValidationError, ValueError) as exc:
         raise UsageError(f"bad --param for {fault}: {exc}") from exc
     step: ResolvedStep = resolve(cls(), p, _nodes(g, cluster), target=node, duration=duration, deadline=deadline)
-    if dry_run:
+    if dry_run:  # the run's own checks first: a dry run that exits 0 promises the run will start
+        kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+        preflight(SubprocessRunner(), kube, cluster, [step.lock], allow_any_cluster=allow_any_cluster)
         shown = {
             "fault": fault,
             "node": step.node.name,

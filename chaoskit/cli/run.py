@@ -35,10 +35,11 @@ from chaoskit.run.during import diagnose_cluster
 from chaoskit.run.peers import Peers
 from chaoskit.run.plan import plan_steps
 from chaoskit.runner import Runner
-from chaoskit.safety import recognise
+from chaoskit.safety import preflight, recognise
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import SubprocessRunner
+from chaoskit.step import resolve_playbook
 from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
 
 
@@ -117,12 +118,14 @@ def run(
         _via_operator(g, cluster, files, output)
     seam = node_exec(g, cluster, runner)
     nodes = seam.list_nodes()
-    if dry_run:
-        if not nodes:
-            raise UsageError(f"no kind cluster named {cluster!r} to plan against")
+    if dry_run and not nodes:
+        raise UsageError(f"no kind cluster named {cluster!r} to plan against")
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+    if dry_run:  # the run's own checks first: a dry run that exits 0 promises the run will start
+        locks = [s.lock for pb in playbooks for s in resolve_playbook(pb, nodes)]
+        preflight(runner, kube, cluster, locks, allow_any_cluster=allow_any_cluster)
         _dry_run(files, playbooks, nodes, parallel, output)
         return
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{cluster}")
     if not allow_any_cluster:
         recognise(runner, kube, cluster)
     progress, env = Progress(), Env(kube, seam, cluster)

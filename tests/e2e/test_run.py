@@ -63,13 +63,16 @@ def test_a_cluster_chaoskit_did_not_build_is_refused(kube: Kube, cluster: str, t
 
 
 def test_a_component_locked_by_another_run_is_not_injected(kube: Kube, cluster: str, tmp_path: Path) -> None:
+    """Refused at once, and by its dry run too: a dry run that exits 0 promises that the run will start."""
     lock = acquire(kube, "scheduler", "someone-else/e2e", 120)
     try:
+        planned = chaoskit("run", "playbooks/scheduler-down.yaml", "--dry-run")
         done = chaoskit("run", "playbooks/scheduler-down.yaml", "--journal", str(tmp_path / "j.jsonl"))
     finally:
         release(kube, lock)
-    assert done.returncode == 4, done.stderr
-    assert "another run" in done.stdout + done.stderr
+    for refused in (planned, done):
+        assert refused.returncode == 4, refused.stderr
+        assert "another run" in refused.stdout + refused.stderr
     assert _scheduler_running(cluster)
 
 

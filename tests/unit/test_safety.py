@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chaoskit.cluster.marker import MARKER
-from chaoskit.safety import Locked, NotOurCluster, acquire, recognise, release, release_run_locks
+from chaoskit.safety import Locked, NotOurCluster, acquire, preflight, recognise, release, release_run_locks
 from chaoskit.seams.kube import Conflict, FakeKube
 from chaoskit.seams.shell import FakeRunner
 
@@ -82,3 +82,16 @@ def test_a_lease_vanishing_between_create_and_read_is_created_again() -> None:
     kube = Flaky()
     lock = acquire(kube, "scheduler", "host/run2", 60)
     assert kube.get(lock.path)["spec"]["holderIdentity"] == "host/run2"
+
+
+def test_a_dry_runs_preflight_asks_what_the_run_asks() -> None:
+    """Recognition and the locks, as the run will ask them: a dry run that passes promises the run will start."""
+    runner = FakeRunner(responses={("docker", "ps"): PS})
+    kube = FakeKube({f"/api/v1/namespaces/kube-system/configmaps/{MARKER}": {"metadata": {"name": MARKER}}})
+    preflight(runner, kube, "chaoskit", ["scheduler", "kubelet"], allow_any_cluster=False)
+    acquire(kube, "scheduler", "host/other", 60)
+    with pytest.raises(Locked, match="another run"):
+        preflight(runner, kube, "chaoskit", ["scheduler"], allow_any_cluster=False)
+    with pytest.raises(NotOurCluster):
+        preflight(FakeRunner(), FakeKube(), "prod", [], allow_any_cluster=False)
+    preflight(FakeRunner(), FakeKube(), "prod", ["scheduler"], allow_any_cluster=True)  # told explicitly
