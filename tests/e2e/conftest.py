@@ -19,6 +19,7 @@ import pytest
 from chaoskit import workloads
 from chaoskit.env import Env
 from chaoskit.journal import state_home
+from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec
 from chaoskit.seams.shell import SubprocessRunner
@@ -145,3 +146,17 @@ def ns(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
         print(f"keeping namespace {name} of failed test")
         return
     kube.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def not_installed(kube: Kube, cluster: str) -> Iterator[None]:
+    """The cluster without a `chaoskit install` for the test (an install is recognised as an opt-in), put back as
+    the test found it."""
+    before = kube.find(INSTALLED) is not None
+    if before:
+        assert chaoskit("uninstall", "--cluster", cluster, timeout=300).returncode == 0
+    try:
+        yield
+    finally:
+        if before:
+            assert chaoskit("install", "--cluster", cluster, timeout=900).returncode == 0

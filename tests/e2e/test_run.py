@@ -49,7 +49,9 @@ def test_dry_run_shows_targets_and_reverts_and_touches_nothing(cluster: str, tmp
     assert _scheduler_running(cluster)
 
 
-def test_a_cluster_chaoskit_did_not_build_is_refused(kube: Kube, cluster: str, tmp_path: Path) -> None:
+def test_a_cluster_chaoskit_did_not_build_is_refused(
+    kube: Kube, cluster: str, tmp_path: Path, not_installed: None
+) -> None:
     path = f"/api/v1/namespaces/kube-system/configmaps/{MARKER}"
     made_from = str(((kube.find(path) or {}).get("data") or {}).get("kindConfig", ""))
     kube.delete(path)
