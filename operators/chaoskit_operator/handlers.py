@@ -68,6 +68,7 @@ class Config:
 
 @kopf.on.startup(registry=registry)
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.peering.clusterwide = True  # one watching a namespace meets the installed operator: it stands by
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from chaoskit.seams.kube import Kube
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import chaoskit, process_state
+from tests.e2e.test_operator import Operator
 
 NS = "chaoskit-in-cluster-e2e"
 
@@ -135,8 +137,24 @@ def _events(kube: Kube, name: str) -> list[str]:
 
 
 def test_an_experiment_applied_with_kubectl_runs_in_the_cluster_through_the_agents(
-    installed: dict[str, Any], cluster: str, kube: Kube
+    installed: dict[str, Any], cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
+    """...and a `chaoskit-operator` started beside it on the host (a developer's ordinary afternoon) stands by: the
+    operators of one cluster meet in kopf's peering, and the installed one acts."""
+    host = Operator(cluster, kube, tmp_path, namespace=NS)
+    host.start()
+    try:
+        kube.wait(
+            "the host's operator to stand by", lambda: "Pausing operations in favour of" in host.log.read_text(), 60
+        )
+        _runs_in_the_cluster(cluster, kube)
+    finally:
+        host.stop()
+    handled = [line for line in host.log.read_text().splitlines() if f"[{NS}/freeze]" in line]
+    assert not handled, "the operator on the host acted too:\n" + "\n".join(handled[:10])
+
+
+def _runs_in_the_cluster(cluster: str, kube: Kube) -> None:
     t0 = time.monotonic()
     applied = kubectl(cluster, "apply", "-f", "-", input=_experiment("freeze"))
     assert applied.returncode == 0, applied.stderr

@@ -35,8 +35,8 @@ def _free_port() -> int:
 class Operator:
     """`chaoskit-operator` as a user starts it, beside the cluster; restartable, to show what a kill leaves."""
 
-    def __init__(self, cluster: str, kube: Kube, work: Path) -> None:
-        self.cluster, self.kube = cluster, kube
+    def __init__(self, cluster: str, kube: Kube, work: Path, namespace: str = NS) -> None:
+        self.cluster, self.kube, self.namespace = cluster, kube, namespace
         self.journals, self.log, self.port = work / "journals", work / "operator.log", _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -54,7 +54,7 @@ class Operator:
                     "--metrics-port",
                     str(self.port),
                     "-n",
-                    NS,
+                    self.namespace,
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,

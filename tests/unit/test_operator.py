@@ -137,12 +137,8 @@ def test_operators_of_one_cluster_meet_in_kopfs_peering_and_the_installed_one_ac
 
     kinds = [o["kind"] for o in peering()]
     assert kinds == ["CustomResourceDefinition", "CustomResourceDefinition", "ClusterKopfPeering"]
-    (mine,) = [o for o in peering(("team-a",)) if o["kind"] == "KopfPeering"]
-    assert mine["metadata"] == {
-        "name": "chaoskit",
-        "namespace": "team-a",
-        "labels": {"app.kubernetes.io/part-of": "chaoskit"},
-    }
+    (mine,) = [o for o in peering() if o["kind"] == "ClusterKopfPeering"]
+    assert mine["metadata"] == {"name": "chaoskit", "labels": {"app.kubernetes.io/part-of": "chaoskit"}}
     kube = FakeKube()
     for name in ("chaosexperiments.chaoskit.dev", "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"):
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
