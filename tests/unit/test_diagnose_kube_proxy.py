@@ -276,3 +276,44 @@ def test_a_kube_proxy_the_api_server_refuses_is_named_by_its_binding_not_as_down
     (f,) = [f for f in KubeProxyDiagnoser().analyze(refused) if f.severity == "critical"]
     assert f.title.endswith("system:serviceaccount:kube-system:kube-proxy cannot list services (403)")
     assert f.entity == "clusterrolebinding/kubeadm:node-proxier" and "down or frozen" not in f.probable_cause
+
+
+def with_new_service() -> tuple[Fetched, Fetched]:
+    """The recorded Services and slices with one more Service (web, one Ready endpoint) no rule of the node has."""
+    services, slices = (
+        copy.deepcopy(obj("kube-proxy/services.json")),
+        copy.deepcopy(obj("kube-proxy/endpointslices.json")),
+    )
+    meta = {"name": "web", "namespace": "shop"}
+    port = {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}
+    services["items"].append(
+        {"metadata": meta, "spec": {"clusterIP": "10.96.1.95", "type": "ClusterIP", "ports": [port]}}
+    )
+    labels = {"kubernetes.io/service-name": "web"}
+    slices["items"].append(
+        {
+            "metadata": {"name": "web-x", "namespace": "shop", "labels": labels},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["10.244.1.5"], "conditions": {"ready": True}}],
+        }
+    )
+    return Fetched(services), Fetched(slices)
+
+
+def test_a_service_rule_missing_while_a_queued_change_waits_its_sync_is_in_flight_then_late() -> None:
+    """As seen in a catalog run: a Service's rule missing 0.3 s after kube-proxy queued a change (its endpoint not
+    Ready a moment): in flight; with nothing queued, or queued longer than a change may wait, it is missing."""
+    services, slices = with_new_service()
+    ev = lagging(0.3, 0.7, slices)
+    found = analyze(dataclasses.replace(ev, services=services))
+    assert found[0] == (
+        "info: rules on chaoskit-worker catch up with the Services: 1 missing (shop/web:http), in a change kube-proxy "
+        "queued 0.3s ago"
+    )
+    assert all(f.startswith("info: ") for f in found), found  # its endpoint too
+    assert analyze(kube_proxy(services=services, slices=slices))[0] == (
+        "warning: 1 Service rule(s) on chaoskit-worker missing (shop/web:http)"
+    )
+    late = dataclasses.replace(lagging(5, 6, slices), services=services)
+    assert analyze(late)[0].startswith("warning: 1 Service rule(s) on chaoskit-worker missing")

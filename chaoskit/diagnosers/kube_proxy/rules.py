@@ -83,7 +83,23 @@ def _rule_findings(p: KubeProxyParams, ev: KubeProxyEvidence, diff: RuleDiff, e:
         f"kube-proxy rewrites its rules at its next sync: check its health and logs on {ev.node}",
         f"restart kube-proxy on {ev.node} (delete its pod) to force a full resync",
     )
-    if missing_services:
+    waiting = change_waiting(ev)
+    in_step = waiting is not None and 0 < waiting <= in_flight(p, ev)
+    if missing_services and not diff.wiped and in_step:
+        # a Service whose endpoints just changed (its last one not Ready for a moment) is between two syncs
+        findings.append(
+            Finding(
+                "info",
+                "kube-proxy",
+                f"rules on {ev.node} catch up with the Services: {len(missing_services)} missing "
+                f"({want_services[missing_services[0]]}), in a change kube-proxy queued {waiting:.1f}s ago",
+                "the rules were read while kube-proxy's next sync was due: a queued change may wait "
+                f"{in_flight(p, ev):.0f}s (its minSyncPeriod and one sync) before it is late",
+                (e,),
+                (),
+            )
+        )
+    elif missing_services:
         wiped = diff.wiped
         findings.append(
             Finding(
@@ -97,8 +113,7 @@ def _rule_findings(p: KubeProxyParams, ev: KubeProxyEvidence, diff: RuleDiff, e:
                 fix,
             )
         )
-    waiting = change_waiting(ev)
-    if (missing_endpoints or stale) and waiting and waiting <= in_flight(p, ev):
+    if (missing_endpoints or stale) and in_step:
         # the rules were read between kube-proxy queuing the change and its next sync: in flight, not late
         findings.append(
             Finding(
