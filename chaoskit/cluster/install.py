@@ -36,6 +36,7 @@ CLIENT_SECRET = "chaoskit-client-tls"
 MANIFESTS = ("namespace.yaml", "crd.yaml", "rbac.yaml", "operator.yaml", "agent.yaml")  # in the order applied
 IMAGE_ID = "chaoskit.dev/image-id"  # on the pod templates: a rebuilt image of the same tag rolls the pods
 AGENT_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"
+OPERATOR_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/chaoskit-operator"
 
 # Which nodes run an agent: every node (kind, kubeadm: chaoskit breaks the control plane through its node), or the
 # workers only (a managed cluster: its control-plane nodes, if any are listed, are not ours to run a pod on)
@@ -128,10 +129,16 @@ def ready(kube: Kube) -> str | None:
     want, have = st.get("desiredNumberScheduled", 0), st.get("numberReady", 0)
     if not ds or not want or have < want or st.get("updatedNumberScheduled", 0) < want:
         return f"agents ready on {have} of {want or '?'} nodes"
-    dep = kube.find(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/chaoskit-operator")
-    if not dep or not condition(dep, "Available") or dep.get("status", {}).get("updatedReplicas", 0) < 1:
+    dep = kube.find(OPERATOR_PATH)
+    if not operator_available(kube, dep) or (dep or {}).get("status", {}).get("updatedReplicas", 0) < 1:
         return "the operator is not available yet"
     return None
+
+
+def operator_available(kube: Kube, found: Obj | None = None) -> bool:
+    """Whether the installed operator (chaoskit-system/chaoskit-operator) is available: it acts on every namespace."""
+    dep = found if found is not None else kube.find(OPERATOR_PATH)
+    return dep is not None and condition(dep, "Available")
 
 
 def uninstall_objects() -> Iterator[Obj]:

@@ -27,10 +27,10 @@ from chaoskit_operator.handlers import Config, registry
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def install_crd(kube: Kube) -> None:
-    """Apply the ChaosExperiment CRD and kopf's peering (its CRDs, then the cluster's peering object) and wait until
-    the API server serves them."""
-    for obj in (crd(), *peering()):
+def install_crd(kube: Kube, namespaces: tuple[str, ...] = ()) -> None:
+    """Apply the ChaosExperiment CRD and kopf's peering (its CRDs, then the peering objects: the cluster's, or one
+    per namespace watched) and wait until the API server serves them."""
+    for obj in (crd(), *peering(namespaces)):
         kube.apply(obj)
         if obj["kind"] == "CustomResourceDefinition":
             _established(kube, obj)
@@ -88,7 +88,7 @@ def main(
     try:
         kube = Kube.in_cluster() if in_cluster else Kube.connect(kubeconfig, context)
         if not in_cluster:
-            install_crd(kube)  # in the cluster the install applied it: the operator may not change CRDs
+            install_crd(kube, namespaces)  # in the cluster the install applied it: the operator may not change CRDs
     except KubeError as exc:
         raise click.ClickException(str(exc)) from exc
     stop = threading.Event()
@@ -107,7 +107,12 @@ def main(
             namespaces=namespaces,
             memo=kopf.Memo(
                 config=Config(
-                    kube, SubprocessRunner(), journals, allow_any_cluster, agent_tls_dir if in_cluster else None
+                    kube,
+                    SubprocessRunner(),
+                    journals,
+                    allow_any_cluster,
+                    agent_tls_dir if in_cluster else None,
+                    namespaced=bool(namespaces),
                 )
             ),
         )

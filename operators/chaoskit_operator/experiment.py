@@ -33,13 +33,22 @@ def crd() -> dict[str, Any]:
 PEERING = "chaoskit"  # the kopf peering the operators of a cluster share
 
 
-def peering() -> list[dict[str, Any]]:
-    """kopf's peering CRDs, then where every operator of the cluster meets, one watching some namespaces too: the
-    cluster's ClusterKopfPeering (a namespaced peering would never meet the installed, cluster-wide operator)."""
+def peering(namespaces: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """kopf's peering CRDs, then where the operators meet: the cluster's ClusterKopfPeering, or a KopfPeering in each
+    namespace an operator restricted to them watches."""
     labels = {"app.kubernetes.io/part-of": "chaoskit"}
     found = [d for d in _crds() if d["spec"]["group"] == "kopf.dev"]
-    meta = {"name": PEERING, "labels": labels}
-    return [*found, {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": meta}]
+    if not namespaces:
+        meta = {"name": PEERING, "labels": labels}
+        return [*found, {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": meta}]
+    return found + [
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": PEERING, "namespace": ns, "labels": labels},
+        }
+        for ns in namespaces
+    ]
 
 
 def resource_path(namespace: str, name: str) -> str:

@@ -8,6 +8,7 @@ the run, reverts every fault, and only then lets the resource go.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 import kopf
 
 from chaoskit.cluster.experiments import FINAL, FINALIZER
-from chaoskit.cluster.install import in_cluster_node_exec
+from chaoskit.cluster.install import NAMESPACE, in_cluster_node_exec, operator_available
 from chaoskit.deadman import fire
 from chaoskit.engine import RevertOutcome, revert_journal
 from chaoskit.env import Env
@@ -47,6 +48,8 @@ from chaoskit_operator.experiment import (
 from chaoskit_operator.journals import Mirror, configmap_name, restore
 
 registry = kopf.OperatorRegistry()
+STANDING_BY = "standing by"  # what an operator beside an install logs while the installed one acts
+STAND_BY_S = 5.0  # how often it looks whether the installed operator is still there
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Config:
     journal_dir: Path
     allow_any_cluster: bool = False
     agent_tls: Path | None = None  # in the cluster: the nodes are reached through the agents with this client pair
+    namespaced: bool = False  # restricted to some namespaces (-n)
 
     def env(self, cluster: str) -> Env:
         """The seams of a run: the agents in the cluster, `docker exec` beside a kind cluster on this host."""
@@ -68,11 +72,37 @@ class Config:
 
 @kopf.on.startup(registry=registry)
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    settings.peering.clusterwide = True  # one watching a namespace meets the installed operator: it stands by
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.INFO  # the level of our progress events (kopf.info) too
+
+
+@kopf.on.startup(registry=registry)
+async def stand_by(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """kopf's peering meets operators of one scope only: one restricted to namespaces (a KopfPeering there) never
+    meets the installed, cluster-wide one (the ClusterKopfPeering). Such an operator beside an install stands by
+    until the installed operator is gone, so no experiment is taken by two."""
+    config: Config = memo.config
+    if config.agent_tls is not None or not config.namespaced:
+        return  # the installed one, or one cluster-wide: kopf's peering decides (the installed one's priority wins)
+    waited = False
+    while _installed_operator_acts(config.kube):
+        if not waited:
+            logger.info(
+                f"{STANDING_BY}: the installed operator ({NAMESPACE}/chaoskit-operator) acts on every namespace"
+            )
+            waited = True
+        await asyncio.sleep(STAND_BY_S)
+    if waited:
+        logger.info("the installed operator is gone: acting on this operator's namespaces now")
+
+
+def _installed_operator_acts(kube: Kube) -> bool:
+    try:
+        return operator_available(kube)
+    except KubeError:
+        return False  # no answer: kopf's own start says so next
 
 
 @kopf.on.login(registry=registry)

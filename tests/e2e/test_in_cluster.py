@@ -21,6 +21,7 @@ from chaoskit.cluster.experiments import FINAL
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit_operator.experiment import resource_path
+from chaoskit_operator.handlers import STANDING_BY
 from tests.e2e.conftest import chaoskit, process_state
 from tests.e2e.test_operator import Operator
 
@@ -139,14 +140,12 @@ def _events(kube: Kube, name: str) -> list[str]:
 def test_an_experiment_applied_with_kubectl_runs_in_the_cluster_through_the_agents(
     installed: dict[str, Any], cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
-    """...and a `chaoskit-operator` started beside it on the host (a developer's ordinary afternoon) stands by: the
-    operators of one cluster meet in kopf's peering, and the installed one acts."""
+    """...and a `chaoskit-operator` started beside it on the host, watching that namespace (a developer's ordinary
+    afternoon), stands by while the installed one acts."""
     host = Operator(cluster, kube, tmp_path, namespace=NS)
     host.start()
     try:
-        kube.wait(
-            "the host's operator to stand by", lambda: "Pausing operations in favour of" in host.log.read_text(), 60
-        )
+        kube.wait("the host's operator to stand by", lambda: STANDING_BY in host.log.read_text(), 60)
         _runs_in_the_cluster(cluster, kube)
     finally:
         host.stop()

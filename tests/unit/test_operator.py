@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from chaoskit.cluster.experiments import FINAL
 from chaoskit.engine import RevertOutcome
@@ -137,8 +140,12 @@ def test_operators_of_one_cluster_meet_in_kopfs_peering_and_the_installed_one_ac
 
     kinds = [o["kind"] for o in peering()]
     assert kinds == ["CustomResourceDefinition", "CustomResourceDefinition", "ClusterKopfPeering"]
-    (mine,) = [o for o in peering() if o["kind"] == "ClusterKopfPeering"]
-    assert mine["metadata"] == {"name": "chaoskit", "labels": {"app.kubernetes.io/part-of": "chaoskit"}}
+    (mine,) = [o for o in peering(("team-a",)) if o["kind"] == "KopfPeering"]
+    assert mine["metadata"] == {
+        "name": "chaoskit",
+        "namespace": "team-a",
+        "labels": {"app.kubernetes.io/part-of": "chaoskit"},
+    }
     kube = FakeKube()
     for name in ("chaosexperiments.chaoskit.dev", "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"):
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
@@ -146,3 +153,44 @@ def test_operators_of_one_cluster_meet_in_kopfs_peering_and_the_installed_one_ac
     install_crd(kube)
     assert "/apis/kopf.dev/v1/clusterkopfpeerings/chaoskit" in kube.objects
     assert IN_CLUSTER_PRIORITY > 1  # a host-side operator draws below it: it stands by while the installed one acts
+
+
+def test_an_operator_watching_some_namespaces_stands_by_while_the_installed_one_acts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """kopf's peering never meets a namespaced operator with the installed, cluster-wide one: it waits it out."""
+    import asyncio
+    import logging
+
+    import kopf
+
+    from chaoskit.cluster.install import OPERATOR_PATH
+    from chaoskit.seams.kube import FakeKube
+    from chaoskit.seams.shell import FakeRunner
+    from chaoskit_operator import handlers
+
+    monkeypatch.setattr(handlers, "STAND_BY_S", 0.01)
+    available = {"status": {"conditions": [{"type": "Available", "status": "True"}]}}
+    kube = FakeKube({OPERATOR_PATH: available})
+    looks: list[int] = []
+
+    def gone_after_three(path: str) -> Any:
+        looks.append(1)
+        return available if len(looks) < 3 else None
+
+    kube.find = gone_after_three  # type: ignore[method-assign]
+    said: list[str] = []
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("stand-by-test")
+    logger.addHandler(Said())
+    logger.setLevel(logging.INFO)
+    config = handlers.Config(kube, FakeRunner(), tmp_path, namespaced=True)
+    asyncio.run(handlers.stand_by(memo=kopf.Memo(config=config), logger=logger))
+    assert len(looks) == 3 and said[0].startswith(handlers.STANDING_BY) and "gone" in said[-1]
+    cluster_wide = handlers.Config(kube, FakeRunner(), tmp_path)  # kopf's peering decides for it
+    asyncio.run(handlers.stand_by(memo=kopf.Memo(config=cluster_wide), logger=logger))
+    assert len(looks) == 3
