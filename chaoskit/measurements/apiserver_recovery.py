@@ -33,6 +33,9 @@ SUBJECTS = {
     "nodes_ready": "every node Ready",
 }
 LOOK_TIMEOUT = (2.0, 10.0)  # a hung API server is a failed look, not a stuck poller
+# the watches to come back to are a settled cluster's: an earlier playbook's namespace still terminating counts
+# watches (its pods' ConfigMaps, in the kubelets) that go with it and never come back
+SETTLED_WAIT_S = 120.0
 
 
 class RecoveryParams(FaultParams):
@@ -82,6 +85,20 @@ def look(kube: Kube) -> Look:
     )
 
 
+def terminating(kube: Kube) -> list[str]:
+    """The namespaces being deleted now."""
+    items = kube.get("/api/v1/namespaces")["items"]
+    return [n["metadata"]["name"] for n in items if (n.get("status") or {}).get("phase") == "Terminating"]
+
+
+def settled(kube: Kube, within: float, interval: float = 1.0) -> float:
+    """Wait until no namespace is terminating (at most `within` seconds); how long it waited."""
+    t0 = time.monotonic()
+    while terminating(kube) and time.monotonic() - t0 < within:
+        time.sleep(interval)
+    return time.monotonic() - t0 if time.monotonic() - t0 >= interval else 0.0
+
+
 @register
 class ApiserverRecovery(Measurement):
     """After an API server outage: back, every client watching again, every heartbeat renewed, every node Ready;
@@ -95,6 +112,8 @@ class ApiserverRecovery(Measurement):
         self.kube = self.env.kube.bounded(LOOK_TIMEOUT)
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker, self.lock, self.stop_event = RecoveryTracker(self.p.watches), threading.Lock(), threading.Event()
+        if waited := settled(self.kube, SETTLED_WAIT_S):
+            self.result.notes.append(f"waited {waited:.0f}s for terminating namespaces to go before the baseline")
         # two looks before any fault: the open watches to come back to, and one window of the steady LIST rate
         for i in range(2):
             if i:

@@ -68,3 +68,26 @@ def test_a_renewal_between_the_last_failed_look_and_back_counts_the_api_was_answ
     t.look(_up(4.0, 100, {"n1": 3.5, "n2": 3.0}))
     r = t.leases_renewed()
     assert r is not None and r.at == 3.5, "renewed before our first answered look, after our last failed one"
+
+
+def test_the_baseline_waits_for_terminating_namespaces_to_go() -> None:
+    """An earlier playbook's namespace still terminating holds watches that go with it: not a baseline."""
+    from chaoskit.measurements.apiserver_recovery import settled
+    from chaoskit.seams.kube import FakeKube
+
+    going = {"metadata": {"name": "chaoskit-before"}, "status": {"phase": "Terminating"}}
+    kube = FakeKube({"/api/v1/namespaces/chaoskit-before": going, "/api/v1/namespaces/default": {"metadata": {}}})
+    looks: list[int] = []
+    get = kube.get
+
+    def gone_on_the_third(path: str, **query: str) -> object:
+        looks.append(1)
+        if len(looks) == 3:
+            kube.objects.pop("/api/v1/namespaces/chaoskit-before")
+        return get(path, **query)
+
+    kube.get = gone_on_the_third  # type: ignore[method-assign]
+    assert settled(kube, 5.0, interval=0.01) > 0 and len(looks) == 3
+    assert settled(kube, 5.0, interval=0.01) == 0.0  # nothing terminating: no wait
+    kube.objects["/api/v1/namespaces/chaoskit-before"] = going
+    assert settled(kube, 0.05, interval=0.01) > 0  # bounded: it goes on past `within`
