@@ -154,6 +154,11 @@ def interrupted_status(outcome: RevertOutcome, finished_at: str, fired: list[str
     if outcome.left:
         left = ", ".join(f"{i.fault} on {i.node}: {error[:200]}" for i, error in outcome.left)
         message += f"; could not revert {left} (their dead-man switches keep retrying on the nodes)"
+    if outcome.held:  # journaled reverted, yet their verify lines say the fault is still there
+        held = ", ".join(f"{i.fault} on {i.node}: {said[:200]}" for i, said in outcome.held)
+        message += f"; still holding though journaled reverted: {held}"
+    if outcome.unrestored:
+        message += f"; could not put back what the run changed: {'; '.join(e[:200] for e in outcome.unrestored)}"
     if fired:
         message += f"; its journal was lost: fired the {len(fired)} dead-man switch(es) it had armed on the nodes"
     return {

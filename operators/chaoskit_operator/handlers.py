@@ -212,6 +212,8 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
     message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
     if outcome.left:
         message += f", {len(outcome.left)} left to their dead-man switches"
+    if outcome.held:
+        message += f", {len(outcome.held)} still holding though journaled reverted"
     if fired:
         message += f"; no journal left: fired {len(fired)} dead-man switch(es) the run armed"
     kopf.warn(body, reason="Interrupted", message=message)

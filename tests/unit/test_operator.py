@@ -113,6 +113,11 @@ def test_an_interrupted_run_reports_what_was_reverted_and_what_was_left() -> Non
     slow = Injection("def", "kube-proxy.slow-sync", "cp", ("false",), 0.0)
     left = interrupted_status(RevertOutcome(reverted=[freeze], left=[(slow, "connection refused")]), "t")
     assert "could not revert kube-proxy.slow-sync on cp: connection refused" in left["message"]
+    held = interrupted_status(RevertOutcome(held=[(freeze, "kube-proxy still stopped (T)")], unrestored=["gone"]), "t")
+    assert (
+        "still holding though journaled reverted: kube-proxy.freeze on w: kube-proxy still stopped" in held["message"]
+    )
+    assert "could not put back what the run changed: gone" in held["message"]
 
 
 def test_a_run_chaoskit_could_not_do_is_an_error_not_a_deviation() -> None:
