@@ -18,6 +18,7 @@ class Globals:
     context: str | None
     namespace: str | None
     via: str = "auto"  # how nodes are reached: auto, docker (kind on this host) or agent (chaoskit install)
+    current: str = ""  # the kubeconfig's current-context, where a command acts on the cluster no flag named
 
 
 # each command's module is imported only when that command runs: `chaoskit diagnose` need not load the engine
@@ -54,7 +55,10 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="chaoskit")
 @click.option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
-@click.option("--context", help="Kubeconfig context (default: kind-<cluster>).")
+@click.option(
+    "--context",
+    help="Kubeconfig context (default: kind-<cluster> when a cluster is named, else the current context, as kubectl).",
+)
 @click.option("-n", "--namespace", help="Namespace for workloads chaoskit creates.")
 @click.option(
     "--via",

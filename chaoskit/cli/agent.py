@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import context_of, node_exec
+from chaoskit.cli.options import cluster_option, context_of, node_exec
 from chaoskit.seams.kube import Kube
 
 
@@ -37,7 +37,7 @@ def serve(node: str, tls_dir: Path, port: int | None) -> None:
 
 
 @agent.command("exec", context_settings={"ignore_unknown_options": True})
-@click.option("--cluster", default="chaoskit", show_default=True)
+@cluster_option()
 @click.argument("node")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj

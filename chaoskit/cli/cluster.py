@@ -9,7 +9,16 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import F, cluster_env, cluster_name_option, context_of, emit, node_exec, output_option
+from chaoskit.cli.options import (
+    F,
+    cluster_env,
+    cluster_name_option,
+    cluster_option,
+    context_of,
+    emit,
+    node_exec,
+    output_option,
+)
 from chaoskit.cluster import up as ops
 from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
@@ -101,7 +110,7 @@ NODE_COLUMNS = (
 
 
 @cluster.command()
-@cluster_name_option
+@cluster_option("--name")
 @listing_output_option
 @click.pass_obj
 def status(g: Globals, name: str, output: str) -> None:
@@ -130,7 +139,7 @@ def status(g: Globals, name: str, output: str) -> None:
 
 @cluster.command("kwok-nodes")
 @click.argument("count", type=click.IntRange(0, MAX_SIMULATED_NODES))
-@cluster_name_option
+@cluster_option("--name")
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
@@ -161,7 +170,7 @@ def kwok_nodes(g: Globals, count: int, name: str, cache_dir: Path, timeout: floa
 
 @cluster.command("proxy-mode")
 @click.argument("mode", required=False, type=click.Choice(PROXY_MODES))
-@cluster_name_option
+@cluster_option("--name")
 @click.pass_obj
 def proxy_mode(g: Globals, mode: str | None, name: str) -> None:
     """Show kube-proxy's mode on every node, or switch all of them to MODE (in place, no rebuild).

@@ -16,7 +16,7 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
-from chaoskit.cli.options import cluster_env, file_option
+from chaoskit.cli.options import cluster_env, cluster_option, file_option
 from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the playbook models load only for --subject: a plain look s
     "junit_file",
     "Also write the same diagnosis as JUnit XML to FILE (a test case per check).",
 )
-@click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name.")
+@cluster_option()
 @click.option(
     "--record",
     "record_path",

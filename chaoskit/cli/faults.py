@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import cluster_env, context_of, emit, node_exec, output_option
+from chaoskit.cli.options import cluster_env, cluster_option, context_of, emit, node_exec, output_option
 from chaoskit.cli.schema_words import parameter_rows
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
@@ -126,7 +126,7 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 
 @click.command()
 @click.argument("fault")
-@click.option("--cluster", default="chaoskit", show_default=True)
+@cluster_option()
 @click.option("--node", help="Node name or role (control-plane|worker); default: the fault's usual target.")
 @click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
 @click.option(
@@ -204,7 +204,7 @@ def inject(
 
 @click.command()
 @click.argument("journal_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--cluster", default="chaoskit", show_default=True)
+@cluster_option()
 @click.pass_obj
 def revert(g: Globals, journal_path: Path, cluster: str) -> None:
     """Undo whatever a dead run left: every injection in JOURNAL without a recorded revert, and every change it made

@@ -7,7 +7,7 @@ from typing import cast
 import click
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import context_of
+from chaoskit.cli.options import cluster_option, context_of
 from chaoskit.cluster import install as ops
 from chaoskit.cluster import selfimage
 from chaoskit.cluster.cache import Cache, default_root
@@ -19,12 +19,7 @@ from chaoskit.seams.shell import SubprocessRunner
 
 
 @click.command()
-@click.option(
-    "--cluster",
-    default="chaoskit",
-    show_default=True,
-    help="kind cluster name: context kind-<name> unless --context; where the image is loaded.",
-)
+@cluster_option(help="kind cluster name, where the image is loaded.")
 @click.option(
     "--image",
     help="chaoskit's image in a registry the cluster pulls from (default: built here and "
@@ -77,7 +72,7 @@ def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: boo
 
 
 @click.command()
-@click.option("--cluster", default="chaoskit", show_default=True, help="kind cluster name (context kind-<name>).")
+@cluster_option()
 @click.pass_obj
 def uninstall(g: Globals, cluster: str) -> None:
     """Remove the operator, the agents and their namespace; ChaosExperiments and their CRD stay."""

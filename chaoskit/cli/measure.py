@@ -9,7 +9,7 @@ import click
 from chaoskit.cli import Globals
 from chaoskit.cli.measure_node_loss import node_loss
 from chaoskit.cli.measure_rule_sync import rule_sync
-from chaoskit.cli.options import cluster_env, cluster_name_option, emit, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.measurements.hpa_driver import measure as measure_hpa
@@ -35,7 +35,7 @@ measure.add_command(node_loss)
     help="load: CPU load through metrics-server and the HPA; min-replicas: the HPA told to scale at once.",
 )
 @click.option("--max-replicas", type=click.IntRange(2, 50), default=4, show_default=True)
-@cluster_name_option
+@cluster_option("--name")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, output: str) -> None:

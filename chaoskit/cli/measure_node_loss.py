@@ -9,7 +9,7 @@ import uuid
 import click
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, cluster_name_option, emit, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.components.node_lifecycle import DEFAULT_GRACE
 from chaoskit.engine import sigterm_as_interrupt
@@ -80,7 +80,7 @@ def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
     help="Seconds the web pods tolerate a lost node (the stock 300 takes over five minutes).",
 )
 @click.option("--allow-any-cluster", is_flag=True, help="Inject into a cluster chaoskit did not build or install.")
-@cluster_name_option
+@cluster_option("--name")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def node_loss(g: Globals, node: str, toleration: int, allow_any_cluster: bool, name: str, output: str) -> None:

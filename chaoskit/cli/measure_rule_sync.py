@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_name_option, emit, node_exec, stdout_console
+from chaoskit.cli.options import cluster_option, context_of, emit, node_exec, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
@@ -68,7 +68,7 @@ WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and w
     show_default=True,
     help="Endpoints of each background Service.",
 )
-@cluster_name_option
+@cluster_option("--name")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def rule_sync(
@@ -92,7 +92,7 @@ def rule_sync(
     """
     changes = parse_changes(changes_text)
     ns = namespace or g.namespace or f"chaoskit-rule-sync-{uuid.uuid4().hex[:6]}"
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
+    kube = Kube.connect(g.kubeconfig, context_of(g, name))
     if kube.find(f"/api/v1/namespaces/{ns}") is not None:
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()

@@ -17,7 +17,7 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import cluster_name_option
+from chaoskit.cli.options import cluster_option, context_of
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.engine import sigterm_as_interrupt
@@ -108,7 +108,7 @@ _STATE = click.option(
 
 
 @prometheus.command()
-@cluster_name_option
+@cluster_option("--name")
 @click.option("--port", default=9090, show_default=True, help="Port of Prometheus' web API.")
 @click.option("--address", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -133,7 +133,7 @@ def up(g: Globals, name: str, port: int, address: str, exporter: str, state_dir:
     with progress.step("Prometheus binaries from Debian's prometheus package"):
         tools = prom.install(runner, Cache(cache_dir))
     progress.info(f"prometheus {tools.version}: {tools.prometheus}")
-    kube = Kube.connect(g.kubeconfig, g.context or f"kind-{name}")
+    kube = Kube.connect(g.kubeconfig, context_of(g, name))
     with progress.step(f"ServiceAccount {prom.NAMESPACE}/{prom.SERVICE_ACCOUNT} and scrape config"):
         config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter)
     if not config.rule_files:

@@ -40,8 +40,34 @@ def output_option(f: F) -> F:
     )(f)
 
 
+DEFAULT_CLUSTER = "chaoskit"
+
+
 def cluster_name_option(f: F) -> F:
-    return click.option("--name", default="chaoskit", show_default=True, help="kind cluster name.")(f)
+    """The kind cluster a command creates or deletes: chaoskit's unless named."""
+    return click.option("--name", default=DEFAULT_CLUSTER, show_default=True, help="kind cluster name.")(f)
+
+
+def cluster_option(flag: str = "--cluster", help: str = "kind cluster name.") -> Callable[[F], F]:
+    """The cluster a command acts on, resolved once as kubectl does: the one named (its context kind-<name>), else
+    the one --context names, else the kubeconfig's current context; its kind cluster when the context is kind's."""
+    return click.option(
+        flag,
+        default=None,
+        callback=_acted_on,
+        help=f"{help} Default: the kind cluster of --context or of the current context ({DEFAULT_CLUSTER} when "
+        "it is no kind cluster's).",
+    )
+
+
+def _acted_on(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    g = ctx.find_object(Globals)
+    if value is not None or g is None:
+        return value or DEFAULT_CLUSTER
+    context = g.context or read_contexts(g.kubeconfig).current
+    if not g.context:
+        g.current = context  # the context this command then uses, whatever cluster it names
+    return context.removeprefix("kind-") if context.startswith("kind-") else DEFAULT_CLUSTER
 
 
 def emit(data: object, fmt: str) -> None:
@@ -66,7 +92,8 @@ def stdout_console(min_width: int = 0) -> Console:
 
 
 def context_of(g: Globals, cluster: str) -> str:
-    return g.context or f"kind-{cluster}"
+    """The context for `cluster`: --context, else the current one where no flag named the cluster, else kind's."""
+    return g.context or g.current or f"kind-{cluster}"
 
 
 def cluster_env(g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False) -> Env:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+DEFAULT = "~/.kube/config"  # kubectl's, where neither --kubeconfig nor $KUBECONFIG names one
+
 
 @dataclass(frozen=True)
 class Contexts:
@@ -24,7 +26,7 @@ def read_contexts(kubeconfig: str | None) -> Contexts:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    files = (kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep)
+    files = (kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT).split(os.pathsep)
     current, contexts, clusters = "", dict[str, str](), dict[str, str]()
     for name in files:
         try:

@@ -14,7 +14,7 @@ from junitparser import JUnitXml
 from chaoskit import workloads
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.seams.kube import Kube
-from tests.e2e.conftest import CLUSTER, chaoskit
+from tests.e2e.conftest import CLUSTER, chaoskit, of_the_host
 
 
 def _diagnose(html: Path, junit: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, list[str]]]:
@@ -34,11 +34,11 @@ def test_healthy_cluster_diagnoses_ok_everywhere_and_its_reports_parse(tmp_path:
     # read-only: no `cluster` fixture, which would run `cluster up`; the cluster must already be healthy
     html, junit = tmp_path / "report.html", tmp_path / "report.xml"
     done, doc, not_ok = _diagnose(html, junit)
-    warned = [f for findings in not_ok.values() for f in findings if not f.startswith("info: ")]
-    if warned and all(f.startswith("warning: ") for f in warned):
-        # the 1 s window caught a spell of the host's (a slow disk, a few 5xx as the tests before it wind down):
-        # real warnings, seen in CI; a second look, 10 s on, must then be ok everywhere
-        print(f"\na slow spell first, so a second look: {not_ok}")
+    warned = [f for r in doc["reports"] for f in r["findings"] if f["severity"] != "info"]
+    if warned and all(of_the_host(f) for f in warned):
+        # the 1 s window caught a slow spell the diagnosis lays on this host (etcd's disk, a busy CPU): real
+        # warnings, seen in CI; a second look, 10 s on, must then be ok everywhere. Anything else fails at once.
+        print(f"\na slow spell of the host's first, so a second look: {not_ok}")
         time.sleep(10)
         done, doc, not_ok = _diagnose(html, junit)
     assert done.returncode == 0 and not not_ok, (not_ok, done.stderr[-2000:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -18,10 +19,12 @@ from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan
+from chaoskit.faults.controller_manager.stuck import STUCK, ControllerStuck
 from chaoskit.faults.kube_proxy import KubeProxySlowSync
 from chaoskit.journal import Journal
 from chaoskit.model.factcheck import observed_words
 from chaoskit.model.params import NoParams
+from chaoskit.playbook.loader import load_playbook
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.run.during import names_fault
 from chaoskit.seams.kube import Kube
@@ -30,6 +33,7 @@ from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
 
 load_catalog()
+PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))
 HEALTH_TIMEOUT = 240.0
 
 
@@ -81,7 +85,7 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
     fault: Fault = FAULTS.get(name)()  # type: ignore[assignment]
     node, named = _node(env.cluster, fault), []
 
-    def diagnosed() -> None:  # the catalog's playbooks name the other reasons; this one is named here
+    def diagnosed() -> None:  # every variant is named by the diagnosis while it holds
         nodes = [n.name for n in node_containers(SubprocessRunner(), env.cluster)]
         named.append(
             env.kube.wait(
@@ -93,10 +97,9 @@ def test_fault_variant_takes_effect_and_heals(name: str, params: dict[str, str],
         )
 
     step = resolve(fault, fault.Params.model_validate(params), env.nodes.list_nodes(), target=node, duration=5)
-    on_effect = diagnosed if params.get("reason") == "taint" else None
-    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=on_effect)
+    result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"), on_effect=diagnosed)
     assert result.held, result.errors
-    assert named or params.get("reason") != "taint"
+    assert named, f"no diagnosis named {name} {params} while it held"
     wait_healthy(env)
     print(
         f"\n{name} {params}: effect {result.effect_s:.1f}s, recovered {result.recovery_s:.1f}s after revert"
@@ -154,30 +157,67 @@ def no_op_of(fault: Fault) -> Fault:
     return NoOp()
 
 
-def _run_no_op(name: str, env: Env, journal: Path) -> str:
+def no_op_variants() -> dict[str, list[dict[str, Any]]]:
+    """Each fault's no-op controls: its own, one per distinct params a playbook of the catalog or this file's
+    VARIANTS run it with, and one per controller of controller-stuck (test_controller_stuck.py runs them all). A
+    variant the catalog gains gets its control here without a line more."""
+    found: dict[str, list[dict[str, Any]]] = {n: [dict(FAULTS.get(n).no_op.params)] for n in FAULTS.names()}  # type: ignore[attr-defined]
+    runs = [(s.fault, dict(s.params)) for p in PLAYBOOKS for s in load_playbook(p).spec.fault_steps()]
+    runs += [(n, dict(v)) for n, v in VARIANTS] + [(ControllerStuck.name, {"controller": c}) for c in STUCK]
+    for name, params in runs:
+        if not any(_same(name, params, known) for known in found[name]):
+            found[name].append(params)
+    return found
+
+
+def _same(name: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two params of one fault that resolve to the same thing (a default spelled out is no variant)."""
+    model = FAULTS.params_model(name)
+    return bool(model.model_validate(a) == model.model_validate(b))
+
+
+def _run_no_op(name: str, raw: dict[str, Any], env: Env, journal: Path) -> str:
     """One fault with nothing injected; what went wrong, or "" when its effect check never said yes and its recovery
     check said yes after the revert."""
     real: Fault = FAULTS.get(name)()  # type: ignore[assignment]
     fault = no_op_of(real)
-    params = fault.Params.model_validate(dict(real.no_op.params))
+    params = fault.Params.model_validate(raw)
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, real), duration=1)
     result = run_fault(env, step, journal=Journal(journal))
+    shown = f"{name}({', '.join(f'{k}={v}' for k, v in raw.items())})"
     print(
-        f"\n{name} as a no-op: {observed_words(result.fact_check.to_dict())}; errors {result.errors}, failures "
+        f"\n{shown} as a no-op: {observed_words(result.fact_check.to_dict())}; errors {result.errors}, failures "
         f"{result.failures}{measured(fault)}"
     )
     if result.failures:
-        return f"{name}: {result.failures}"
+        return f"{shown}: {result.failures}"
     if result.effect_s is not None:
-        return f"{name}: the effect check said yes with nothing injected"
-    return "" if result.recovery_s is not None else f"{name}: no recovery with nothing injected: {result.errors}"
+        return f"{shown}: the effect check said yes with nothing injected"
+    return "" if result.recovery_s is not None else f"{shown}: no recovery with nothing injected: {result.errors}"
 
 
-def test_every_faults_effect_check_says_no_when_its_injection_is_a_no_op(env: Env, tmp_path: Path) -> None:
-    """Every fault's no-op control, all at once: with nothing injected they meet nowhere. The other half of each
-    control (the recovery check says no while the real fault holds) is every run's fact check (test_catalog.py)."""
-    names = FAULTS.names()
-    with ThreadPoolExecutor(len(names)) as pool:
-        found = list(pool.map(lambda n: _run_no_op(n, env, tmp_path / f"{n}.jsonl"), names))
+def no_op_groups(variants: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """What runs side by side: a fault's variants one after another, as they share what they make (a Deployment, a
+    probe pod); controller-stuck's each on its own, as each controller's probe is its own."""
+    return [
+        group
+        for name, found in variants.items()
+        for group in ([(name, [v]) for v in found] if name == ControllerStuck.name else [(name, found)])
+    ]
+
+
+def _run_no_ops(name: str, variants: list[dict[str, Any]], env: Env, tmp_path: Path) -> list[str]:
+    return [_run_no_op(name, raw, env, tmp_path / f"{name}-{abs(hash(str(raw)))}.jsonl") for raw in variants]
+
+
+def test_every_variants_effect_check_says_no_when_its_injection_is_a_no_op(env: Env, tmp_path: Path) -> None:
+    """Every no-op control of every variant the catalog runs, the faults side by side: with nothing injected they
+    meet nowhere. The other half of each control (the recovery check says no while the real fault holds) is every
+    run's fact check (test_catalog.py)."""
+    variants = no_op_variants()
+    groups = no_op_groups(variants)
+    with ThreadPoolExecutor(len(groups)) as pool:
+        found = [f for fs in pool.map(lambda g: _run_no_ops(g[0], g[1], env, tmp_path), groups) for f in fs]
+    print(f"\n{sum(len(v) for v in variants.values())} no-op controls of {len(variants)} faults")
     assert not any(found), [f for f in found if f]
     wait_healthy(env)

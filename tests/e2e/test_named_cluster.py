@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from chaoskit.seams.kubeconfig import read_contexts
 from tests.e2e.conftest import CLUSTER, chaoskit
@@ -45,3 +46,20 @@ def test_a_playbook_naming_a_cluster_its_context_is_not_is_refused(tmp_path: Pat
     playbook.write_text(Path(PLAYBOOK).read_text().replace("spec:\n", "spec:\n  cluster: no-such-cluster\n", 1))
     done = chaoskit("--context", f"kind-{CLUSTER}", "run", str(playbook), "--dry-run", timeout=120)
     assert done.returncode == 2 and "no-such-cluster" in done.stderr, done.stderr
+
+
+def test_the_current_context_is_the_cluster_acted_on_unless_one_is_named(tmp_path: Path) -> None:
+    """kubectl's rule: the kubeconfig's current context when nothing names a cluster, kind-<name> when one is."""
+    path = Path(os.environ.get("KUBECONFIG") or "~/.kube/config").expanduser()
+    doc = YAML(typ="safe", pure=True).load(path.read_text())
+    mine = next(c for c in doc["contexts"] if c["name"] == f"kind-{CLUSTER}")
+    doc["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    doc["contexts"].append({"name": "elsewhere", "context": {**mine["context"], "cluster": "elsewhere"}})
+    doc["current-context"] = "elsewhere"
+    kubeconfig = tmp_path / "kubeconfig"
+    with kubeconfig.open("w") as out:
+        YAML(typ="safe", pure=True).dump(doc, out)
+    done = chaoskit("--kubeconfig", str(kubeconfig), "diagnose", timeout=120)
+    assert done.returncode == 2 and "context 'elsewhere' points at https://127.0.0.1:1" in done.stderr, done.stderr
+    done = chaoskit("--kubeconfig", str(kubeconfig), "diagnose", "--cluster", CLUSTER, "-o", "json", timeout=180)
+    assert done.returncode in (0, 1) and '"diagnosis"' in done.stdout, done.stderr[-800:]

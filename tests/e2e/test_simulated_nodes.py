@@ -22,7 +22,7 @@ from chaoskit.seams.kube import Kube, condition
 from chaoskit.seams.nodecontainers import node_containers
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
-from tests.e2e.conftest import HOST_DISK, chaoskit
+from tests.e2e.conftest import chaoskit, of_the_host
 from tests.e2e.test_faults import wait_healthy
 
 pytestmark = pytest.mark.e2e
@@ -53,10 +53,10 @@ def test_a_hundred_simulated_nodes_and_a_scheduler_back_to_a_backlog(
     report = diagnose(env, f"{cluster}-control-plane", real)
     subjects = {r.subject for r in report.reports}
     assert not subjects & names, subjects & names
-    # ok, but for what this host's disk in a slow spell rightly shows (etcd's only warnings besides its quota)
-    said = [(r.component, r.subject, f.title) for r in report.reports for f in r.findings if f.severity != "info"]
-    print(f"\ndiagnosis with {NODES} simulated nodes: {report.status}; {said}")
-    assert all(HOST_DISK.search(title) for _, _, title in said), said
+    # ok, but for a slow spell the diagnosis itself lays on this host (etcd's measured latency, a busy CPU)
+    said = [f.to_dict() for r in report.reports for f in r.findings if f.severity != "info"]
+    print(f"\ndiagnosis with {NODES} simulated nodes: {report.status}; {[f['title'] for f in said]}")
+    assert all(of_the_host(f) for f in said), said
 
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     measurement = SchedulingBacklog(env, BacklogParams(namespace=ns, selector="app=backlog"), "backlog", ns)

@@ -21,12 +21,12 @@ from chaoskit.faults.controller_manager.stuck import (
     LOST_NODE,
     MANIFEST,
     PROBE,
-    PROBE_NAMESPACE,
     SECOND_TARGET,
     STUCK,
     ControllerStuck,
     ControllerStuckParams,
     StuckName,
+    probe_namespace,
     probe_object,
     queue_works,
 )
@@ -39,7 +39,10 @@ from chaoskit.seams.shell import Completed, FakeRunner
 
 DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"
 CP = "chaoskit-control-plane"
-NS = f"/api/v1/namespaces/{PROBE_NAMESPACE}"
+
+
+def ns(controller: str) -> str:
+    return f"/api/v1/namespaces/{probe_namespace(controller)}"
 
 
 def iso(t: float) -> str:
@@ -186,16 +189,17 @@ def _probe(controller: StuckName, age: float, **status: Any) -> dict[str, Any]:
 
 
 PATHS = {
-    "replicaset": f"/apis/apps/v1/namespaces/{PROBE_NAMESPACE}/replicasets/{PROBE}",
-    "horizontalpodautoscaling": f"/apis/autoscaling/v2/namespaces/{PROBE_NAMESPACE}/horizontalpodautoscalers/{PROBE}",
-    "endpointslice": f"{NS}/services/{PROBE}",
-    "serviceaccount": NS,  # the new namespace itself
+    "replicaset": f"/apis/apps/v1/namespaces/{probe_namespace('replicaset')}/replicasets/{PROBE}",
+    "horizontalpodautoscaling": f"/apis/autoscaling/v2/namespaces/{probe_namespace('horizontalpodautoscaling')}"
+    f"/horizontalpodautoscalers/{PROBE}",
+    "endpointslice": f"{ns('endpointslice')}/services/{PROBE}",
+    "serviceaccount": ns("serviceaccount"),  # the new namespace itself
     "namespace": f"/api/v1/namespaces/{GONE_NAMESPACE}",
     "nodelifecycle": f"/api/v1/nodes/{LOST_NODE}",
 }
 EMPTY_LISTS = {
-    f"{NS}/pods": {"items": []},
-    f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices": {"items": []},
+    **{f"{ns(c)}/pods": {"items": []} for c in STUCK},
+    **{f"/apis/discovery.k8s.io/v1/namespaces/{probe_namespace(c)}/endpointslices": {"items": []} for c in STUCK},
 }
 
 
@@ -239,7 +243,7 @@ def test_an_hpa_counts_as_unreconciled_10s_past_the_sync_period_the_manifest_set
 
 def test_no_effect_when_the_controller_does_its_work() -> None:
     assert not _effect("replicaset", stuck_env("replicaset", observedGeneration=1, replicas=1))
-    pods = {f"{NS}/pods/p": {"metadata": {"name": "p", "labels": {"app": PROBE}}}}
+    pods = {f"{ns('replicaset')}/pods/p": {"metadata": {"name": "p", "labels": {"app": PROBE}}}}
     env = _env({PATHS["replicaset"]: _probe("replicaset", 60), LEASE: _lease(2), **pods})
     assert not _effect("replicaset", env)
     condition = {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale"}
@@ -248,13 +252,13 @@ def test_no_effect_when_the_controller_does_its_work() -> None:
     )
     assert not _effect("horizontalpodautoscaling", stuck_env("horizontalpodautoscaling", conditions=[condition]))
     slices = {
-        f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/s": {
+        f"/apis/discovery.k8s.io/v1/namespaces/{probe_namespace('endpointslice')}/endpointslices/s": {
             "metadata": {"name": "s", "labels": {"kubernetes.io/service-name": PROBE}}
         }
     }
     env = _env({PATHS["endpointslice"]: _probe("endpointslice", 60), LEASE: _lease(2), **slices})
     assert not _effect("endpointslice", env)
-    account = {f"{NS}/serviceaccounts/default": {"metadata": {"name": "default"}}}
+    account = {f"{ns('serviceaccount')}/serviceaccounts/default": {"metadata": {"name": "default"}}}
     env = _env({PATHS["serviceaccount"]: _probe("serviceaccount", 60), LEASE: _lease(2), **account})
     assert not _effect("serviceaccount", env)
     assert not _effect("namespace", _env({LEASE: _lease(2)}))  # the deleted namespace is gone

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 
-from chaoskit.cli import Globals
-from chaoskit.cli.options import known_context, same_cluster
+from chaoskit.cli import Globals, cli
+from chaoskit.cli.options import cluster_option, context_of, known_context, same_cluster
 from chaoskit.errors import UsageError
 from chaoskit.seams.kubeconfig import host_port, read_contexts, same_server
 from chaoskit.seams.nodecontainers import NodeContainer
@@ -65,3 +67,32 @@ def test_a_context_that_is_not_the_kind_cluster_reached_is_refused(kubeconfig: s
     same_cluster(Globals(kubeconfig, None, None, "auto"), "chaoskit", NODES)
     with pytest.raises(UsageError, match="points at https://10.0.0.1:6443, but kind cluster 'chaoskit'"):
         same_cluster(Globals(kubeconfig, "elsewhere", None, "auto"), "chaoskit", NODES)
+
+
+@click.command()
+@cluster_option()
+@click.pass_obj
+def _acts_on(g: Globals, cluster: str) -> None:
+    click.echo(f"{cluster} {context_of(g, cluster)}")
+
+
+@pytest.mark.parametrize(
+    ("current", "before", "after", "said"),
+    [
+        ("kind-chaoskit", [], [], "chaoskit kind-chaoskit"),
+        ("kind-other", [], [], "other kind-other"),  # the current context's kind cluster
+        ("elsewhere", [], [], "chaoskit elsewhere"),  # no kind cluster's: its API server is then held against the nodes
+        ("elsewhere", [], ["--cluster", "mine"], "mine kind-mine"),  # a cluster named: its own context
+        ("elsewhere", ["--context", "kind-x"], [], "x kind-x"),  # a context named: its cluster
+    ],
+)
+def test_the_cluster_acted_on_is_the_current_contexts_unless_one_is_named(
+    kubeconfig: str, current: str, before: list[str], after: list[str], said: str
+) -> None:
+    Path(kubeconfig).write_text(KUBECONFIG.replace("current-context: kind-chaoskit", f"current-context: {current}"))
+    cli.add_command(_acts_on, "acts-on")
+    try:
+        done = CliRunner().invoke(cli, ["--kubeconfig", kubeconfig, *before, "acts-on", *after])
+    finally:
+        cli.commands.pop("acts-on")
+    assert done.exit_code == 0 and done.output.strip() == said, done.output

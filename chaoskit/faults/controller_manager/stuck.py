@@ -39,7 +39,14 @@ StuckName = Literal[
     "replicaset", "horizontalpodautoscaling", "endpointslice", "serviceaccount", "namespace", "nodelifecycle"
 ]
 PROBE = "chaoskit-stuck-probe"
-PROBE_NAMESPACE = "chaoskit-stuck-probe"
+NAMESPACE_PREFIX = "chaoskit-stuck-"  # one probe namespace per controller: their no-op controls run side by side
+
+
+def probe_namespace(controller: str) -> str:
+    """Where the probe of `controller` lives (the namespace and node lifecycle controllers' probes need none)."""
+    return f"{NAMESPACE_PREFIX}{controller}"
+
+
 GONE_NAMESPACE = "chaoskit-stuck-probe-gone"  # the namespace controller's probe: made, then deleted at once
 LOST_NODE = "chaoskit-stuck-probe-node"  # the node lifecycle controller's probe: a Node no kubelet ever renews
 NAME = "controller-manager.controller-stuck"  # labels its objects; the plan is made before the class exists
@@ -137,7 +144,7 @@ def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
 
 def probe_object(controller: StuckName) -> dict[str, Any]:
     """What the stuck controller would reconcile at once if it worked; it costs no node anything either way."""
-    meta = {"name": PROBE, "namespace": PROBE_NAMESPACE, "labels": {FAULT_LABEL: NAME}}
+    meta = {"name": PROBE, "namespace": probe_namespace(controller), "labels": {FAULT_LABEL: NAME}}
     if controller == "serviceaccount":  # the probe is the new namespace itself, which gets no `default` account
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"probe": "serviceaccount"}}
     if controller == "namespace":  # made in setup, deleted by the fault: it must go, and cannot
@@ -203,7 +210,7 @@ SECOND_TARGET = f"{PROBE}-absent-again"  # the HPA probe's target once the fault
 LOST_TAINTS = (UNREACHABLE, "node.kubernetes.io/not-ready")  # what a lifecycle controller marks a lost node with
 
 
-def _stamp(kind: str, name: str, namespace: str = PROBE_NAMESPACE) -> str:
+def _stamp(kind: str, name: str, namespace: str) -> str:
     """A line writing the time of the change into the probe, where the effect check reads how long it has waited."""
     where = ("-n", namespace) if namespace else ()
     return f'{kubectl("annotate", kind, name, *where, "--overwrite")} "{CHANGED_AT}=$(date +%s)"'
@@ -213,7 +220,7 @@ def reconciled_line(controller: StuckName) -> str:
     """A setup line waiting until the working controller has reconciled the probe as made (failing past
     RECONCILE_WAIT_S: a cluster whose controller does not is no place to tell the fault from); "" where there is
     nothing to wait for."""
-    ns = ("-n", PROBE_NAMESPACE)
+    ns = ("-n", probe_namespace(controller))
     asked = {
         "replicaset": kubectl("get", "replicaset", PROBE, *ns, "-o", "jsonpath={.status.observedGeneration}"),
         "horizontalpodautoscaling": kubectl("get", "hpa", PROBE, *ns, "-o", "jsonpath={.status.conditions[*].message}"),
@@ -226,7 +233,7 @@ def reconciled_line(controller: StuckName) -> str:
         return ""  # a namespace that exists, a node Ready now: the check is asked of them as they are
     return (
         f'i=0; until [ -n "$({asked} 2>/dev/null)" ]; do i=$((i+1)); if [ $i -ge {RECONCILE_WAIT_S} ]; then '
-        f'echo "the {controller} controller did not reconcile {PROBE_NAMESPACE}/{PROBE} within '
+        f'echo "the {controller} controller did not reconcile {probe_namespace(controller)}/{PROBE} within '
         f'{RECONCILE_WAIT_S}s" >&2; exit 1; fi; sleep 1; done'
     )
 
@@ -234,18 +241,18 @@ def reconciled_line(controller: StuckName) -> str:
 def change_lines(controller: StuckName) -> tuple[str, ...]:
     """The fault's change to the probe, made once the stuck process leads: what a working controller would follow
     at once (and the stuck one never does), stamped with its time."""
-    ns = ("-n", PROBE_NAMESPACE)
+    ns = ("-n", probe_namespace(controller))
     if controller == "replicaset":  # a new generation, one pod asked for
-        return (_stamp("replicaset", PROBE), kubectl("scale", "replicaset", PROBE, *ns, "--replicas=1"))
+        return (_stamp("replicaset", PROBE, ns[1]), kubectl("scale", "replicaset", PROBE, *ns, "--replicas=1"))
     if controller == "horizontalpodautoscaling":  # its target renamed: its conditions must say the new name
         target = json.dumps({"spec": {"scaleTargetRef": {"name": SECOND_TARGET}}}, separators=(",", ":"))
         patch = kubectl("patch", "hpa", PROBE, *ns, "--type=merge", "-p", target)
-        return (_stamp("hpa", PROBE), patch)
+        return (_stamp("hpa", PROBE, ns[1]), patch)
     if controller == "endpointslice":  # the Service's slices deleted: a working controller makes them again
         slices = kubectl("delete", "endpointslices", *ns, "-l", f"kubernetes.io/service-name={PROBE}")
-        return (_stamp("service", PROBE), slices)
+        return (_stamp("service", PROBE, ns[1]), slices)
     if controller == "serviceaccount":  # the namespace's `default` account deleted: it must be made again
-        return (_stamp("namespace", PROBE_NAMESPACE, ""), kubectl("delete", "serviceaccount", "default", *ns))
+        return (_stamp("namespace", ns[1], ""), kubectl("delete", "serviceaccount", "default", *ns))
     if controller == "namespace":  # deleted: it must be emptied and go
         return (kubectl("delete", "namespace", GONE_NAMESPACE, "--wait=false"),)
     # the node lifecycle controller: Ready again, untainted, and then never heard from
@@ -254,7 +261,7 @@ def change_lines(controller: StuckName) -> tuple[str, ...]:
 
 
 def _probe_path(controller: StuckName) -> str:
-    ns = f"namespaces/{PROBE_NAMESPACE}"
+    ns = f"namespaces/{probe_namespace(controller)}"
     return {
         "replicaset": f"/apis/apps/v1/{ns}/replicasets/{PROBE}",
         "horizontalpodautoscaling": f"/apis/autoscaling/v2/{ns}/horizontalpodautoscalers/{PROBE}",
@@ -291,16 +298,17 @@ def probe_lags(env: Env, controller: StuckName, now: float, lag: float) -> bool:
     since = changed(probe)
     if since is None or now - since < lag:
         return False
+    ns = probe_namespace(controller)
     if controller == "replicaset":  # its new generation never observed, no pod made
-        pods = env.kube.get(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", labelSelector=f"app={PROBE}")["items"]
+        pods = env.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=f"app={PROBE}")["items"]
         return int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 1) and not pods
     if controller == "horizontalpodautoscaling":  # its conditions never name the target it has now
         target = probe.get("spec", {}).get("scaleTargetRef", {}).get("name", "")
         return not any(f'"{target}"' in (c.get("message") or "") for c in status.get("conditions") or [])
     if controller == "serviceaccount":
-        return env.kube.find(f"/api/v1/namespaces/{PROBE_NAMESPACE}/serviceaccounts/default") is None
+        return env.kube.find(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None
     slices = env.kube.get(
-        f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices",
+        f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
         labelSelector=f"kubernetes.io/service-name={PROBE}",
     )["items"]
     return not [s for s in slices if s.get("metadata", {}).get("labels", {}).get("kubernetes.io/service-name") == PROBE]
@@ -338,7 +346,7 @@ class ControllerStuck(Fault):
     controllers, left out the same way: `serviceaccount` (a new namespace gets no `default` ServiceAccount, so the
     API server refuses every pod there), `namespace` (a deleted namespace is never emptied and stays Terminating)
     and `nodelifecycle` (a node whose heartbeats stop is never marked NotReady nor tainted). Its setup makes a probe
-    in namespace chaoskit-stuck-probe and waits until the working controller has reconciled it (60 s at most): a
+    in namespace chaoskit-stuck-<controller> and waits until the working controller has reconciled it (60 s at most): a
     ReplicaSet of no pods whose template is gated (its generation observed), an HPA of a missing Deployment (its
     conditions written), a Service selecting nothing (its EndpointSlice made), the namespace itself (its `default`
     ServiceAccount made); for `namespace` a namespace of its own, for `nodelifecycle` a Node object given a Ready
@@ -371,7 +379,7 @@ class ControllerStuck(Fault):
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
-        stuck, ns = STUCK[p.controller], PROBE_NAMESPACE
+        stuck, ns = STUCK[p.controller], probe_namespace(p.controller)
         holder = kubectl(
             "get", "lease", "-n", "kube-system", controller_manager.LEASE_NAME, "-o", "jsonpath={.spec.holderIdentity}"
         )
