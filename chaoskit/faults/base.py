@@ -324,7 +324,13 @@ def node_sh(env: Env, node: str, script: str, timeout: float = 30) -> Completed:
 
 
 def process_running(env: Env, node: str, process: str) -> bool:
-    return env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False).returncode == 0
+    """Whether `process` runs on `node`: pgrep exits 0 for one, 1 (saying nothing) for none; anything else is a look
+    that could not be made, no answer either way."""
+    done = env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False)
+    if done.returncode == 0 or (done.returncode == 1 and not done.stderr.strip()):
+        return done.returncode == 0
+    said = (done.stderr or done.stdout).strip()[-200:] or f"exit {done.returncode}"
+    raise ToolError(f"could not tell whether {process} runs on {node}: {said}")
 
 
 def local_healthz(env: Env, node: str, port: int, path: str = "/healthz") -> bool:

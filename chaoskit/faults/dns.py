@@ -116,7 +116,12 @@ class DnsDown(Fault):
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         got = service_answers(env, plan.node)
-        return got is not None and not got[0].answered  # timed out or refused: nobody answers
+        if got is not None and got[0].rcode not in (dns.TIMEOUT, dns.UNREACHABLE) and not got[0].answered:
+            raise ToolError(f"the lookup could not be made: {got[0].detail}")  # no answer either way
+        return got is not None and got[0].rcode in (
+            dns.TIMEOUT,
+            dns.UNREACHABLE,
+        )  # timed out or refused: nobody answers
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         return answers_right(env, plan.node)

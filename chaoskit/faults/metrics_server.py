@@ -12,6 +12,7 @@ from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, failing, 
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.kube import KubeError
 
 SAVED = "/var/lib/chaoskit/metrics-server.replicas"  # its replicas before the fault, for the revert
 
@@ -35,6 +36,18 @@ def metrics_answer(env: Env) -> bool:
     except ToolError:
         return False
     return bool(samples) and len(samples) >= len(nodes)
+
+
+def metrics_unavailable(env: Env) -> bool:
+    """Whether the API server answers the metrics API with 503, as it does with no metrics-server behind it; any other
+    error (the API server away) is no answer either way."""
+    try:
+        env.kube.get(metrics_server.NODE_METRICS)
+    except KubeError as exc:
+        if exc.status == 503:
+            return True
+        raise
+    return False
 
 
 @register
@@ -88,7 +101,7 @@ class MetricsServerDown(Fault):
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return not metrics_answer(env)
+        return metrics_unavailable(env)
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
         return metrics_answer(env)

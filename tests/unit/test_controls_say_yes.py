@@ -23,6 +23,7 @@ import pytest
 from chaoskit.components import kube_proxy as kp
 from chaoskit.components.common import leader_lease
 from chaoskit.env import Env
+from chaoskit.errors import ToolError
 from chaoskit.faults.apiserver import AdmissionWebhookFailing, ApiServerCertExpired, ApiServerDown, WebhookParams
 from chaoskit.faults.apiserver.admission import backend_service, webhook_configuration
 from chaoskit.faults.controller_manager import ControllerManagerDown, PermissionParams, PermissionRevoked
@@ -739,3 +740,42 @@ def test_a_failing_webhook_is_recovered_once_its_namespace_and_configuration_are
     assert fault.recovered(env_of(AdmittingKube({})), plan), "the revert deleted the namespace it made, and the rest"
     config = webhook_configuration(p)
     assert not fault.recovered(env_of(AdmittingKube({object_path(config): config})), plan)
+
+
+# --- a look that could not be made is no answer ----------------------------------------------------------------------
+
+NO_CONTAINER = "Error response from daemon: No such container: chaoskit-control-plane\n"
+
+
+def unreachable_node(argv: tuple[str, ...]) -> Completed:
+    """A node docker cannot reach: every command fails before its tool runs, saying so on stderr only."""
+    return Completed(argv, 1, "", NO_CONTAINER)
+
+
+class AwayKube(AggregatingKube):
+    """An API server that does not answer the metrics API (a timeout, not metrics-server's 503)."""
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
+        if path.startswith("/apis/metrics.k8s.io/"):
+            raise KubeError(f"{method} {path}: timed out")
+        return super().request(method, path, body, query)
+
+
+@pytest.mark.parametrize(
+    ("fault", "params", "node", "kube"),
+    [
+        (ApiServerDown(), NoParams(), CP, FakeKube()),  # curl never ran: nothing printed, not even 000
+        (ControllerManagerDown(), NoParams(), CP, FakeKube()),  # pgrep never ran: not "no such process"
+        (SchedulerDown(), NoParams(), CP, FakeKube()),
+        (ContainerRuntimeUnresponsive(), NoParams(), W, FakeKube()),  # crictl failed, not past its deadline
+        (DnsDown(), DnsParams(), CP, dns_services()),  # no lookup made: not "nobody answers"
+        (MetricsServerDown(), MetricsServerParams(), CP, AwayKube({}, None)),  # no answer: not the 503
+    ],
+    ids=["apiserver.down", "controller-manager.down", "scheduler.down", "runtime-unresponsive", "dns.down", "metrics"],
+)
+def test_an_effect_check_whose_look_fails_is_no_answer_not_a_yes(
+    fault: Any, params: Any, node: str, kube: FakeKube
+) -> None:
+    plan = fault.plan(node, params)
+    with pytest.raises(ToolError):  # the engine counts it as no answer: inconclusive, never "in effect"
+        fault.took_effect(env_of(kube, unreachable_node), plan)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from chaoskit.components import apiserver
 from chaoskit.env import Env
+from chaoskit.errors import ToolError
 from chaoskit.faults.base import (
     Fault,
     FaultPlan,
@@ -38,9 +39,13 @@ MANIFEST = apiserver.MANIFEST
 
 
 def api_answers(env: Env, node: str) -> bool:
-    """Whether anything answers HTTP on the API server's port (any status: a failing /readyz still answers)."""
+    """Whether anything answers HTTP on the API server's port (any status: a failing /readyz still answers); curl
+    prints 000 when nothing does, and nothing at all when it could not ask: no answer either way."""
     done = node_sh(env, node, f"curl -sk --max-time 3 -o /dev/null -w '%{{http_code}}' {API}/readyz")
-    return done.stdout.strip() not in ("", "000")
+    if not (code := done.stdout.strip()):
+        said = done.stderr.strip()[-200:] or f"exit {done.returncode}"
+        raise ToolError(f"could not ask {API}/readyz on {node}: {said}")
+    return code != "000"
 
 
 @register
