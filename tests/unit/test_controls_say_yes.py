@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -34,12 +33,13 @@ from chaoskit.faults.metrics_server import MetricsServerDown, MetricsServerParam
 from chaoskit.faults.node import NodePartitioned
 from chaoskit.faults.scheduler import DOWN_PROBE, PROBE_NAMESPACE, SchedulerDown
 from chaoskit.measurements import rule_sync_delay
-from chaoskit.measurements.rule_sync_delay import SERVICE_PATH, SLICE_PATH, OnRules, Timing, probe_objects
+from chaoskit.measurements.rule_sync_delay import SERVICE_PATH, SLICE_PATH, OnRules, probe_objects
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import FakeKube, Forbidden, KubeError, NotFound, Obj, object_path
 from chaoskit.seams.nodeexec import FakeNodeExec
 from chaoskit.seams.shell import Completed, FakeRunner
+from tests.unit.fake_kube_proxy import FAST, SimulatedKubeProxy
 
 CP, W = "chaoskit-control-plane", "chaoskit-worker"
 NodeAnswer = Callable[[tuple[str, ...]], Completed]
@@ -481,39 +481,6 @@ def test_flush_rules_is_seen_when_no_service_rule_is_left_and_not_while_they_rou
     assert not fault.took_effect(env_of(FakeKube(KUBERNETES_SERVICE), proxy_node((14,), reaches_api=False)), plan)
 
 
-FAST = Timing(right_after=0.2, probe_lag=0.02, poll=0.01)  # the real timing, scaled down with the periods below
-
-
-class SyncRunner:
-    """kube-proxy v1.34's sync runner on one node as its rules show it: a change synced at once when idle, else
-    `period` after the last sync ended (it synced as it started); the in-node probe reports each new set of rules."""
-
-    def __init__(self, kube: FakeKube, node: str, period: float, on_rules: OnRules) -> None:
-        self.kube, self.node, self.period, self.on_rules = kube, node, period, on_rules
-        self.last_sync = time.time()
-        self.programmed = self.wanted()
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def wanted(self) -> frozenset[str]:
-        return frozenset(ip for ep in self.kube.objects[SLICE_PATH]["endpoints"] for ip in ep["addresses"])
-
-    def run(self) -> None:
-        self.on_rules(self.node, time.time(), self.programmed)
-        while not self.stopped.wait(0.002):
-            now = time.time()
-            if self.wanted() != self.programmed and now >= self.last_sync + self.period:
-                self.programmed, self.last_sync = self.wanted(), now
-                self.on_rules(self.node, now, self.programmed)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.thread.join()
-
-
 def proxy_cluster(monkeypatch: pytest.MonkeyPatch, periods: dict[str, float]) -> Env:
     """kube-proxy Ready on each node of `periods`, syncing at most once a period there, and the probe Service the
     fault's setup makes (its ClusterIP given by the API server); the real measurement runs on it, its in-node probe
@@ -534,9 +501,9 @@ def proxy_cluster(monkeypatch: pytest.MonkeyPatch, periods: dict[str, float]) ->
     daemonset = {"metadata": {"name": "kube-proxy"}, "status": {"desiredNumberScheduled": len(periods)}}
     kube = FakeKube({SERVICE_PATH: service, SLICE_PATH: endpoint_slice, kp.DAEMONSET: daemonset, **pods})
 
-    def probe(env: Env, node: str, cluster_ip: str, on_rules: OnRules) -> SyncRunner:
+    def probe(env: Env, node: str, cluster_ip: str, on_rules: OnRules) -> SimulatedKubeProxy:
         assert cluster_ip == "10.96.201.17"
-        return SyncRunner(kube, node, periods[node], on_rules)
+        return SimulatedKubeProxy(kube, node, periods[node], on_rules, synced_at_start=True)
 
     measure = functools.partial(rule_sync_delay.measure, timing=FAST, probe=probe, synced=lambda env, node: True)
     monkeypatch.setattr(kube_proxy, "measure", measure)
