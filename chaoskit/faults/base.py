@@ -175,6 +175,11 @@ class Fault(ABC):
         resolved), so the plan, the dry run and the checks name the same node; most faults name none."""
         return params
 
+    def no_op_wait(self, params: BaseModel) -> float:
+        """How long the no-op control of these params waits: past when the real effect would show, so its effect
+        check could have said yes; a fault whose params move that moment overrides this."""
+        return self.no_op.wait
+
     @abstractmethod
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         """Whether the fault visibly holds, observed on the component (polled until effect_timeout; asked once

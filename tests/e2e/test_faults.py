@@ -143,12 +143,12 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     )
 
 
-def no_op_of(fault: Fault) -> Fault:
+def no_op_of(fault: Fault, params: BaseModel) -> Fault:
     """The fault with its apply lines and handoffs replaced by nothing (its setup kept: what the checks read) and its
-    effect timeout cut to its no-op control's wait, well past when the real effect shows."""
+    effect timeout cut to its no-op control's wait for `params`, well past when the real effect shows."""
 
     class NoOp(type(fault)):  # type: ignore[misc]
-        effect_timeout = fault.no_op.wait
+        effect_timeout = fault.no_op_wait(params)
 
         def plan(self, node: str, params: BaseModel) -> FaultPlan:
             plan: FaultPlan = super().plan(node, params)
@@ -180,8 +180,8 @@ def _run_no_op(name: str, raw: dict[str, Any], env: Env, journal: Path) -> str:
     """One fault with nothing injected; what went wrong, or "" when its effect check never said yes and its recovery
     check said yes after the revert."""
     real: Fault = FAULTS.get(name)()  # type: ignore[assignment]
-    fault = no_op_of(real)
-    params = fault.Params.model_validate(raw)
+    params = real.Params.model_validate(raw)
+    fault = no_op_of(real, params)
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, real), duration=1)
     result = run_fault(env, step, journal=Journal(journal))
     shown = f"{name}({', '.join(f'{k}={v}' for k, v in raw.items())})"

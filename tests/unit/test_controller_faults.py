@@ -462,3 +462,10 @@ def test_the_lag_counts_from_the_faults_change_not_from_the_probes_making() -> N
     hpa: StuckName = "horizontalpodautoscaling"
     assert _effect(hpa, _changed(hpa, 30, 2, conditions=[old]))  # still about the target it had
     assert not _effect(hpa, _changed(hpa, 30, 2, conditions=[new]))
+
+
+@pytest.mark.parametrize("controller", list(STUCK))
+def test_a_no_op_control_waits_past_when_the_check_could_say_yes(controller: StuckName) -> None:
+    stuck = STUCK[controller]
+    longest = stuck.lag(_env({}), CP) if not stuck.period_flag else stuck.lag_after + stuck.stock_period
+    assert ControllerStuck().no_op_wait(ControllerStuckParams(controller=controller)) > longest

@@ -433,6 +433,12 @@ class ControllerStuck(Fault):
             params=p,
         )
 
+    def no_op_wait(self, params: BaseModel) -> float:
+        # past the lag after which the check says yes of a probe left alone, at the stock period (the longest), and
+        # a look more: node lifecycle's is a grace period and 15 s
+        stuck = STUCK[params_of(params, ControllerStuckParams).controller]
+        return max(self.no_op.wait, stuck.lag_after + stuck.stock_period + 5.0)
+
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
         p = plan.params_as(ControllerStuckParams)
         if (lag := self._lags.get((plan.node, p.controller))) is None:
