@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.leases import LeaseState
 from chaoskit.components.node_lifecycle import grace_period
 from chaoskit.components.rbac import CLUSTERROLEBINDINGS, CLUSTERROLES
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
@@ -57,7 +58,7 @@ from chaoskit.diagnosers.kit.controllers import (
     stuck_findings,
     stuck_queues,
 )
-from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
+from chaoskit.diagnosers.kit.leases import assess_leader_lease
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.scrape import Metrics, scrape_command

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.leases import LeaseState
 from chaoskit.components.node_lifecycle import UNREACHABLE
-from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import (
     Fault,
