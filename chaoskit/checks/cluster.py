@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.components import table
-from chaoskit.diagnosers.kit.leases import LeaseState
+from chaoskit.components.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.model.kwok import named
 from chaoskit.seams.kube import KubeError, condition

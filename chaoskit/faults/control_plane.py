@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 
 from chaoskit.components.common import comm, continue_command, manifest, thawed_check
-from chaoskit.diagnosers.kit.leases import LeaseState
+from chaoskit.components.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, absent, every, in_place, kubectl, local_healthz, process_running, sh
 from chaoskit.model.timeline import api_time

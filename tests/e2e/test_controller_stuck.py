@@ -24,9 +24,9 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.components.controller_manager.controllers import CONTROLLERS
 from chaoskit.diagnosers.etcd import EtcdParams
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
-from chaoskit.diagnosers.kit.controllers import CONTROLLERS
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
@@ -123,7 +123,7 @@ def _web(kube: Kube, ns: str, replicas: int = 1) -> None:
     kube.wait("web in its Service", lambda: _ready_in_service(kube, ns) >= replicas, 60)
 
 
-HEALTHZ_CHECK = {c.alias: c.check for c in CONTROLLERS}  # its --controllers name -> its /healthz check
+HEALTHZ_CHECK = {c.alias: c.name for c in CONTROLLERS}  # its --controllers name -> its /healthz check
 
 
 def _looks_healthy(controller: str, lease: tuple[str, float, str, float], healthz: str) -> None:

@@ -1,18 +1,28 @@
 """Controller manager diagnosis: is it there and leading, does each controller inside it work, are its work queues
 moving, do the objects it reconciles converge, does a quota refuse their pods.
 
-A deadlocked or frozen controller manager keeps its port open for a while but stops renewing its leader lease, and
-then nothing converges: the document's example is an HPA scale-up after which the pod count never settles. So the
-lease age and the objects' own convergence (observedGeneration, replicas, HPA conditions) are the evidence. One
-controller can also stop while the process stays up, leading and healthy: its work queue fills and nothing takes
-from it, or it is not running at all (chaoskit.diagnosers.kit.controllers names it). A full ResourceQuota stops a
-scale-out with every controller working (chaoskit.diagnosers.kit.quotas).
+A deadlocked or frozen controller manager keeps its port open for a while but stops renewing its leader lease, and then
+nothing converges: the document's example is an HPA scale-up after which the pod count never settles. So the lease age
+and the objects' own convergence (observedGeneration, replicas, HPA conditions) are the evidence. One controller can
+also stop while the process stays up, leading and healthy: its work queue fills and nothing takes from it, or it is not
+running at all (chaoskit.components.controller_manager judges it, chaoskit.diagnosers.kit.controllers names it). A full
+ResourceQuota stops a scale-out with every controller working (chaoskit.diagnosers.kit.quotas).
 """
 
 from __future__ import annotations
 
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.controller_manager.controllers import missing_controllers
+from chaoskit.components.controller_manager.workqueues import (
+    DEPTH,
+    UNFINISHED,
+    backed_up,
+    depths,
+    stuck_queues,
+    working_long,
+)
+from chaoskit.components.leases import LeaseState
 from chaoskit.components.node_lifecycle import grace_period
 from chaoskit.components.rbac import CLUSTERROLEBINDINGS, CLUSTERROLES
 from chaoskit.diagnosers.controller_manager.convergence import deployments, hpas
@@ -49,15 +59,13 @@ from chaoskit.diagnosers.kit.controllers import (
     controllers_evidence,
     lagging_hpas,
     lagging_replicasets,
-    missing_controllers,
     namespaces_stuck_terminating,
     namespaces_without_default_account,
     nodes_not_marked_lost,
     services_without_slices,
     stuck_findings,
-    stuck_queues,
 )
-from chaoskit.diagnosers.kit.leases import LeaseState, assess_leader_lease
+from chaoskit.diagnosers.kit.leases import assess_leader_lease
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
 from chaoskit.seams.scrape import Metrics, scrape_command
@@ -212,7 +220,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         queues = [
             q
             for q in stuck_queues(ev.metrics, ev.metrics_after)
-            if not syncing or (q.controller is not None and lagging.get(q.controller.check))
+            if not syncing or (q.controller is not None and lagging.get(q.controller.name))
         ]
         missing = missing_controllers(ev.healthz.body)
         flags = flags_of(ev.cmdline)
@@ -222,13 +230,12 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
 
     def _workqueues(self, ev: ControllerManagerEvidence) -> Assessed:
         m = ev.metrics
-        source = "workqueue_depth, workqueue_unfinished_work_seconds from https://127.0.0.1:10257/metrics"
+        source = f"{DEPTH}, {UNFINISHED} from {METRICS_URL}"
         if not m:
             return Assessed(Evidence("workqueues", source, {"error": m.error}, available=False))
-        depth = m.group("workqueue_depth", "name")
-        unfinished = m.group("workqueue_unfinished_work_seconds", "name")
-        deep = {q: d for q, d in depth.items() if d > self.p.max_queue_depth}
-        stuck = {q: s for q, s in unfinished.items() if s > self.p.max_unfinished_work}
+        depth = depths(m)
+        deep = backed_up(m, self.p.max_queue_depth)
+        stuck = working_long(m, self.p.max_unfinished_work)
         top = sorted(depth.items(), key=lambda kv: -kv[1])[:3]
         e = Evidence(
             "workqueues",

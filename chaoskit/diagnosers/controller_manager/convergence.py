@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaoskit.components.leases import LeaseState
 from chaoskit.diagnosers.controller_manager.evidence import (
     DEPLOYMENTS,
     HPAS,
@@ -18,7 +19,6 @@ from chaoskit.diagnosers.kit.common import (
     condition_of,
     items,
 )
-from chaoskit.diagnosers.kit.leases import LeaseState
 
 NOT_OBSERVED = "not observed"
 

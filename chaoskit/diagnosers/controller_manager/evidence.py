@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from chaoskit.components import controller_manager
+from chaoskit.components.controller_manager import workqueues
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
 )
@@ -27,13 +28,7 @@ NODES = "/api/v1/nodes"  # simulated ones too: the node lifecycle controller jud
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SERVICEACCOUNTS = "/api/v1/serviceaccounts"  # read with fieldSelector metadata.name=default
 METRICS_URL = controller_manager.METRICS_URL
-METRICS = (
-    "workqueue_depth",
-    "workqueue_unfinished_work_seconds",
-    "workqueue_longest_running_processor_seconds",
-    "workqueue_adds_total",
-    "workqueue_work_duration_seconds_count",
-)
+METRICS = workqueues.METRICS
 EMPTY = Fetched({"items": []})  # evidence made without these reads (older recordings): nothing there to judge
 
 
@@ -65,7 +60,7 @@ class ControllerManagerEvidence:
     replicasets: Fetched = EMPTY
     services: Fetched = EMPTY
     slices: Fetched = EMPTY
-    clusterroles: Fetched = EMPTY  # the controllers' roles (system:controller:*) and their bindings
+    clusterroles: Fetched = EMPTY  # the controllers' ClusterRoles and their bindings
     clusterrolebindings: Fetched = EMPTY
     namespaces: Fetched = EMPTY
     default_accounts: Fetched = EMPTY  # every namespace's `default` ServiceAccount

@@ -1,16 +1,15 @@
 """The controllers' permissions: each controller runs as its own service account, bound to its ClusterRole by the
-RBAC bootstrap policy (`system:controller:<name>`). A binding that is gone takes that controller's permissions away
-while the controller manager stays up and leading; its refusals (403) show only in its own log, because its events
-are refused too."""
+RBAC bootstrap policy (role and binding named after the account: chaoskit.components.controller_manager.controllers).
+A binding that is gone takes that controller's permissions away while the controller manager stays up and leading;
+its refusals (403) show only in its own log, because its events are refused too."""
 
 from __future__ import annotations
 
+from chaoskit.components.controller_manager.controllers import account_of, role_name
 from chaoskit.components.rbac import FRESH_S, SA, Refusal, granted, refusals
 from chaoskit.diagnosers.controller_manager.evidence import ControllerManagerEvidence
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import items
-
-PREFIX = "system:controller:"
 
 
 def summary(refused: list[Refusal]) -> tuple[str, ...]:
@@ -21,14 +20,19 @@ def summary(refused: list[Refusal]) -> tuple[str, ...]:
 
 
 def permissions(ev: ControllerManagerEvidence) -> Assessed:
-    roles = {str(r["metadata"]["name"]) for r in items(ev.clusterroles) if r["metadata"]["name"].startswith(PREFIX)}
+    # a controller's ClusterRole -> the service account its binding should name
+    roles = {
+        name: account
+        for r in items(ev.clusterroles)
+        if (account := account_of(name := str(r["metadata"]["name"]))) is not None
+    }
     bound = {str(b["metadata"]["name"]) for b in items(ev.clusterrolebindings)}
     read = ev.clusterroles.ok and ev.clusterrolebindings.ok
-    missing = sorted(roles - bound) if read else []
+    missing = sorted(roles.keys() - bound) if read else []
     refused = refusals(ev.process.log, ev.collected_at)
     e = Evidence(
         "permissions",
-        "GET clusterroles, clusterrolebindings (system:controller:*); the controller manager's log (403s)",
+        f"GET clusterroles, clusterrolebindings ({role_name('*')}); the controller manager's log (403s)",
         {
             "controller_roles": len(roles),
             "missing_bindings": ", ".join(missing) or None,
@@ -39,7 +43,7 @@ def permissions(ev: ControllerManagerEvidence) -> Assessed:
     )
     findings = []
     for name in missing:
-        sa = name.removeprefix(PREFIX)
+        sa = roles[name]
         own = [r for r in refused if r.who == f"{SA}{sa}"]
         did = f"; it was refused {own[-1].words()}" if own else ""
         findings.append(
@@ -60,7 +64,7 @@ def permissions(ev: ControllerManagerEvidence) -> Assessed:
                 entity=f"clusterrolebinding/{name}",  # the cause: the controller only runs without it
             )
         )
-    explained = {f"{SA}{n.removeprefix(PREFIX)}" for n in missing}
+    explained = {f"{SA}{roles[n]}" for n in missing}
     roles_now, bindings_now = items(ev.clusterroles), items(ev.clusterrolebindings)
     fresh = [
         r

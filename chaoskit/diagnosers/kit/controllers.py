@@ -1,21 +1,19 @@
 """One controller inside kube-controller-manager that does no work while the process is up, leading and healthy.
 
-Two signatures, each tied to the objects that controller leaves behind:
-- its work queue holds items and nothing takes them: the depth stays above zero across two scrapes while the
-  count of items worked on does not move and no worker is busy (a controller with no worker running);
-- it is not running at all: a controller kube-controller-manager starts by default is missing from /healthz?verbose
-  (it lists one check per started controller), e.g. left out by `--controllers`.
-The objects whose status lags their spec (a ReplicaSet's generation never observed, an HPA with no status, a
-Service with no EndpointSlice) say what the stuck controller costs. Pure: the diagnoser hands in what it collected.
+Two signatures, judged in chaoskit.components.controller_manager, each tied here to the objects that controller
+leaves behind: its work queue holds items and nothing takes them (workqueues.stuck_queues), or it is not running at
+all (controllers.missing_controllers). The objects whose status lags their spec (a ReplicaSet's generation never
+observed, an HPA with no status, a Service with no EndpointSlice) say what the stuck controller costs. Pure: the
+diagnoser hands in what it collected.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from chaoskit.components.controller_manager.controllers import Controller
+from chaoskit.components.controller_manager.workqueues import StuckQueue, depths
 from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.diagnosers.kit.base import Evidence, Finding
 from chaoskit.diagnosers.kit.common import age, rounded
@@ -23,108 +21,6 @@ from chaoskit.model.kwok import named
 from chaoskit.seams.scrape import Metrics
 
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Controller:
-    check: str  # its /healthz?verbose check name (the canonical controller name)
-    alias: str  # its --controllers name
-    queue: str  # its work queue's name label in /metrics ("" if it has none)
-    label: str  # in the field's words
-    flag: str = ""  # its concurrency flag
-
-
-# The controllers on an HPA scale-up's path and those around it that kube-controller-manager v1.34 starts by default.
-CONTROLLERS = (
-    Controller(
-        "replicaset-controller", "replicaset", "replicaset", "ReplicaSet controller", "--concurrent-replicaset-syncs"
-    ),
-    Controller(
-        "deployment-controller", "deployment", "deployment", "Deployment controller", "--concurrent-deployment-syncs"
-    ),
-    Controller(
-        "horizontal-pod-autoscaler-controller",
-        "horizontalpodautoscaling",
-        "horizontalpodautoscaler",
-        "HPA controller",
-        "--concurrent-horizontal-pod-autoscaler-syncs",
-    ),
-    Controller(
-        "endpointslice-controller",
-        "endpointslice",
-        "endpoint_slice",
-        "EndpointSlice controller",
-        "--concurrent-service-endpoint-syncs",
-    ),
-    Controller("endpoints-controller", "endpoint", "endpoint", "Endpoints controller", "--concurrent-endpoint-syncs"),
-    Controller(
-        "resourcequota-controller",
-        "resourcequota",
-        "resourcequota_primary",
-        "resource quota controller",
-        "--concurrent-resource-quota-syncs",
-    ),
-    Controller(
-        "namespace-controller", "namespace", "namespace", "namespace controller", "--concurrent-namespace-syncs"
-    ),
-    Controller(
-        "garbage-collector-controller",
-        "garbagecollector",
-        "garbage_collector_attempt_to_delete",
-        "garbage collector",
-        "--concurrent-gc-syncs",
-    ),
-    Controller("node-lifecycle-controller", "nodelifecycle", "node_lifecycle_controller", "node lifecycle controller"),
-    Controller(
-        "daemonset-controller", "daemonset", "daemonset", "DaemonSet controller", "--concurrent-daemonset-syncs"
-    ),
-    Controller(
-        "statefulset-controller",
-        "statefulset",
-        "statefulset",
-        "StatefulSet controller",
-        "--concurrent-statefulset-syncs",
-    ),
-    Controller("job-controller", "job", "job", "Job controller", "--concurrent-job-syncs"),
-    Controller("serviceaccount-controller", "serviceaccount", "serviceaccount", "ServiceAccount controller"),
-)
-BY_QUEUE = {c.queue: c for c in CONTROLLERS}
-_CHECK = re.compile(r"^\[[+-]\](\S+-controller)\b", re.M)
-
-
-@dataclass(frozen=True)
-class StuckQueue:
-    queue: str
-    depth: float  # items waiting at the second scrape
-    added: float  # items added during the window
-    controller: Controller | None
-
-
-def stuck_queues(before: Metrics, after: Metrics) -> list[StuckQueue]:
-    """Queues holding items at both scrapes that no worker took in between, with no worker busy on one."""
-    if not before or not after:
-        return []
-    depth0, depth1 = before.group("workqueue_depth", "name"), after.group("workqueue_depth", "name")
-    done0 = before.group("workqueue_work_duration_seconds_count", "name")
-    done1 = after.group("workqueue_work_duration_seconds_count", "name")
-    adds0, adds1 = before.group("workqueue_adds_total", "name"), after.group("workqueue_adds_total", "name")
-    busy = after.group("workqueue_unfinished_work_seconds", "name")
-    found = []
-    for queue, depth in sorted(depth1.items()):
-        if depth < 1 or depth0.get(queue, 0) < 1 or busy.get(queue, 0) > 0:
-            continue
-        if done1.get(queue, 0) != done0.get(queue, 0):  # it worked, or the process restarted in between
-            continue
-        found.append(StuckQueue(queue, depth, max(0.0, adds1.get(queue, 0) - adds0.get(queue, 0)), BY_QUEUE.get(queue)))
-    return found
-
-
-def missing_controllers(healthz_body: str) -> list[Controller]:
-    """Default controllers absent from a /healthz?verbose that lists controllers (none listed: not leading yet)."""
-    listed = set(_CHECK.findall(healthz_body))
-    if not listed:
-        return []
-    return [c for c in CONTROLLERS if c.check not in listed]
 
 
 def _newest_write(obj: Obj) -> Any:
@@ -234,7 +130,7 @@ def nodes_not_marked_lost(nodes: Iterable[Obj], leases: Iterable[Obj], now: floa
 def stuck_findings(
     queues: list[StuckQueue],
     missing: list[Controller],
-    lagging: Mapping[str, list[str]],  # controller check name -> its objects that lag
+    lagging: Mapping[str, list[str]],  # controller name -> its objects that lag
     flags: Mapping[str, str],
     window: float,
     lease: str,
@@ -250,11 +146,11 @@ def _idle(
 ) -> Finding:
     """A controller whose work queue holds items nobody takes."""
     c = q.controller
-    who = f"{c.label} ({c.check})" if c else f"the controller of work queue {q.queue}"
-    behind = lagging.get(c.check, []) if c else []
-    flag = flags.get(c.flag) if c and c.flag else None
+    who = f"{c.label} ({c.name})" if c else f"the controller of work queue {q.queue}"
+    behind = lagging.get(c.name, []) if c else []
+    flag = flags.get(c.concurrency) if c and c.concurrency else None
     why = (
-        f"it runs no worker: kube-controller-manager was started with {c.flag}={flag}"
+        f"it runs no worker: kube-controller-manager was started with {c.concurrency}={flag}"
         if flag == "0" and c
         else "its workers are not running or are blocked before taking work"
     )
@@ -268,9 +164,9 @@ def _idle(
         f"takes nothing from its work queue: {why}; what it reconciles never converges",
         (ev,),
         (
-            f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.flag} "
+            f"kubectl -n kube-system get pod -l component=kube-controller-manager -o yaml: look for {c.concurrency} "
             "(0 means no worker)"
-            if c and c.flag
+            if c and c.concurrency
             else "crictl logs of kube-controller-manager for that controller",
             "fix the flag in /etc/kubernetes/manifests/kube-controller-manager.yaml; kubelet restarts it",
         ),
@@ -281,13 +177,13 @@ def _not_started(
     c: Controller, lagging: Mapping[str, list[str]], flags: Mapping[str, str], lease: str, ev: Evidence
 ) -> Finding:
     """A controller absent from the manager's /healthz: left out by --controllers, or failed to start."""
-    behind = lagging.get(c.check, [])
+    behind = lagging.get(c.name, [])
     controllers = flags.get("--controllers")
     left_out = controllers is not None and f"-{c.alias}" in controllers.split(",")
     return Finding(
         "critical" if behind else "warning",
         "controller-manager",
-        f"{c.label} ({c.check}) was not started: absent from kube-controller-manager's /healthz"
+        f"{c.label} ({c.name}) was not started: absent from kube-controller-manager's /healthz"
         + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
         f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but it did not start this "
         + (
@@ -313,13 +209,13 @@ def controllers_evidence(
     after: Metrics,
 ) -> Evidence:
     shown = {k: v for k, v in flags.items() if k == "--controllers" or k.startswith("--concurrent-")}
-    depth = after.group("workqueue_depth", "name")
+    depth = depths(after)
     return Evidence(
         "controllers",
         source,
         {
             "stuck_queues": ", ".join(q.queue for q in queues) or None,
-            "not_running": ", ".join(c.check for c in missing) or None,
+            "not_running": ", ".join(c.name for c in missing) or None,
             "flags": " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or None,
         },
         conditions=tuple(line for lines in lagging.values() for line in lines)[:10],

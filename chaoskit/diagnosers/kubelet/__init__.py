@@ -10,6 +10,7 @@ node with the API server's kubelet-client certificate, as the API server itself 
 from __future__ import annotations
 
 from chaoskit.components import kubelet
+from chaoskit.components.leases import LeaseState
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import (
     HttpAnswer,
@@ -22,7 +23,7 @@ from chaoskit.diagnosers.kit.common import (
     uncollected,
     unread,
 )
-from chaoskit.diagnosers.kit.leases import LeaseState
+from chaoskit.diagnosers.kit.leases import lease_evidence
 from chaoskit.diagnosers.kit.sources import Sources
 from chaoskit.diagnosers.kubelet.evidence import (
     API_REACH,
@@ -240,7 +241,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         if not ev.lease.ok:
             return api_unavailable("kubelet", "heartbeat", f"GET {path}", ev.lease.error)
         lease = LeaseState.of(ev.lease.data, ev.collected_at)
-        e = lease.evidence("heartbeat", path)
+        e = lease_evidence(lease, "heartbeat", path)
         if not lease.stale(self.p.heartbeat_grace):
             return Assessed(e)
         since = "never" if lease.age is None else f"{lease.age:.0f}s ago"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from chaoskit.components import controller_manager
-from chaoskit.diagnosers.kit.leases import LeaseState
+from chaoskit.components.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import FaultPlan, Named, NoOpControl, local_healthz, register
 from chaoskit.faults.control_plane import ProcessFrozen

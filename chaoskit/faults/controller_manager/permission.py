@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from chaoskit.cluster.images import WORKLOAD_IMAGE
+from chaoskit.components.controller_manager.controllers import BY_NAME, Controller
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register, within
 from chaoskit.model.params import FaultParams, params_of
@@ -43,19 +44,19 @@ DUTIES: dict[str, Duty] = {
 }
 
 
-def account(controller: str) -> str:
-    """The service account the controller manager runs `controller` as (--use-service-account-credentials)."""
-    suffix = "" if controller == "horizontal-pod-autoscaler" else "-controller"
-    return f"{controller}{suffix}"
+# each variant's controller, named as its service account is without "-controller"
+REVOKED: dict[Revoked, Controller] = {
+    "replicaset": BY_NAME["replicaset-controller"],
+    "deployment": BY_NAME["deployment-controller"],
+    "endpointslice": BY_NAME["endpointslice-controller"],
+    "horizontal-pod-autoscaler": BY_NAME["horizontal-pod-autoscaler-controller"],
+}
 
 
-def binding_name(controller: str) -> str:
-    return f"system:controller:{account(controller)}"
-
-
-def bootstrap_binding(controller: str) -> dict[str, Any]:
+def bootstrap_binding(controller: Revoked) -> dict[str, Any]:
     """The binding as the API server's RBAC bootstrap policy makes it (and would again at its next start)."""
-    name = binding_name(controller)
+    c = REVOKED[controller]
+    name = c.role
     meta = {
         "name": name,
         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
@@ -66,7 +67,7 @@ def bootstrap_binding(controller: str) -> dict[str, Any]:
         "kind": "ClusterRoleBinding",
         "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": account(controller), "namespace": "kube-system"}],
+        "subjects": [{"kind": "ServiceAccount", "name": c.account, "namespace": "kube-system"}],
     }
 
 
@@ -78,7 +79,7 @@ class PermissionParams(FaultParams):
     )
 
 
-def allowed(env: Env, controller: str, namespace: str = "default") -> bool:
+def allowed(env: Env, controller: Revoked, namespace: str = "default") -> bool:
     """The API server's authorizer asked whether the controller may do its duty (a SubjectAccessReview)."""
     duty = DUTIES[controller]
     attributes = {"namespace": namespace, "verb": duty.verb, "group": duty.group, "resource": duty.resource}
@@ -87,7 +88,7 @@ def allowed(env: Env, controller: str, namespace: str = "default") -> bool:
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
-        "spec": {"user": f"system:serviceaccount:kube-system:{account(controller)}", "resourceAttributes": attributes},
+        "spec": {"user": REVOKED[controller].user, "resourceAttributes": attributes},
     }
     answer = env.kube.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
     return bool(answer.get("status", {}).get("allowed"))
@@ -187,19 +188,19 @@ class PermissionRevoked(Fault):
     """One controller's ClusterRoleBinding removed: the API server refuses its requests (403) while all looks healthy.
 
     kube-controller-manager runs each controller as its own service account (kubeadm sets
-    --use-service-account-credentials), each bound to its ClusterRole by the API server's RBAC bootstrap policy
-    (`system:controller:<name>`). A binding deleted by hand, by a sweeping cleanup or by a policy tool takes that
-    controller's permissions away until the API server next starts: the controller keeps trying and is refused
-    (`... is forbidden: User "system:serviceaccount:kube-system:replicaset-controller" cannot create resource
-    "pods"`), and since its events are refused too, no FailedCreate event says so: only the controller manager's log
-    and the authorizer do. This fault deletes `system:controller:<controller>-controller`. Effect: the authorizer,
-    asked with a SubjectAccessReview, refuses the controller its duty (the replicaset controller: create pods). The
-    revert applies the binding as the bootstrap policy makes it, and fails while the authorizer still refuses.
-    Recovery: the authorizer allows, and the controller does its duty again on a probe made for it in namespace
-    default (the replicaset controller creates a ReplicaSet's gated pod; the deployment controller a Deployment's
-    ReplicaSet; the endpointslice controller a Service's EndpointSlice; the HPA controller raises a Deployment to
-    its minReplicas), within 10 s (20 s for the HPA's first sync); the probe goes with the look. Runs kubectl on the
-    control-plane node.
+    --use-service-account-credentials), each bound to its ClusterRole by the API server's RBAC bootstrap policy (role
+    and binding named after the account). A binding deleted by hand, by a sweeping cleanup or by a policy tool takes
+    that controller's permissions away until the API server next starts: the controller keeps trying and is refused
+    (`... is forbidden: User "system:serviceaccount:kube-system:replicaset-controller" cannot create resource "pods"`),
+    and since its events are refused too, no FailedCreate event says so: only the controller manager's log and the
+    authorizer do. This fault deletes the binding of `<controller>-controller` (of `horizontal-pod-autoscaler` for the
+    HPA controller). Effect: the authorizer, asked with a SubjectAccessReview, refuses the controller its duty (the
+    replicaset controller: create pods). The revert applies the binding as the bootstrap policy makes it, and fails
+    while the authorizer still refuses. Recovery: the authorizer allows, and the controller does its duty again on a
+    probe made for it in namespace default (the replicaset controller creates a ReplicaSet's gated pod; the deployment
+    controller a Deployment's ReplicaSet; the endpointslice controller a Service's EndpointSlice; the HPA controller
+    raises a Deployment to its minReplicas), within 10 s (20 s for the HPA's first sync); the probe goes with the look.
+    Runs kubectl on the control-plane node.
     """
 
     name = NAME
@@ -213,7 +214,7 @@ class PermissionRevoked(Fault):
 
     def plan(self, node: str, params: BaseModel) -> FaultPlan:
         p = params_of(params, PermissionParams)
-        duty, who = DUTIES[p.controller], f"system:serviceaccount:kube-system:{account(p.controller)}"
+        duty, who, binding = DUTIES[p.controller], REVOKED[p.controller].user, REVOKED[p.controller].role
         scope = ["--subresource", duty.subresource] if duty.subresource else []
         what = f"{duty.resource}.{duty.group}" if duty.group else duty.resource
         can = kubectl("auth", "can-i", duty.verb, what, *scope, f"--as={who}", "-n", "default")
@@ -221,12 +222,12 @@ class PermissionRevoked(Fault):
         return FaultPlan(
             self.name,
             node,
-            apply=(kubectl("delete", "clusterrolebinding", binding_name(p.controller)),),
+            apply=(kubectl("delete", "clusterrolebinding", binding),),
             undo=(f"printf '%s\\n' {shlex.quote(restored)} | {kubectl('apply', '-f', '-')}",),
             # the authorizer's cache follows within a second: the revert holds until it allows again; kubectl failing
             # to ask is no yes
             verify=(within(AUTHORIZER_WAIT_S, f"{can} >/dev/null 2>&1", f"{who} is still refused {duty.words()}"),),
-            summary=f"delete ClusterRoleBinding {binding_name(p.controller)}: {who} may not {duty.words()}",
+            summary=f"delete ClusterRoleBinding {binding}: {who} may not {duty.words()}",
             params=p,
         )
 

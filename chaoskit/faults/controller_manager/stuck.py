@@ -14,8 +14,10 @@ from pydantic import BaseModel, Field
 from chaoskit.cluster.images import WORKLOAD_IMAGE
 from chaoskit.components import controller_manager
 from chaoskit.components.common import flags_of
+from chaoskit.components.controller_manager.controllers import BY_ALIAS, Controller
+from chaoskit.components.controller_manager.workqueues import WORKED, queue_works
+from chaoskit.components.leases import LeaseState
 from chaoskit.components.node_lifecycle import UNREACHABLE
-from chaoskit.diagnosers.kit.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import (
     Fault,
@@ -63,7 +65,6 @@ def swap(replacement: str) -> str:
 
 LEASE = controller_manager.LEASE
 METRICS_URL = controller_manager.METRICS_URL
-QUEUE_METRICS = ("workqueue_depth", "workqueue_work_duration_seconds_count")
 LEADER_WAIT_S = 120  # a new process leads within seconds (swap_static_pod), or once the old lease lapses
 
 
@@ -71,12 +72,25 @@ LEADER_WAIT_S = 120  # a new process leads within seconds (swap_static_pod), or 
 class StuckController:
     """How kube-controller-manager v1.34 is made to run without one controller's work, and how that shows."""
 
-    alias: StuckName  # its --controllers name
-    queue: str  # its work queue's name label in /metrics
-    flag: str  # the flag chaoskit adds; "" means `--controllers=...,-<alias>`
+    controller: Controller
     lag_after: float  # seconds a probe may go unreconciled before it counts: well past a healthy reaction
+    workerless: bool = False  # run with no worker (its concurrency flag at 0), not left out by --controllers
     period_flag: str = ""  # a controller that first syncs a new object one period after it appears: that flag
     stock_period: float = 0.0  # and the period when the manifest does not set it
+
+    @property
+    def alias(self) -> str:
+        """Its --controllers name, which names the variant too."""
+        return self.controller.alias
+
+    @property
+    def queue(self) -> str:
+        return self.controller.queue
+
+    @property
+    def flag(self) -> str:
+        """The flag chaoskit adds; "" means `--controllers=...,-<alias>`."""
+        return f"{self.controller.concurrency}=0" if self.workerless else ""
 
     def lag(self, env: Env, node: str) -> float:
         """Seconds past which a working controller would have reconciled the probe, on this cluster."""
@@ -103,22 +117,25 @@ class StuckController:
 
 STUCK: dict[StuckName, StuckController] = {
     # 1.34 accepts 0 here: the controller starts, fills its queue from its informers, and runs no worker.
-    "replicaset": StuckController("replicaset", "replicaset", "--concurrent-replicaset-syncs=0", 10.0),
+    "replicaset": StuckController(BY_ALIAS["replicaset"], 10.0, workerless=True),
     # 1.34 refuses --concurrent-horizontal-pod-autoscaler-syncs=0 ("must be greater than 0"): it is left out. A
     # working one syncs a new HPA one sync period after it appears (its queue's fixed interval: 15 s stock).
     "horizontalpodautoscaling": StuckController(
-        "horizontalpodautoscaling", "horizontalpodautoscaler", "", 10.0, "--horizontal-pod-autoscaler-sync-period", 15.0
+        BY_ALIAS["horizontalpodautoscaling"],
+        10.0,
+        period_flag="--horizontal-pod-autoscaler-sync-period",
+        stock_period=15.0,
     ),
     # 1.34 refuses --concurrent-service-endpoint-syncs=0 ("must not be less than 1"): it is left out.
-    "endpointslice": StuckController("endpointslice", "endpoint_slice", "", 10.0),
+    "endpointslice": StuckController(BY_ALIAS["endpointslice"], 10.0),
     # left out: a new namespace gets no `default` ServiceAccount, and the API server refuses every pod there
-    "serviceaccount": StuckController("serviceaccount", "serviceaccount", "", 10.0),
+    "serviceaccount": StuckController(BY_ALIAS["serviceaccount"], 10.0),
     # left out: a deleted namespace is never emptied and stays Terminating
-    "namespace": StuckController("namespace", "namespace", "", 10.0),
+    "namespace": StuckController(BY_ALIAS["namespace"], 10.0),
     # left out: a node whose heartbeats stop is never marked NotReady nor tainted, and keeps its pods; a working one
     # marks the probe node Unknown one grace period after it first saw it, then at its next look (5 s)
     "nodelifecycle": StuckController(
-        "nodelifecycle", "node_lifecycle_controller", "", 15.0, "--node-monitor-grace-period", 50.0
+        BY_ALIAS["nodelifecycle"], 15.0, period_flag="--node-monitor-grace-period", stock_period=50.0
     ),
 }
 
@@ -321,13 +338,6 @@ def lease_fresh(env: Env, now: float) -> bool:
     return lease is not None and bool(lease.holder) and lease.age is not None and lease.age <= lease.duration
 
 
-def queue_works(metrics: Metrics, queue: str) -> bool:
-    """The controller's work queue exists and is not holding items nobody takes."""
-    depth = metrics.group("workqueue_depth", "name").get(queue)
-    done = metrics.group("workqueue_work_duration_seconds_count", "name").get(queue)
-    return depth is not None and (depth == 0 or bool(done))
-
-
 @register
 class ControllerStuck(Fault):
     """One controller inside kube-controller-manager does no work while the process stays up, leading and healthy.
@@ -456,6 +466,6 @@ class ControllerStuck(Fault):
         if not local_healthz(env, plan.node, controller_manager.PORT):
             return False
         done = env.nodes.run(
-            plan.node, ["sh", "-c", scrape_command(METRICS_URL, QUEUE_METRICS, client_cert=True)], check=False
+            plan.node, ["sh", "-c", scrape_command(METRICS_URL, WORKED, client_cert=True)], check=False
         )
         return done.returncode == 0 and queue_works(Metrics.parse(done.stdout), STUCK[p.controller].queue)

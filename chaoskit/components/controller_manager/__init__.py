@@ -1,4 +1,6 @@
-"""kube-controller-manager: its process and static pod, where it answers, and its leader lease."""
+"""kube-controller-manager: its process and static pod, where it answers, and its leader lease (here); the controllers
+it runs, their work queues and RBAC (controllers.py); and whether a work queue is worked (workqueues.py). Its faults,
+its diagnoser and what measures it read these, so that each rule is written once."""
 
 from __future__ import annotations
 
