@@ -30,7 +30,7 @@ from chaoskit import workloads
 from chaoskit.checks.slo import API_SLI, SloParams, judge_api
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
-from chaoskit.env import Env
+from chaoskit.env import Env, connect
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal
 from chaoskit.measurements.apiserver_recovery import ApiserverRecovery, RecoveryParams
@@ -184,8 +184,8 @@ def main() -> None:
     ap.add_argument("--name", default="chaoskit", help="kind cluster name")
     args = ap.parse_args()
     load_catalog()
-    kube = Kube.connect(context=f"kind-{args.name}")
-    env = Env.for_kind(kube, args.name)
+    env = connect(args.name, via="docker")
+    kube = env.kube
     rows: list[dict[str, Any]] = []
     try:
         for n in (int(s) for s in args.sizes.split(",")):

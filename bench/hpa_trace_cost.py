@@ -21,12 +21,11 @@ import tracemalloc
 import uuid
 
 from chaoskit import workloads
-from chaoskit.env import Env
+from chaoskit.env import connect
 from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_driver import READY_TIMEOUT, one_run
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp
 from chaoskit.model.timeline import HPA_STAGES
-from chaoskit.seams.kube import Kube
 
 
 def main() -> None:
@@ -50,8 +49,8 @@ def simulate(n: int, cluster: str) -> None:
 
 
 def trace(args: argparse.Namespace) -> None:
-    kube = Kube.connect(None, f"kind-{args.cluster}")
-    env = Env.for_kind(kube, args.cluster)
+    env = connect(args.cluster, via="docker")
+    kube = env.kube
     ns = f"chaoskit-bench-{uuid.uuid4().hex[:6]}"
     top = args.pods_per_run + 1
     # requests small enough for 50 pods on two 2-CPU workers; idle pods (probes every 1 s) then sit at ~28 % of the

@@ -19,11 +19,10 @@ from itertools import cycle, islice
 from typing import Any
 
 from chaoskit.components.kube_proxy import node_names, running_mode
-from chaoskit.env import Env
+from chaoskit.env import connect
 from chaoskit.measurements.rule_sync_driver import CHANGES, run_changes
 from chaoskit.model.timeline import MeasurementResult, summarize
 from chaoskit.progress import Progress
-from chaoskit.seams.kube import Kube
 
 
 def _stats(diffs: list[float]) -> dict[str, Any]:
@@ -65,8 +64,8 @@ def main() -> None:
     ap.add_argument("--name", default="chaoskit", help="kind cluster name")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
-    kube = Kube.connect(context=f"kind-{args.name}")
-    env = Env.for_kind(kube, args.name)
+    env = connect(args.name, via="docker")
+    kube = env.kube
     modes = sorted({running_mode(env.nodes, n) for n in node_names(kube)})
     sequence = list(islice(cycle(CHANGES), args.changes))
     result = run_changes(env, f"chaoskit-bench-rule-sync-{uuid.uuid4().hex[:5]}", sequence, say=Progress().info)

@@ -36,12 +36,11 @@ from chaoskit.components.kube_proxy import (
     node_names,
     set_mode,
 )
-from chaoskit.env import Env
+from chaoskit.env import Env, connect
 from chaoskit.measurements.background_services import BackgroundServices, resize_and_wait
 from chaoskit.measurements.rule_sync_driver import CHANGES, Workload, initial_replicas, measure_changes
 from chaoskit.progress import Progress
 from chaoskit.reports.rule_sync_scale import render_html, row, table_lines
-from chaoskit.seams.kube import Kube
 
 
 def _cpu() -> float:
@@ -84,8 +83,8 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     say = Progress().info
-    kube = Kube.connect(context=f"kind-{args.name}")
-    env = Env.for_kind(kube, args.name)
+    env = connect(args.name, via="docker")
+    kube = env.kube
     nodes = node_names(kube)
     start_mode = configured_mode(kube)
     workload = Workload(kube, f"chaoskit-bench-scale-{uuid.uuid4().hex[:5]}", initial_replicas(CHANGES))

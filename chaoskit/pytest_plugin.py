@@ -30,7 +30,7 @@ import pytest
 
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.engine import INTERRUPTED, FaultResult, run_fault
-from chaoskit.env import Env
+from chaoskit.env import Env, connect
 from chaoskit.errors import ChaoskitError, ToolError
 from chaoskit.events import speaking
 from chaoskit.faults.base import Fault
@@ -42,7 +42,6 @@ from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run.during import diagnose_cluster
 from chaoskit.runner import Runner
 from chaoskit.safety import acquire, holder_id, recognise, release
-from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec, Node
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
@@ -173,22 +172,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def chaoskit_cluster(request: pytest.FixtureRequest) -> ChaoskitCluster:
     name = request.config.getoption("--chaoskit-cluster")
-    context = request.config.getoption("--chaoskit-context") or f"kind-{name}"
+    context = request.config.getoption("--chaoskit-context")
     runner = SubprocessRunner()
-    nodes = DockerNodeExec(runner, name).list_nodes()
-    if not nodes and request.config.getoption("--chaoskit-create"):
+    if request.config.getoption("--chaoskit-create") and not DockerNodeExec(runner, name).list_nodes():
         runner.run([sys.executable, "-m", "chaoskit", "cluster", "up", "--name", name], timeout=3600)
-        nodes = DockerNodeExec(runner, name).list_nodes()
+    env = connect(name, context, via="docker", named=context is not None, runner=runner, lazy=True)
+    nodes = env.nodes.list_nodes()
     if not nodes:
         pytest.fail(
             f"no kind cluster {name!r} on this host: `chaoskit cluster up --name {name}`, or pass --chaoskit-create",
             pytrace=False,
         )
-    kube = Kube.connect(None, context)
     if not request.config.getoption("--chaoskit-allow-any-cluster"):
-        recognise(runner, kube, name)
+        recognise(runner, env.kube, name)
     journals = default_journal_dir() if default_journal_dir().parent.exists() else Path(tempfile.mkdtemp())
-    return ChaoskitCluster(name, Env(kube, DockerNodeExec(runner, name, known=tuple(nodes)), name), nodes, journals)
+    return ChaoskitCluster(name, env, nodes, journals)
 
 
 @pytest.fixture

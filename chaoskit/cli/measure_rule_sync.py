@@ -11,9 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_option, context_of, emit, node_exec, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
-from chaoskit.env import Env
 from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.measurements.background_services import MAX_SERVICES
 from chaoskit.measurements.rule_sync import TYPE
@@ -21,7 +20,6 @@ from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_c
 from chaoskit.model.timeline import MIN_SAMPLES, RULE_SYNC_STAGES, MeasurementResult, Summary, summarize
 from chaoskit.progress import Progress
 from chaoskit.reports.table import new_table
-from chaoskit.seams.kube import Kube
 
 WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and wrap every cell)
 
@@ -92,13 +90,14 @@ def rule_sync(
     """
     changes = parse_changes(changes_text)
     ns = namespace or g.namespace or f"chaoskit-rule-sync-{uuid.uuid4().hex[:6]}"
-    kube = Kube.connect(g.kubeconfig, context_of(g, name))
+    env = cluster_env(g, name)
+    kube = env.kube
     if kube.find(f"/api/v1/namespaces/{ns}") is not None:
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
     progress = Progress()
     with sigterm_as_interrupt():
         result = run_changes(
-            Env(kube, node_exec(g, name, kube=kube), name),
+            env,
             ns,
             changes,
             repeat,

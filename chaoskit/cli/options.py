@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,13 +12,11 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
-from chaoskit.env import Env
-from chaoskit.errors import UsageError
-from chaoskit.seams.kube import Kube, KubeError
-from chaoskit.seams.kubeconfig import read_contexts, same_server
-from chaoskit.seams.nodecontainers import NodeContainer, node_containers
-from chaoskit.seams.nodeexec import DockerNodeExec, Node, NodeExec
-from chaoskit.seams.shell import Runner, SubprocessRunner
+from chaoskit.env import Env, Via, connect, reach_nodes
+from chaoskit.seams.kube import Kube
+from chaoskit.seams.kubeconfig import read_contexts
+from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.shell import Runner
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,60 +94,31 @@ def context_of(g: Globals, cluster: str) -> str:
 
 
 def cluster_env(g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False) -> Env:
-    """The seams for `cluster`, from the global --kubeconfig/--context (default context kind-<cluster>) and --via;
-    `lazy` connects on the first API request (see Kube.connect). A --context the kubeconfig does not have is refused
-    at once, as kubectl refuses it (node_exec)."""
-    nodes = node_exec(g, cluster, runner)
-    return Env(Kube.connect(g.kubeconfig, context_of(g, cluster), lazy=lazy), nodes, cluster)
-
-
-def known_context(g: Globals) -> None:
-    """Refuses a --context the kubeconfig does not have, before anything is read (kubectl's way)."""
-    if g.context and (contexts := read_contexts(g.kubeconfig)).server(g.context) is None:
-        known = ", ".join(sorted(contexts.servers)) or "none"
-        raise UsageError(f"no context {g.context!r} in the kubeconfig (it has: {known}); nothing was read")
-
-
-def same_cluster(g: Globals, cluster: str, containers: list[NodeContainer]) -> None:
-    """Refuses a context whose API server is not the kind cluster whose node containers chaoskit would `docker exec`
-    into: API calls and node commands would reach two clusters."""
-    context = context_of(g, cluster)
-    server = read_contexts(g.kubeconfig).server(context)
-    published = next((c.api for c in containers if c.api), "")
-    if not server or not published or same_server(server, published):
-        return  # no such context (the API side says so when asked), or nothing published to compare with
-    raise UsageError(
-        f"context {context!r} points at {server}, but kind cluster {cluster!r} (whose nodes chaoskit would reach "
-        f"with docker exec) serves its API at {published}: name the context of that cluster (--context "
-        f"kind-{cluster}) or the cluster of that context (--cluster); nothing was read"
+    """The seams for `cluster`, from the global --kubeconfig/--context and --via (see `connect`); `lazy` connects on
+    the first API request (see Kube.connect)."""
+    return connect(
+        cluster,
+        context_of(g, cluster),
+        kubeconfig=g.kubeconfig,
+        via=via_of(g),
+        named=bool(g.context),
+        runner=runner,
+        lazy=lazy,
     )
 
 
 def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube | None = None) -> NodeExec:
-    """How the CLI reaches the nodes of `cluster`: the one place a node provider is chosen (--via).
+    """How the CLI reaches the nodes of `cluster` (--via; see `reach_nodes`)."""
+    return reach_nodes(
+        cluster,
+        context_of(g, cluster),
+        kubeconfig=g.kubeconfig,
+        via=via_of(g),
+        named=bool(g.context),
+        kube=kube,
+        runner=runner,
+    )
 
-    auto: `docker exec` where the cluster's kind node containers are on this host, else the node agents of a
-    `chaoskit install` (their credentials and node list read from the API once, then kept locally).
-    """
-    known_context(g)
-    docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
-    if g.via == "docker":
-        same_cluster(g, cluster, node_containers(docker.runner, cluster))
-        return docker
-    if g.via == "auto" and (found := node_containers(docker.runner, cluster)):
-        same_cluster(g, cluster, found)
-        return replace(docker, known=tuple(Node(c.name, c.role) for c in found))  # listed once per command
-    from chaoskit.cluster.install import LocalInstall  # on use: kind on this host needs no agent credentials
 
-    local = LocalInstall.for_context(context_of(g, cluster))
-    if not local.present:
-        try:
-            local.save(kube or Kube.connect(g.kubeconfig, context_of(g, cluster)))
-        except KubeError as exc:
-            if g.via == "agent":
-                raise UsageError(
-                    f"chaoskit's agents are not reachable for context {context_of(g, cluster)!r}: "
-                    f"{exc}; `chaoskit install` puts them there"
-                ) from exc
-            return docker  # neither: callers say there is no such cluster
-    return local.node_exec()
+def via_of(g: Globals) -> Via:
+    return "docker" if g.via == "docker" else "agent" if g.via == "agent" else "auto"

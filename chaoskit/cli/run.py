@@ -13,12 +13,11 @@ from rich.console import Console
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
-from chaoskit.cli.options import context_of, emit, file_option, node_exec, output_option, stdout_console
+from chaoskit.cli.options import cluster_env, context_of, emit, file_option, output_option, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.engine import sigterm_as_interrupt
-from chaoskit.env import Env
 from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
@@ -116,11 +115,10 @@ def run(
     runner = SubprocessRunner()
     if via_operator and not dry_run:
         _via_operator(g, cluster, files, output)
-    seam = node_exec(g, cluster, runner)
-    nodes = seam.list_nodes()
+    env = cluster_env(g, cluster, runner)
+    kube, nodes = env.kube, env.nodes.list_nodes()
     if dry_run and not nodes:
         raise UsageError(f"no kind cluster named {cluster!r} to plan against")
-    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
     if dry_run:  # the run's own checks first: a dry run that exits 0 promises the run will start
         locks = [s.lock for pb in playbooks for s in resolve_playbook(pb, nodes)]
         preflight(runner, kube, cluster, locks, allow_any_cluster=allow_any_cluster)
@@ -128,7 +126,7 @@ def run(
         return
     if not allow_any_cluster:
         recognise(runner, kube, cluster)
-    progress, env = Progress(), Env(kube, seam, cluster)
+    progress = Progress()
     suite = _suite_name(paths)
     with ExitStack() as stack:
         on_event = _subscribers(progress, len(files) > 1, events_path, stack)

@@ -20,10 +20,10 @@ from typing import Any
 import kopf
 
 from chaoskit.cluster.experiments import FINAL, FINALIZER
-from chaoskit.cluster.install import NAMESPACE, in_cluster_node_exec, operator_available
+from chaoskit.cluster.install import NAMESPACE, operator_available
 from chaoskit.deadman import fire
 from chaoskit.engine import RevertOutcome, revert_journal
-from chaoskit.env import Env
+from chaoskit.env import Env, Via, connect
 from chaoskit.errors import ChaoskitError
 from chaoskit.events import Event, line
 from chaoskit.journal import Journal
@@ -65,9 +65,8 @@ class Config:
 
     def env(self, cluster: str) -> Env:
         """The seams of a run: the agents in the cluster, `docker exec` beside a kind cluster on this host."""
-        if self.agent_tls is not None:
-            return Env(self.kube, in_cluster_node_exec(self.kube, self.agent_tls), cluster)
-        return Env.for_kind(self.kube, cluster, self.shell)
+        via: Via = "agent" if self.agent_tls is not None else "docker"
+        return connect(cluster, via=via, kube=self.kube, runner=self.shell, agent_tls=self.agent_tls)
 
 
 @kopf.on.startup(registry=registry)

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from chaoskit.cli import Globals, cli
-from chaoskit.cli.options import cluster_option, context_of, known_context, same_cluster
+from chaoskit.cli.options import cluster_option, context_of
+from chaoskit.env import known_context, same_cluster
 from chaoskit.errors import UsageError
 from chaoskit.seams.kubeconfig import host_port, read_contexts, same_server
 from chaoskit.seams.nodecontainers import NodeContainer
@@ -59,14 +60,14 @@ def test_a_server_is_a_kind_clusters_when_its_loopback_port_is_the_published_one
 
 def test_an_unknown_context_is_refused_before_anything_is_read(kubeconfig: str) -> None:
     with pytest.raises(UsageError, match="no context 'nope' in the kubeconfig \\(it has: elsewhere, kind-chaoskit\\)"):
-        known_context(Globals(kubeconfig, "nope", None, "auto"))
-    known_context(Globals(kubeconfig, "elsewhere", None, "auto"))
+        known_context(kubeconfig, "nope")
+    known_context(kubeconfig, "elsewhere")
 
 
 def test_a_context_that_is_not_the_kind_cluster_reached_is_refused(kubeconfig: str) -> None:
-    same_cluster(Globals(kubeconfig, None, None, "auto"), "chaoskit", NODES)
+    same_cluster(kubeconfig, "kind-chaoskit", "chaoskit", NODES)
     with pytest.raises(UsageError, match="points at https://10.0.0.1:6443, but kind cluster 'chaoskit'"):
-        same_cluster(Globals(kubeconfig, "elsewhere", None, "auto"), "chaoskit", NODES)
+        same_cluster(kubeconfig, "elsewhere", "chaoskit", NODES)
 
 
 @click.command()
