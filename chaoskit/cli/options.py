@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
+from chaoskit.components import apiserver
 from chaoskit.env import Env
 from chaoskit.errors import UsageError
 from chaoskit.seams.kube import Kube, KubeError
@@ -135,9 +136,9 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
     known_context(g)
     docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
     if g.via == "docker":
-        same_cluster(g, cluster, node_containers(docker.runner, cluster))
+        same_cluster(g, cluster, node_containers(docker.runner, cluster, apiserver.PORT))
         return docker
-    if g.via == "auto" and (found := node_containers(docker.runner, cluster)):
+    if g.via == "auto" and (found := node_containers(docker.runner, cluster, apiserver.PORT)):
         same_cluster(g, cluster, found)
         return replace(docker, known=tuple(Node(c.name, c.role) for c in found))  # listed once per command
     from chaoskit.cluster.install import LocalInstall  # on use: kind on this host needs no agent credentials
