@@ -40,8 +40,9 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.components.table import DATAPLANE
 from chaoskit.measurements.background_services import MAX_SERVICES, BackgroundServices, resize_and_wait
-from chaoskit.measurements.base import DATAPLANE, Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker
