@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from chaoskit.components import apiserver
 from chaoskit.errors import UsageError
 from chaoskit.seams.kube import Kube, KubeError
 from chaoskit.seams.kubeconfig import read_contexts, same_server
@@ -81,7 +82,7 @@ def reach_nodes(
     if named:
         known_context(kubeconfig, context)
     docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
-    found = node_containers(docker.runner, cluster) if via != "agent" else []
+    found = node_containers(docker.runner, cluster, apiserver.PORT) if via != "agent" else []
     if found or via == "docker":
         same_cluster(kubeconfig, context, cluster, found)
         return replace(docker, known=tuple(Node(c.name, c.role) for c in found)) if found else docker  # listed once

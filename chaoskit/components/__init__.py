@@ -4,5 +4,5 @@ configuration), and how to read its state in a node. The faults, diagnosers and 
 facts from its module here, so that each is written once.
 table.py lists them all, in report order, with their causal rank, leader lease and ports.
 
-This package sits just above chaoskit.seams and chaoskit.model, beside chaoskit.cluster, and below everything else.
+This package sits just above chaoskit.seams and chaoskit.model, below chaoskit.cluster and everything else.
 """

@@ -26,6 +26,9 @@ Obj = Mapping[str, Any]
 SYSTEM_TAINTS = ("node-role.kubernetes.io/", "node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 
 
+UNTOLERATED_TAINT = "untolerated taint"  # v1.34's TaintToleration filter no longer names the taint
+
+
 @dataclass(frozen=True)
 class Reason:
     """One kind of FailedScheduling reason: its words in the message (kube-scheduler's filter plugins'), what it
@@ -56,8 +59,8 @@ REASONS: dict[str, Reason] = {
         ("kubectl uncordon the node, or unpin the workload (its nodeSelector/affinity)",),
     ),
     "taint": Reason(
-        "untolerated taint",
-        "untolerated taint",
+        UNTOLERATED_TAINT,
+        UNTOLERATED_TAINT,
         "the nodes that could take the pods carry NoSchedule taints the pods do not tolerate",
         (
             "kubectl get nodes -o custom-columns=NAME:.metadata.name,TAINTS:.spec.taints",
@@ -109,13 +112,14 @@ def latest_failed_scheduling(events: Sequence[Obj]) -> dict[str, str]:
 
 
 def per_node(message: str) -> str:
-    """What a FailedScheduling message says of the nodes ("1 node(s) had untolerated taint(s), 2 Insufficient cpu")."""
+    """What a FailedScheduling message says of the nodes: its words after "nodes are available:", to the first stop."""
     m = _PER_NODE.search(message)
     return (m.group(1) if m else message).strip()
 
 
 def reasons(message: str) -> list[str]:
-    """The kinds of reasons a FailedScheduling message gives, in REASONS' terms ("other" when none fits)."""
+    """The kinds of reasons a FailedScheduling message gives, in REASONS' terms ("other" when none fits): what the
+    diagnosers name and what a fault that makes pods unschedulable checks its events for."""
     text = per_node(message).lower()
     return [name for name, r in REASONS.items() if r.needle.lower() in text] or ["other"]
 

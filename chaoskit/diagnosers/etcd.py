@@ -1,8 +1,8 @@
 """etcd diagnosis: the API server's only store, checked from its own side (health, leader, disk latency) and from
 the API server's side (how long its etcd requests take).
 
-etcd serves /health, /readyz and /metrics over plain HTTP on 2381 (kind-config.yaml binds it), so no client
-certificate is needed; latency is judged over the window between two scrapes, as for the API server.
+etcd serves /health, /readyz and /metrics over plain HTTP on its metrics port (kind-config.yaml binds it), so no
+client certificate is needed; latency is judged over the window between two scrapes, as for the API server.
 """
 
 # Over 300 lines: one component's evidence and every judgement of it, read in one place (next: evidence apart).
@@ -82,7 +82,7 @@ class HostCpu:
 @dataclass(frozen=True)
 class EtcdEvidence:
     node: str
-    health: HttpAnswer  # /health on 2381: {"health":"true"}
+    health: HttpAnswer  # /health on its metrics port: {"health":"true"}
     readyz: HttpAnswer
     metrics_before: Metrics
     metrics_after: Metrics
@@ -175,7 +175,10 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
             return Assessed(e, (uncollected("etcd", ev.node, "/health", h.unread, e),))
         alarm = etcd.alarm(h.body) if h.answered else ""
         if not h.answered:
-            title, cause = "etcd does not answer on :2381", "etcd is not running or hangs (see the process check)"
+            title, cause = (
+                f"etcd does not answer on :{etcd.METRICS_PORT}",
+                "etcd is not running or hangs (see the process check)",
+            )
         elif alarm:
             title, cause = f"etcd has raised alarm {alarm}", _ALARMS.get(alarm, "etcd refuses writes while it holds")
             cause += _size_of_quota(ev.metrics_after) if alarm == "NOSPACE" else ""

@@ -1,8 +1,8 @@
 """Scheduler diagnosis: is kube-scheduler there and leading, and does it try the Pending pods.
 
 The document's two scheduler faults look alike from a Deployment's side (pods stay Pending) and are told apart by
-the events: a working scheduler that cannot place a pod writes FailedScheduling with a reason per node ("Insufficient
-cpu", "untolerated taint", "didn't match Pod's node affinity/selector"); a scheduler that is down writes nothing.
+the events: a working scheduler that cannot place a pod writes FailedScheduling with a reason per node (too little
+CPU, a taint, a node affinity: chaoskit.components.scheduler.REASONS); a scheduler that is down writes nothing.
 Only the second is the scheduler's: the first is the scheduler doing its job, and the workloads diagnoser names what
 keeps those pods out (their own spec, a cordoned or tainted node), so the scheduler stays ok.
 """
@@ -146,7 +146,7 @@ class SchedulerDiagnoser(Diagnoser[SchedulerEvidence, SchedulerParams]):
                     "critical",
                     "scheduler",
                     "kube-scheduler /healthz "
-                    + (f"fails: HTTP {h.code}" if h.answered else "does not answer on :10259"),
+                    + (f"fails: HTTP {h.code}" if h.answered else f"does not answer on :{scheduler.PORT}"),
                     "kube-scheduler is down or unhealthy" + ("" if ev.process.running else " (see the process check)"),
                     (e,),
                     ("crictl ps -a --name '^kube-scheduler$' and crictl logs on the control-plane node",),

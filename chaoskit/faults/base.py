@@ -23,6 +23,7 @@ from typing import ClassVar, Literal, TypeVar
 from pydantic import BaseModel
 
 from chaoskit.components.common import comm
+from chaoskit.components.table import CHURNS_ENDPOINTS, PROGRAMS_ENDPOINTS
 from chaoskit.env import Env
 from chaoskit.errors import ToolError
 from chaoskit.model.params import NoParams, ParamsT
@@ -94,13 +95,6 @@ class FaultPlan:
         return self.params
 
 
-# A kubelet that stops, or whose node goes NotReady or evicts, moves the endpoints of every Service with pods there,
-# and every node's kube-proxy reprograms them: a kube-proxy fault anywhere (rules flushed, a sync held back) would be
-# healed or blurred by that churn, so those two meet on any node.
-CHURNS_ENDPOINTS = frozenset({"kubelet"})
-PROGRAMS_ENDPOINTS = frozenset({"kube-proxy"})
-
-
 @dataclass(frozen=True)
 class Radius:
     """Where a planned fault's damage reaches: `scope`, and which node or namespace when it is not the cluster."""
@@ -116,6 +110,7 @@ class Radius:
         if "cluster" in (self.scope, other.scope):
             return True
         pair = {self.component, other.component}
+        # a kubelet's failure moves endpoints every kube-proxy reprograms: it heals or blurs a kube-proxy fault anywhere
         if pair & CHURNS_ENDPOINTS and pair & PROGRAMS_ENDPOINTS and "namespace" not in (self.scope, other.scope):
             return True
         return self.scope == other.scope and self.where == other.where

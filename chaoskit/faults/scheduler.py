@@ -68,15 +68,8 @@ TAINT_KEY = "chaoskit.dev/unschedulable"
 TAINT_VALUE = "scheduler.unschedulable"
 TAINT = f"{TAINT_KEY}={TAINT_VALUE}:NoSchedule"
 PIN_LABEL = f"{TAINT_KEY}={TAINT_VALUE}"  # on the tainted node: what the pods select it by, and the revert finds it by
-# What the scheduler writes into FailedScheduling for each reason (per-node reasons, "0/3 nodes are available: ...").
-# v1.34's taint filter no longer names the taint, so the taint variant's pods tolerate every other taint (TOLERATED).
-REASON_MESSAGES = {
-    "resources": "Insufficient cpu",
-    "taint": "had untolerated taint(s)",
-    "affinity": "didn't match Pod's node affinity/selector",
-}
 # The taints Kubernetes and kind put on nodes themselves (kind's control-plane node, node conditions): tolerated, so
-# that chaoskit's is the only taint the scheduler can reject a node for.
+# that chaoskit's is the only taint the scheduler can reject a node for (v1.34's taint filter no longer names it).
 TOLERATED = (
     "node-role.kubernetes.io/control-plane",
     *(
@@ -291,7 +284,7 @@ class Unschedulable(Fault):
         explained = {
             e["involvedObject"]["name"]
             for e in events["items"]
-            if REASON_MESSAGES[p.reason] in (e.get("message") or "")
+            if p.reason in scheduler.reasons(str(e.get("message") or ""))
         }
         return pending <= explained
 

@@ -54,10 +54,6 @@ class TargetParams(FaultParams):
     )
 
 
-# where a workload's pods start and where their endpoints are programmed: on every node alike
-DATAPLANE = frozenset({"kubelet", "kube-proxy"})
-
-
 class Measurement(ABC):
     name: ClassVar[str]  # as playbooks spell its type
     Params: ClassVar[type[BaseModel]] = TargetParams

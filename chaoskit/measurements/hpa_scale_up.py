@@ -21,8 +21,9 @@ from __future__ import annotations
 import threading
 import time
 
+from chaoskit.components.table import DATAPLANE
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import DATAPLANE, Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, probe_script

@@ -20,8 +20,9 @@ import time
 from typing import Any
 
 from chaoskit.components import node_lifecycle
+from chaoskit.components.table import DATAPLANE
 from chaoskit.errors import ToolError
-from chaoskit.measurements.base import DATAPLANE, Measurement, TargetParams, must_get, register
+from chaoskit.measurements.base import Measurement, TargetParams, must_get, register
 from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, Seen, probe_script

@@ -26,7 +26,7 @@ Where each timestamp comes from, and so its precision:
   watch saw the change (kube-proxy's watch ahead of ours) reads 0 and is named in the notes;
 - the slice's `endpoints.kubernetes.io/last-change-trigger-time` annotation: the pod's Ready transition, 1 s. It is
   where kube-proxy's SLI starts; a terminating endpoint's update carries none, so kube-proxy times no removal;
-- kube-proxy's SLI: its histogram scraped in each node (127.0.0.1:10249) at start, at every `mark()` and at stop;
+- kube-proxy's SLI: its histogram scraped in each node, on its loopback, at start, at every `mark()` and at stop;
   the delta gives count and mean. It has no Service label: other Services' changes meanwhile are counted too, which
   the result reports as `unmatched` observations. kube-proxy's sync timestamps (node clock, ms) say whether a queued
   change waits for a sync.
@@ -40,8 +40,9 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoskit.components.table import DATAPLANE
 from chaoskit.measurements.background_services import MAX_SERVICES, BackgroundServices, resize_and_wait
-from chaoskit.measurements.base import DATAPLANE, Measurement, MissingPiece, TargetParams, must_get, register
+from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
 from chaoskit.measurements.rule_sync_sli import SliSnapshot, compare_sli, scrape_sli
 from chaoskit.measurements.rule_sync_tracker import TYPE, EndpointChange, RuleSyncTracker

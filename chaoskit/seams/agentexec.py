@@ -23,7 +23,7 @@ from chaoskit.seams.nodeexec import Node, ordered
 from chaoskit.seams.pki import AGENT_NAME
 from chaoskit.seams.shell import Completed
 
-PORT = 10370  # the agents' host port: beside the kubelet's (10250) and the control plane's (10257, 10259)
+PORT = 10370  # the agents' host port: beside the kubelet's and the control plane's, clear of them
 CONNECT_TIMEOUT_S = 5.0  # a node that does not answer this fast is down, or its agent is
 
 

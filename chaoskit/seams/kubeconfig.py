@@ -44,7 +44,7 @@ def read_contexts(kubeconfig: str | None) -> Contexts:
 
 
 def host_port(server: str) -> tuple[str, int] | None:
-    """An API server URL's host and port (443 when it gives none): https://127.0.0.1:33159, https://[::1]:6443."""
+    """An API server URL's host and port (443 when it gives none): https://127.0.0.1:33159, https://[::1]:8443."""
     netloc = server.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
     host, _, port = netloc.rpartition(":") if not netloc.endswith("]") else (netloc, "", "")
     if not host or "]" in port:

@@ -20,11 +20,12 @@ class NodeContainer:
     role: str
     image: str
     state: str
-    api: str = ""  # where Docker publishes its API server port 6443 ("127.0.0.1:33159"), on a control plane
+    api: str = ""  # where Docker publishes its API server's port ("127.0.0.1:33159"), on a control plane
 
 
-def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
-    """The cluster's node containers, from Docker alone (works without the kind binary)."""
+def node_containers(runner: Runner, cluster: str, api_port: int | None = None) -> list[NodeContainer]:
+    """The cluster's node containers, from Docker alone (works without the kind binary); with `api_port`, the API
+    server's port inside the node, where Docker publishes it as well."""
     out = runner.run(
         ["docker", "ps", "-a", "--filter", f"label={CLUSTER_LABEL}={cluster}", "--format", "{{json .}}"]
     ).stdout
@@ -32,6 +33,7 @@ def node_containers(runner: Runner, cluster: str) -> list[NodeContainer]:
     for line in out.splitlines():
         row = json.loads(line)
         labels = dict(kv.split("=", 1) for kv in row.get("Labels", "").split(",") if "=" in kv)
-        api = next((p.split("->")[0] for p in str(row.get("Ports", "")).split(", ") if p.endswith("->6443/tcp")), "")
+        ports = str(row.get("Ports", "")).split(", ")
+        api = next((p.split("->")[0] for p in ports if api_port and p.endswith(f"->{api_port}/tcp")), "")
         nodes.append(NodeContainer(row["Names"], labels.get(ROLE_LABEL, ""), row["Image"], row["State"], api))
     return sorted(nodes, key=lambda n: (n.role != "control-plane", n.name))  # as nodeexec.ordered

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from chaoskit.cluster.kind import Kind, control_plane, node_kubectl
+from chaoskit.components import apiserver
 from chaoskit.seams.nodecontainers import NodeContainer, node_containers
 from chaoskit.seams.shell import FakeRunner
 
@@ -67,6 +68,15 @@ def test_node_container_without_role_label_has_empty_role() -> None:
     line = json.dumps({"Names": "odd", "Image": IMAGE, "State": "running", "Labels": "io.x-k8s.kind.cluster=chaoskit"})
     (node,) = node_containers(FakeRunner(responses={PS: line}), "chaoskit")
     assert node.role == ""
+
+
+def test_node_container_api_is_where_docker_publishes_the_api_servers_port_when_asked() -> None:
+    row = json.loads(_ps_line("chaoskit-control-plane", "control-plane"))
+    line = json.dumps({**row, "Ports": "0.0.0.0:8080->80/tcp, 127.0.0.1:33159->6443/tcp"})
+    (node,) = node_containers(FakeRunner(responses={PS: line}), "chaoskit", apiserver.PORT)
+    assert node.api == "127.0.0.1:33159"
+    (unasked,) = node_containers(FakeRunner(responses={PS: line}), "chaoskit")
+    assert unasked.api == ""
 
 
 def test_control_plane_names_the_control_plane_container(runner: FakeRunner) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from chaoskit.cluster.images import KWOK_IMAGE
 from chaoskit.cluster.kwok.stages import config_text
+from chaoskit.components import apiserver
 from chaoskit.model.kwok import SIMULATED_SELECTOR
 from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL
 
@@ -128,7 +129,7 @@ def deployment(image: str = KWOK_IMAGE, image_id: str = "") -> Obj:
             # the API server at the node's own address, as the in-cluster client's Service address would be
             # reached through kube-proxy: no data-plane fault then silences every simulated node
             {"name": "KUBERNETES_SERVICE_HOST", **_field("status.hostIP")},
-            {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": str(apiserver.PORT)},
             # kwok lets its server fail to bind (and goes on managing nodes) when it shares the node's network
             {"name": "POD_IP", **_field("status.podIP")},
             {"name": "HOST_IP", **_field("status.hostIP")},

@@ -5,12 +5,6 @@
 """
 
 from chaoskit.cluster.prometheus.config import (
-    APISERVER_PORT,
-    CONTROLLER_MANAGER_PORT,
-    ETCD_METRICS_PORT,
-    KUBE_PROXY_PORT,
-    KUBELET_PORT,
-    SCHEDULER_PORT,
     Config,
     Job,
     Node,
@@ -33,15 +27,9 @@ from chaoskit.cluster.prometheus.rbac import (
 from chaoskit.cluster.prometheus.server import PrometheusError, Server, adopt, default_dir, free_port, start
 
 __all__ = [
-    "APISERVER_PORT",
     "CLUSTER_ROLE",
-    "CONTROLLER_MANAGER_PORT",
-    "ETCD_METRICS_PORT",
-    "KUBELET_PORT",
-    "KUBE_PROXY_PORT",
     "NAMESPACE",
     "PACKAGE",
-    "SCHEDULER_PORT",
     "SERVICE_ACCOUNT",
     "TOKEN_SECONDS",
     "Config",

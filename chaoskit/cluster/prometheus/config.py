@@ -16,16 +16,9 @@ from ruamel.yaml import YAML
 
 from chaoskit.cluster.assets import prometheus_rules
 from chaoskit.cluster.prometheus.rbac import ensure_monitoring
+from chaoskit.components import apiserver, controller_manager, etcd, kube_proxy, kubelet, scheduler
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube
-
-# Ports of the components on a kind node (kind-config.yaml binds the control-plane ones to 0.0.0.0).
-KUBE_PROXY_PORT = 10249
-KUBELET_PORT = 10250
-APISERVER_PORT = 6443
-CONTROLLER_MANAGER_PORT = 10257
-SCHEDULER_PORT = 10259
-ETCD_METRICS_PORT = 2381
 
 
 @dataclass(frozen=True)
@@ -93,13 +86,13 @@ def cluster_jobs(nodes: list[Node], exporter: str | None = None, operator_port: 
 
     planes = [n for n in nodes if n.control_plane]
     jobs = [
-        Job("kube-proxy", each(nodes, KUBE_PROXY_PORT)),
-        Job("kubelet", each(nodes, KUBELET_PORT), "https", authorized=True, verify=False),
-        Job("cadvisor", each(nodes, KUBELET_PORT), "https", "/metrics/cadvisor", authorized=True, verify=False),
-        Job("apiserver", each(planes, APISERVER_PORT), "https", authorized=True),
-        Job("kube-controller-manager", each(planes, CONTROLLER_MANAGER_PORT), "https", authorized=True, verify=False),
-        Job("kube-scheduler", each(planes, SCHEDULER_PORT), "https", authorized=True, verify=False),
-        Job("etcd", each(planes, ETCD_METRICS_PORT)),
+        Job("kube-proxy", each(nodes, kube_proxy.METRICS_PORT)),
+        Job("kubelet", each(nodes, kubelet.PORT), "https", authorized=True, verify=False),
+        Job("cadvisor", each(nodes, kubelet.PORT), "https", "/metrics/cadvisor", authorized=True, verify=False),
+        Job("apiserver", each(planes, apiserver.PORT), "https", authorized=True),
+        Job("kube-controller-manager", each(planes, controller_manager.PORT), "https", authorized=True, verify=False),
+        Job("kube-scheduler", each(planes, scheduler.PORT), "https", authorized=True, verify=False),
+        Job("etcd", each(planes, etcd.METRICS_PORT)),
     ]
     if exporter:
         jobs.insert(0, Job("chaoskit", (Target(exporter),)))

@@ -7,7 +7,7 @@ started, so a fault that is over does not keep the report red.
 
 from __future__ import annotations
 
-from chaoskit.components import apiserver, flowcontrol
+from chaoskit.components import apiserver, etcd, flowcontrol
 from chaoskit.diagnosers.apiserver import admission
 from chaoskit.diagnosers.apiserver.admission import assess_admission
 from chaoskit.diagnosers.apiserver.evidence import (
@@ -134,7 +134,9 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             "readyz",
             f"curl -k '{API}/readyz?verbose' on {ev.node}",
             {"answer": r.describe(), "failing": ", ".join(failing) or None},
-            log_lines=matching(excerpt(ev.process.log, ("etcd", "2379")), "etcd", "2379", "deadline"),
+            log_lines=matching(
+                excerpt(ev.process.log, ("etcd", apiserver.ETCD_PORT)), "etcd", apiserver.ETCD_PORT, "deadline"
+            ),
         )
         if r.answered and r.code == 200:
             return Assessed(e)
@@ -144,7 +146,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             cause = (
                 "kube-apiserver is not running (see the process check)"
                 if not ev.process.running
-                else "the process runs but does not accept connections on :6443 (starting, or stuck)"
+                else f"the process runs but does not accept connections on :{apiserver.PORT} (starting, or stuck)"
             )
             return Assessed(
                 e,
@@ -152,7 +154,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
                     Finding(
                         "critical",
                         "apiserver",
-                        "The API server does not answer on 127.0.0.1:6443",
+                        f"The API server does not answer on {apiserver.ADDRESS}",
                         f"{cause}; nothing can read or change the cluster",
                         (e,),
                         (
@@ -196,9 +198,10 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
             cause,
             (e, filt) if rules else (e,),
             (
-                "curl http://127.0.0.1:2381/health on the control-plane node: is etcd itself healthy? "
+                f"curl {etcd.METRICS_BASE}/health on the control-plane node: is etcd itself healthy? "
                 "(chaoskit diagnose etcd)",
-                "iptables -S OUTPUT | grep 2379: remove DROP/REJECT rules between the API server and etcd",
+                f"iptables -S OUTPUT | grep {apiserver.ETCD_PORT}: remove DROP/REJECT rules between the API server and "
+                "etcd",
                 "crictl logs of kube-apiserver: look for etcd 'context deadline exceeded'",
             ),
         )
@@ -231,7 +234,7 @@ class ApiServerDiagnoser(Diagnoser[ApiServerEvidence, ApiServerParams]):
         served, on_disk = ev.served_not_after, ev.file_not_after.get("serving-file")
         e = Evidence(
             "serving-certificate",
-            f"openssl s_client -connect 127.0.0.1:6443 and openssl x509 -enddate {SERVING_FILE} on {ev.node}",
+            f"openssl s_client -connect {apiserver.ADDRESS} and openssl x509 -enddate {SERVING_FILE} on {ev.node}",
             {"served_not_after": iso(served), "file_not_after": iso(on_disk)},
         )
         findings = expiry_findings(

@@ -56,7 +56,7 @@ class ApiServerEvidence:
     collected_at: float
     readyz: HttpAnswer
     livez: HttpAnswer
-    served_not_after: float | None  # what 127.0.0.1:6443 presents
+    served_not_after: float | None  # what it presents on its port
     file_not_after: Mapping[str, float | None]  # serving file and client certificates
     metrics_before: Metrics
     metrics_after: Metrics

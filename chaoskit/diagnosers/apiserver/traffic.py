@@ -3,7 +3,7 @@ whether chaoskit's own client got through."""
 
 from __future__ import annotations
 
-from chaoskit.components import flowcontrol
+from chaoskit.components import apiserver, flowcontrol
 from chaoskit.diagnosers.apiserver.evidence import API, HEALTH_PATHS, MUTATING, ApiServerEvidence, ApiServerParams
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding, Severity
 from chaoskit.diagnosers.kit.common import items, rounded
@@ -162,7 +162,10 @@ def client_view(ev: ApiServerEvidence) -> Assessed:
                 f"{ev.client_view}: the kubeconfig's server address or port, the path to it (Docker port mapping), "
                 "or its TLS trust",
                 (e,),
-                ("kubectl config view --minify: the server and the CA", "docker port <control-plane node> 6443"),
+                (
+                    "kubectl config view --minify: the server and the CA",
+                    f"docker port <control-plane node> {apiserver.PORT}",
+                ),
             ),
         ),
     )

@@ -166,7 +166,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
             title = f"kube-controller-manager /healthz fails: {', '.join(failing) or f'HTTP {h.code}'}"
             cause = "controllers report themselves unhealthy (the [-] lines name them)"
         else:
-            title = "kube-controller-manager /healthz does not answer on :10257"
+            title = f"kube-controller-manager /healthz does not answer on :{controller_manager.PORT}"
             cause = "kube-controller-manager is down or hangs" + ("" if ev.process.running else " (see process)")
         return Assessed(
             e,

@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from chaoskit.components.table import CAUSAL_RANK
+from chaoskit.components.table import CAUSAL_RANK, EVERYTHING, PER_NODE
 from chaoskit.components.workloads import describe
 from chaoskit.diagnosers.kit.base import ANYTHING, ComponentReport, Finding, Symptom, by_severity, status_of
 
 UNEXPLAINED = "Unexplained symptom"  # the title's start of a symptom no finding owns
-PER_NODE = frozenset({"kubelet", "containerd", "kube-proxy"})  # a finding of theirs reaches what runs on its node
-EVERYTHING = frozenset({"apiserver", "etcd"})  # a critical finding of theirs reaches everything
 
 
 def reach(f: Finding, subject: str) -> frozenset[str]:

@@ -122,7 +122,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         failing = failing_checks(v.body) if v.answered else []
         e = Evidence(
             "service",
-            f"systemctl is-active kubelet; curl 127.0.0.1:10248/healthz on {ev.node}; /healthz?verbose on :10250",
+            f"systemctl is-active kubelet; curl {kubelet.HEALTHZ} on {ev.node}; /healthz?verbose on :{kubelet.PORT}",
             {
                 "systemd": ev.service,
                 "restarts": ev.restarts,

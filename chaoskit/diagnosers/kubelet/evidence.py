@@ -58,8 +58,8 @@ class KubeletEvidence:
     service: str  # systemctl is-active: active, activating, inactive, failed
     restarts: int | None  # systemd's NRestarts
     unread: str  # why systemctl's look did not finish (a loaded node cut it off): no verdict on the service then
-    healthz: HttpAnswer  # http://127.0.0.1:10248/healthz inside the node
-    healthz_verbose: HttpAnswer  # https://<node>:10250/healthz?verbose from the control plane (syncloop)
+    healthz: HttpAnswer  # kubelet.HEALTHZ inside the node
+    healthz_verbose: HttpAnswer  # its authenticated /healthz?verbose, from the control plane (syncloop)
     metrics: Metrics  # kubelet's /metrics (PLEG)
     client_not_after: float | None
     disk_used_percent: float | None

@@ -151,7 +151,7 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     ready_msg = str(node_condition(ev.node_obj.data, "Ready").get("message", "")) if ev.node_obj.ok else ""
     e = Evidence(
         "pleg",
-        f"kubelet_pleg_* from https://{ev.node}:10250/metrics; journalctl -u kubelet",
+        f"kubelet_pleg_* from https://{ev.node}:{kubelet.PORT}/metrics; journalctl -u kubelet",
         {
             "last_active_s_ago": None if since is None else round(since, 1),
             "metrics": "ok" if ev.metrics else ev.metrics.error[:160],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaoskit.components import apiserver
 from chaoskit.components.node_lifecycle import DEFAULT_TOLERATION, UNREACHABLE, toleration_of
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, age, items
@@ -13,6 +14,7 @@ from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.diagnosers.kubelet.evidence import API_ERRORS, KubeletEvidence, KubeletParams, recent
 from chaoskit.model.timeline import api_time
 
+ANY_SERVER = f"https://<api-server>:{apiserver.PORT}"  # when kubelet.conf could not be read
 NO_ANSWER = (7, 28)  # curl: refused (or no route), timed out: the path is cut, not the API server's TLS or auth
 
 
@@ -107,7 +109,7 @@ def partition(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
                 f"out ({DEFAULT_TOLERATION} s unless the pod says otherwise)",
                 (e, pods),
                 (
-                    f"from {ev.node}: curl -k {server or 'https://<api-server>:6443'}/livez, then nft list ruleset, "
+                    f"from {ev.node}: curl -k {server or ANY_SERVER}/livez, then nft list ruleset, "
                     "iptables-save, ip route: what drops the traffic",
                     "its pods are replaced elsewhere only after their toleration: set a shorter tolerationSeconds "
                     f"for {UNREACHABLE} where failover must be fast",

@@ -1,7 +1,7 @@
 """API server faults: down, etcd connection timeout, expired serving certificate, leaked watch connections.
 
-Every check asks the API server from inside the control-plane node (curl to 127.0.0.1:6443), because several of
-these faults take away exactly the API a check from outside would need.
+Every check asks the API server from inside the control-plane node (curl to its port on the node's loopback),
+because several of these faults take away exactly the API a check from outside would need.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ class ApiServerDown(StaticPodDown):
     """kube-apiserver stopped: the whole cluster is uncontrollable while running pods keep running.
 
     No kubectl, no scheduling, no heartbeats recorded. Its static-pod manifest is parked outside
-    /etc/kubernetes/manifests, so kubelet stops it; the effect is that nothing answers on 127.0.0.1:6443 inside the
-    control-plane node. After the revert kubelet starts it again and recovery is /readyz answering ok. The scheduler
+    /etc/kubernetes/manifests, so kubelet stops it; the effect is that nothing answers on the API server's port inside
+    the control-plane node. After the revert kubelet starts it again and recovery is /readyz answering ok. The scheduler
     and controller manager lose their leader leases meanwhile and restart, as they would in the field.
     """
 
@@ -93,7 +93,7 @@ class EtcdTimeout(Fault):
     """The API server's traffic to etcd is dropped: requests hang, then fail with etcd timeouts, never refused at once.
 
     Two iptables rules in the control-plane node's OUTPUT chain DROP loopback TCP to and from etcd's client port
-    (127.0.0.1:2379, where kubeadm's --etcd-servers points). Connections the API server already holds hang too:
+    (on the node's loopback, where kubeadm's --etcd-servers points). Connections the API server already holds hang too:
     filter-table rules see every packet, not only a connection's first (unlike NAT rules, which conntrack skips once
     a flow exists), so no conntrack flush is needed. Evidence: /readyz?verbose reports `[-]etcd failed` within
     seconds, reads and writes hang until their timeout, the API server log shows etcd deadline-exceeded errors. Held
