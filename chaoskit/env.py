@@ -56,33 +56,22 @@ def connect(
     operator's in-cluster one); `agent_tls` the agents' client pair mounted in the operator's pod; `lazy` connects
     on the first API request."""
     context = context or f"kind-{cluster}"
-    nodes = reach_nodes(
-        cluster, context, kubeconfig=kubeconfig, via=via, named=named, kube=kube, runner=runner, agent_tls=agent_tls
-    )
+    if named:
+        known_context(kubeconfig, context)
+    nodes = _nodes(cluster, context, kubeconfig, via, kube, runner or SubprocessRunner(), agent_tls)
     return Env(kube or Kube.connect(kubeconfig, context, lazy=lazy), nodes, cluster)
 
 
-def reach_nodes(
-    cluster: str,
-    context: str | None = None,
-    *,
-    kubeconfig: str | None = None,
-    via: Via = "auto",
-    named: bool = False,
-    kube: Kube | None = None,
-    runner: Runner | None = None,
-    agent_tls: Path | None = None,
+def _nodes(
+    cluster: str, context: str, kubeconfig: str | None, via: Via, kube: Kube | None, runner: Runner, tls: Path | None
 ) -> NodeExec:
     """How the nodes of `cluster` are reached: the one place a node provider is chosen."""
     from chaoskit.cluster.install import LocalInstall, in_cluster_node_exec  # on use: kind needs no agents
 
-    context = context or f"kind-{cluster}"
-    if agent_tls is not None:  # inside the cluster: the agents, with the pair mounted from their Secret
-        return in_cluster_node_exec(kube or Kube.in_cluster(), agent_tls)
-    if named:
-        known_context(kubeconfig, context)
-    docker = DockerNodeExec(runner or SubprocessRunner(), cluster)
-    found = node_containers(docker.runner, cluster, apiserver.PORT) if via != "agent" else []
+    if tls is not None:  # inside the cluster: the agents, with the pair mounted from their Secret
+        return in_cluster_node_exec(kube or Kube.in_cluster(), tls)
+    docker = DockerNodeExec(runner, cluster)
+    found = node_containers(runner, cluster, apiserver.PORT) if via != "agent" else []
     if found or via == "docker":
         same_cluster(kubeconfig, context, cluster, found)
         return replace(docker, known=tuple(Node(c.name, c.role) for c in found)) if found else docker  # listed once

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from chaoskit.cli import Globals
-from chaoskit.env import Env, Via, connect, reach_nodes
+from chaoskit.env import Env, Via, connect
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.kubeconfig import read_contexts
 from chaoskit.seams.nodeexec import NodeExec
@@ -93,31 +93,19 @@ def context_of(g: Globals, cluster: str) -> str:
     return g.context or g.current or f"kind-{cluster}"
 
 
-def cluster_env(g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False) -> Env:
+def cluster_env(
+    g: Globals, cluster: str, runner: Runner | None = None, *, lazy: bool = False, kube: Kube | None = None
+) -> Env:
     """The seams for `cluster`, from the global --kubeconfig/--context and --via (see `connect`); `lazy` connects on
     the first API request (see Kube.connect)."""
-    return connect(
-        cluster,
-        context_of(g, cluster),
-        kubeconfig=g.kubeconfig,
-        via=via_of(g),
-        named=bool(g.context),
-        runner=runner,
-        lazy=lazy,
-    )
+    context = context_of(g, cluster)
+    via, named = via_of(g), bool(g.context)
+    return connect(cluster, context, kubeconfig=g.kubeconfig, via=via, named=named, kube=kube, runner=runner, lazy=lazy)
 
 
 def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube | None = None) -> NodeExec:
-    """How the CLI reaches the nodes of `cluster` (--via; see `reach_nodes`)."""
-    return reach_nodes(
-        cluster,
-        context_of(g, cluster),
-        kubeconfig=g.kubeconfig,
-        via=via_of(g),
-        named=bool(g.context),
-        kube=kube,
-        runner=runner,
-    )
+    """How the CLI reaches the nodes of `cluster` (--via), the API not asked unless the agents' pair must be read."""
+    return cluster_env(g, cluster, runner, lazy=True, kube=kube).nodes
 
 
 def via_of(g: Globals) -> Via:
