@@ -82,10 +82,10 @@ class Runner:
             self._run(pb, rec)
         except KeyboardInterrupt:
             self.stop.set()
-            rec.verdict = "interrupted"
+            rec.settle("interrupted")
             rec.errors.append("interrupted; every injected fault was reverted")
         except ChaoskitError as exc:
-            rec.verdict = "error"
+            rec.settle("error")
             rec.errors.append(str(exc))
         finally:
             self.stage.put_back(rec)
@@ -123,7 +123,7 @@ class Runner:
         rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
         failed_probes = self.probes.before_ends(self.stop) if self.probes is not None else []
         if not all(c.ok for c in rec.before) or failed_probes:
-            rec.verdict = "aborted"
+            rec.settle("aborted")
             why = "; ".join(f"probe {p.name}: {p.phases[0].reason}" for p in failed_probes)
             rec.errors.append(f"steady state not met before injecting{': ' + why if why else ''}; nothing was injected")
             return
@@ -149,7 +149,7 @@ class Runner:
                 rec.steps += done
                 self._go_on()
                 if any(s.failures for s in done):
-                    rec.verdict = "error"
+                    rec.settle("error")
                     rec.errors.append("chaoskit could not run a step (see its failures); later steps not run")
                     return
             if self.probes is not None:
@@ -168,7 +168,7 @@ class Runner:
         for b in breaches:
             self.emit(Threshold(b.measurement, b.stat, b.stage, b.breached, b.reason))
         if not all(s.held for s in rec.steps) or not all(c.ok for c in rec.after) or any(b.breached for b in breaches):
-            rec.verdict = "deviated"
+            rec.settle("deviated")
 
     def _go_on(self) -> None:
         """Stop here when told to (Ctrl-C reaches a suite's main thread, which sets `stop` on each run)."""

@@ -26,6 +26,7 @@ EXIT_CODES: dict[Verdict, int] = {
     "error": EXIT_TOOL,
     "interrupted": EXIT_INTERRUPTED,
 }
+GRAVITY: tuple[Verdict, ...] = ("passed", "deviated", "aborted", "error", "interrupted")  # least to most grave
 Data = Mapping[str, Any]
 
 
@@ -190,6 +191,11 @@ class RunRecord:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
+
+    def settle(self, verdict: Verdict) -> None:
+        """The run's verdict given what a phase found: the graver of the two, by one precedence (an interrupted run
+        stays interrupted whatever failed after; chaoskit's own failure outranks a deviation it could not finish)."""
+        self.verdict = max(self.verdict, verdict, key=GRAVITY.index)
 
     @property
     def score(self) -> float | None:

@@ -33,5 +33,5 @@ def finish_probes(probes: ProbeSet, stop: threading.Event, rec: RunRecord, say: 
     rec.probe_windows = probes.phases.to_dict()
     for p in done:
         say(f"probe {p.name}: " + "; ".join(f"{r.phase} {'ok' if r.ok else 'FAILED'} ({r.reason})" for r in p.phases))
-    if rec.verdict == "passed" and not all(p.ok for p in done):
-        rec.verdict = "deviated"
+    if not all(p.ok for p in done):
+        rec.settle("deviated")

@@ -159,7 +159,7 @@ class Stage:
                 self.say(f"put back: {what}")
         except ChaoskitError as exc:
             rec.errors.append(f"could not put back what the run changed (chaoskit revert retries): {exc}")
-            rec.verdict = "error"
+            rec.settle("error")
 
     def clean_up(self, pb: Playbook) -> None:
         try:

@@ -17,7 +17,7 @@ from chaoskit import subject as subjects
 from chaoskit.checks.base import Check, Outcome
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
 from chaoskit.env import Env
-from chaoskit.errors import UsageError
+from chaoskit.errors import ToolError, UsageError
 from chaoskit.events import EffectObserved, Event, Reverted, Said
 from chaoskit.faults.base import Fault, FaultPlan, Named
 from chaoskit.journal import Journal
@@ -600,3 +600,33 @@ def test_dry_run_says_what_the_run_changes_in_the_whole_cluster_and_that_it_is_p
     )
     assert "nftables" in said["kubeProxyMode"] and "put back" in said["kubeProxyMode"]
     assert _cluster_changes(_parse(registered, MEASURED % "5s")) == {}
+
+
+def test_a_verdict_is_the_gravest_any_phase_found() -> None:
+    rec = RunRecord("p", "c", "ns", "j", "id", 0.0)
+    rec.settle("deviated")
+    rec.settle("passed")
+    assert rec.verdict == "deviated"
+    rec.settle("error")
+    rec.settle("deviated")
+    assert rec.verdict == "error" and rec.exit_code == 4
+    rec.settle("interrupted")
+    rec.settle("error")  # a put-back failing after Ctrl-C: still the user's interruption, 130
+    assert rec.verdict == "interrupted" and rec.exit_code == 130
+
+
+def test_an_interrupted_run_stays_interrupted_when_what_it_changed_cannot_be_put_back(
+    registered: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaoskit.run.stage as stage
+
+    def away(kube: object, journal: object) -> list[str]:
+        raise ToolError("the API server does not answer")
+
+    monkeypatch.setattr(stage.subjects, "put_back", away)
+    env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
+    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered)
+    runner.stop.set()  # Ctrl-C before the first step
+    rec = runner.run(_parse(registered, MEASURED % "5s"))
+    assert rec.verdict == "interrupted" and rec.exit_code == 130, rec.errors
+    assert any("could not put back what the run changed" in e for e in rec.errors)
