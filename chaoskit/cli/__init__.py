@@ -36,6 +36,7 @@ COMMANDS = {
     "install": "chaoskit.cli.install:install",
     "uninstall": "chaoskit.cli.install:uninstall",
     "agent": "chaoskit.cli.agent:agent",
+    "completion": "chaoskit.cli.complete:completion",
 }
 
 

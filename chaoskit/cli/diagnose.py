@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from chaoskit.cli import Globals
+from chaoskit.cli.complete import complete_component
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
 from chaoskit.cli.options import cluster_env, cluster_option, file_option
 from chaoskit.diagnosers.kit.managed import control_plane_of
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the playbook models load only for --subject: a plain look s
 
 
 @click.command()
-@click.argument("components", nargs=-1, metavar="[COMPONENT]...")
+@click.argument("components", nargs=-1, metavar="[COMPONENT]...", shell_complete=complete_component)
 @click.option(
     "-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Report format."
 )

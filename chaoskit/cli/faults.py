@@ -10,6 +10,7 @@ import click
 from pydantic import ValidationError
 
 from chaoskit.cli import Globals
+from chaoskit.cli.complete import complete_fault
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
 from chaoskit.cli.options import cluster_env, cluster_option, context_of, emit, node_exec, output_option
 from chaoskit.cli.schema_words import parameter_rows
@@ -97,7 +98,7 @@ PARAM_COLUMNS = (
 
 
 @faults.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_fault)
 @listing_output_option
 def describe(name: str, output: str) -> None:
     """A fault's documentation and its parameters (a table; -o json|yaml the JSON Schema)."""
@@ -125,7 +126,7 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 
 
 @click.command()
-@click.argument("fault")
+@click.argument("fault", shell_complete=complete_fault)
 @cluster_option()
 @click.option("--node", help="Node name or role (control-plane|worker); default: the fault's usual target.")
 @click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
