@@ -37,6 +37,8 @@ COMMANDS = {
     "uninstall": "chaoskit.cli.install:uninstall",
     "agent": "chaoskit.cli.agent:agent",
     "completion": "chaoskit.cli.complete:completion",
+    "checks": "chaoskit.cli.catalog_lists:checks",
+    "measurements": "chaoskit.cli.catalog_lists:measurements",
 }
 
 
