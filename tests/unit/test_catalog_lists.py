@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from click.testing import CliRunner
+from ruamel.yaml import YAML
 
 from chaoskit.cli import cli
 from chaoskit.registry import CHECKS, MEASUREMENTS, Registered, Registry, load_catalog
@@ -32,7 +32,7 @@ def test_a_checks_parameters_are_listed() -> None:
 
 
 def test_yaml_is_the_same_list() -> None:
-    as_yaml = yaml.safe_load(CliRunner().invoke(cli, ["measurements", "list", "-o", "yaml"]).output)
+    as_yaml = YAML(typ="safe").load(CliRunner().invoke(cli, ["measurements", "list", "-o", "yaml"]).output)
     as_json = json.loads(CliRunner().invoke(cli, ["measurements", "list", "-o", "json"]).output)
     assert as_yaml == as_json
 
