@@ -39,6 +39,7 @@ COMMANDS = {
     "completion": "chaoskit.cli.complete:completion",
     "checks": "chaoskit.cli.catalog_lists:checks",
     "measurements": "chaoskit.cli.catalog_lists:measurements",
+    "runs": "chaoskit.cli.runs:runs",
 }
 
 
