@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import click
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
 from chaoskit.errors import UsageError
 from chaoskit.journal import Journal, default_journal_dir, state_home
+from chaoskit.seams.shell import spawn
 
 LAST = "LAST"
 
@@ -162,4 +162,4 @@ def open_run(which: str) -> None:
     command = opener(path) if on_terminal() else None  # in a pipe the path is the whole answer
     if command is not None:
         # detached and silent: the browser outlives this command, and its chatter is not chaoskit's output
-        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        spawn(command, Path(os.devnull), detach=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,7 +106,7 @@ def test_in_a_pipe_open_only_prints(monkeypatch: pytest.MonkeyPatch) -> None:
     _run("scheduler-down", "aaaa1111", 1_000_000.0, "passed")
     monkeypatch.setenv("BROWSER", "firefox")
     opened: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda cmd, **_: opened.append(cmd))
+    monkeypatch.setattr(runs, "spawn", lambda cmd, log, **_: opened.append(cmd))
     CliRunner().invoke(cli, ["runs", "open"])
     assert opened == []
 
@@ -117,7 +116,7 @@ def test_on_a_terminal_open_opens_with_browser(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("BROWSER", "firefox --new-tab")
     monkeypatch.setattr(runs, "on_terminal", lambda: True)
     opened: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda cmd, **_: opened.append(cmd))
+    monkeypatch.setattr(runs, "spawn", lambda cmd, log, **_: opened.append(cmd))
     CliRunner().invoke(cli, ["runs", "open"])
     assert opened == [["firefox", "--new-tab", str(journal)]]
 
