@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 # "changed"/"restored": a change made to the user's own objects (an HPA's minReplicas) and its undo
-EntryKind = Literal["run-started", "injection", "reverted", "revert-failed", "changed", "restored", "run-finished"]
+EntryKind = Literal[
+    "run-started", "injection", "reverted", "revert-failed", "changed", "restored", "run-finished", "report-written"
+]
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,8 @@ def _publish(
         if path is not None:
             path.write_text(text(data))
             progress.info(f"wrote {path}")
+    for run in record.runs:  # where `chaoskit runs open` finds it
+        Journal(Path(run.record.journal)).append("report-written", run_id=run.record.run_id, path=str(html_path))
     if output == "table":
         _table(record)
     else:

@@ -1,8 +1,8 @@
 """`chaoskit runs` (past runs, newest first, from the journals in the default journal dir) and `chaoskit runs open
 LAST|RUN` (the run's HTML report, else its journal: its path printed, and opened on a terminal).
 
-A run's journal holds its `run-started` and `run-finished` entries; its HTML report is found among the default
-reports as the one written after the run finished by the suite that started before it.
+A run's journal holds its `run-started` and `run-finished` entries, and `report-written` with the path of the HTML
+report `chaoskit run` wrote of it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import click
 
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
 from chaoskit.errors import UsageError
-from chaoskit.journal import Journal, default_journal_dir, state_home
+from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.seams.shell import spawn
 
 LAST = "LAST"
@@ -51,31 +51,16 @@ class PastRun:
         }
 
 
-def _reports() -> list[tuple[float, float, Path]]:
-    """(suite start, written at, path) of each default HTML report, named <suite>-<start>.html by `chaoskit run`."""
-    found = []
-    for path in (state_home() / "reports").glob("*.html"):
-        start = path.stem.rpartition("-")[2]
-        if start.isdigit():
-            found.append((float(start), path.stat().st_mtime, path))
-    return found
-
-
-def _report_of(started_at: float, finished_at: float | None, reports: list[tuple[float, float, Path]]) -> Path | None:
-    """The report of the suite that started before the run (to the second the name keeps) and wrote after it ended."""
-    if finished_at is None:
-        return None
-    fits = [(start, path) for start, written, path in reports if start <= started_at and written >= finished_at]
-    return max(fits)[1] if fits else None
-
-
 def past_runs(journal_dir: Path | None = None) -> list[PastRun]:
     """Every run journaled under `journal_dir` (default: the default journal dir), newest first."""
-    reports = _reports()
     runs: list[PastRun] = []
     for path in sorted((journal_dir or default_journal_dir()).glob("*.jsonl")):
         started: dict[str, PastRun] = {}
-        for e in Journal(path).entries():
+        entries = list(Journal(path).entries())
+        reports = {
+            str(e.data.get("run_id", "")): Path(str(e.data["path"])) for e in entries if e.kind == "report-written"
+        }
+        for e in entries:
             run_id = str(e.data.get("run_id", ""))
             if e.kind == "run-started":
                 started[run_id] = PastRun(run_id, str(e.data.get("playbook", "")), e.at, path)
@@ -92,7 +77,7 @@ def past_runs(journal_dir: Path | None = None) -> list[PastRun]:
                     str(e.data.get("verdict", record.get("verdict", "error"))),
                     code if isinstance(code, int) else None,
                     e.at,
-                    _report_of(begun.started_at, e.at, reports),
+                    reports.get(run_id),
                 )
         runs.extend(started.values())
     return sorted(runs, key=lambda r: r.started_at, reverse=True)

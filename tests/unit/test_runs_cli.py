@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -34,11 +33,12 @@ def _run(name: str, run_id: str, at: float, verdict: str | None, code: int = 0) 
     return path
 
 
-def _report(suite: str, started: float, written: float) -> Path:
-    path = state_home() / "reports" / f"{suite}-{int(started)}.html"
+def _report(journal: Path, run_id: str, name: str) -> Path:
+    """An HTML report `chaoskit run` wrote of the run, its path journaled as run does."""
+    path = state_home() / "reports" / f"{name}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("<html></html>")
-    os.utime(path, (written, written))
+    Journal(journal).append("report-written", run_id=run_id, path=str(path))
     return path
 
 
@@ -71,19 +71,18 @@ def test_no_runs_is_an_empty_list() -> None:
 
 
 def test_open_last_prints_the_newest_runs_report_when_its_suite_wrote_one() -> None:
-    _run("scheduler-down", "aaaa1111", 1_000_000.0, "passed")
-    _run("etcd-slow", "bbbb2222", 2_000_000.0, "passed")
-    _report("etcd-slow", 1_999_999.0, 2_000_031.0)
-    mine = _report("ledger", 2_000_000.0, 2_000_031.0)  # the latest suite that started before the run
-    _report("later", 2_000_001.0, 2_000_040.0)  # started after the run: another suite's
+    old = _run("scheduler-down", "aaaa1111", 1_000_000.0, "passed")
+    _report(old, "aaaa1111", "scheduler-down-1000000")
+    new = _run("etcd-slow", "bbbb2222", 2_000_000.0, "passed")
+    mine = _report(new, "bbbb2222", "ledger-2000000")
     result = CliRunner().invoke(cli, ["runs", "open", "LAST"])
     assert result.exit_code == 0, result.output
     assert result.output == f"{mine}\n"
 
 
-def test_open_prints_the_journal_when_no_report_was_written_after_the_run() -> None:
+def test_open_prints_the_journal_when_no_report_was_written_of_the_run() -> None:
     journal = _run("scheduler-down", "aaaa1111", 1_000_000.0, "passed")
-    _report("scheduler-down", 1_000_000.0, 1_000_010.0)  # written before the run finished: not its report
+    _report(journal, "another", "another-run")  # another run's report in the same journal: not this one's
     assert CliRunner().invoke(cli, ["runs", "open"]).output == f"{journal}\n"
 
 
@@ -129,3 +128,17 @@ def test_the_opener_is_browser_with_its_placeholder_else_xdg_open(monkeypatch: p
     assert runs.opener(Path("/r.html")) == ["/usr/bin/xdg-open", "/r.html"]
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert runs.opener(Path("/r.html")) is None
+
+
+def test_a_suite_journals_where_it_wrote_each_runs_report(tmp_path: Path) -> None:
+    from chaoskit.cli.run import _publish
+    from chaoskit.model.record import RunRecord
+    from chaoskit.progress import Progress
+    from chaoskit.suite import SuiteEntry, SuiteRecord
+
+    journal = _run("scheduler-down", "aaaa1111", 1_000_000.0, "passed")
+    rec = RunRecord("scheduler-down", "chaos", "ns", str(journal), "aaaa1111", 1_000_000.0)
+    suite = SuiteRecord("scheduler-down", "chaos", 1_000_000.0, 1, runs=[SuiteEntry("p.yaml", "scheduler", 0, 30, rec)])
+    html = tmp_path / "report.html"
+    _publish(suite, False, None, html, "json", Progress())
+    assert CliRunner().invoke(cli, ["runs", "open", "aaaa1111"]).output == f"{html}\n"
