@@ -118,7 +118,7 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
     nodes = node_exec(g, cluster).list_nodes()
     if not nodes:
         raise UsageError(
-            f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --name "
+            f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --cluster "
             f"{cluster}) and no chaoskit install (chaoskit install)"
         )
     return nodes
@@ -143,7 +143,7 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact node, the steps and their reverse; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Inject into a cluster chaoskit did not build or install.")
-@output_option
+@output_option()
 @click.pass_obj
 def inject(
     g: Globals,

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import jsonpath
-from chaoskit.cli.options import F, emit
+from chaoskit.cli.options import emit, output_option
 from chaoskit.errors import UsageError
 
 FORMATS = ("table", "wide", "name", "json", "yaml")
@@ -66,16 +66,12 @@ class OutputFormat(click.ParamType[str, Any]):
         return "[" + "|".join(FORMATS) + "|jsonpath=TEMPLATE]"
 
 
-def listing_output_option(f: F) -> F:
-    return click.option(
-        "-o",
-        "--output",
-        type=OutputFormat(),
-        default="table",
-        show_default=True,
-        help="table, wide (more columns), name (kind/name a line), json, yaml, or jsonpath=TEMPLATE as kubectl's "
-        "(e.g. jsonpath='{range .items[*]}{.name}{\"\\n\"}{end}').",
-    )(f)
+listing_output_option = output_option(
+    FORMATS,
+    OutputFormat(),
+    help="table, wide (more columns), name (kind/name a line), json, yaml, or jsonpath=TEMPLATE as kubectl's "
+    "(e.g. jsonpath='{range .items[*]}{.name}{\"\\n\"}{end}').",
+)
 
 
 def _cell(value: Any) -> str:
