@@ -86,9 +86,9 @@ def main() -> None:
     figures: dict[str, str] = {}
     if not args.skip_cold:
         figures["cold build (empty caches), s"] = f"{cold_build():.0f}"
-    chaoskit("cluster", "down", "--name", args.name)
+    chaoskit("cluster", "down", "--cluster", args.name)
     t0 = time.monotonic()
-    chaoskit("cluster", "up", "--name", args.name, "--image", "build")
+    chaoskit("cluster", "up", "--cluster", args.name, "--image", "build")
     figures["warm cluster up (cached builds, new cluster), s"] = f"{time.monotonic() - t0:.0f}"
     image = subprocess.run(
         ["docker", "ps", "--filter", f"label=io.x-k8s.kind.cluster={args.name}", "--format", "{{.Image}}"],
@@ -104,7 +104,7 @@ def main() -> None:
     figures["node image size, MB"] = f"{size / 1e6:.0f}"
     time.sleep(args.idle_wait)
     figures["idle cluster memory (3 nodes), MiB"] = f"{memory_of(args.name) / 2**20:.0f}"
-    chaoskit("cluster", "down", "--name", args.name)
+    chaoskit("cluster", "down", "--cluster", args.name)
     cache = default_root()
     figures["cache size, MB"] = (
         f"{sum(f.stat().st_size for f in cache.rglob('*') if f.is_file()) / 1e6:.0f}" if cache.exists() else "0"

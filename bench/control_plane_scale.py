@@ -64,7 +64,7 @@ def _cpu() -> float:
 
 def simulate(n: int, name: str) -> float:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--name", name], check=True)
+    subprocess.run([sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--cluster", name], check=True)
     return time.monotonic() - started
 
 

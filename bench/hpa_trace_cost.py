@@ -45,7 +45,9 @@ def main() -> None:
 
 
 def simulate(n: int, cluster: str) -> None:
-    subprocess.run([sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--name", cluster], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "chaoskit", "cluster", "kwok-nodes", str(n), "--cluster", cluster], check=True
+    )
 
 
 def trace(args: argparse.Namespace) -> None:

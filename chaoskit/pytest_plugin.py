@@ -175,12 +175,12 @@ def chaoskit_cluster(request: pytest.FixtureRequest) -> ChaoskitCluster:
     context = request.config.getoption("--chaoskit-context")
     runner = SubprocessRunner()
     if request.config.getoption("--chaoskit-create") and not DockerNodeExec(runner, name).list_nodes():
-        runner.run([sys.executable, "-m", "chaoskit", "cluster", "up", "--name", name], timeout=3600)
+        runner.run([sys.executable, "-m", "chaoskit", "cluster", "up", "--cluster", name], timeout=3600)
     env = connect(name, context, via="docker", named=context is not None, runner=runner, lazy=True)
     nodes = env.nodes.list_nodes()
     if not nodes:
         pytest.fail(
-            f"no kind cluster {name!r} on this host: `chaoskit cluster up --name {name}`, or pass --chaoskit-create",
+            f"no kind cluster {name!r} on this host: `chaoskit cluster up --cluster {name}`, or pass --chaoskit-create",
             pytrace=False,
         )
     if not request.config.getoption("--chaoskit-allow-any-cluster"):

@@ -11,6 +11,7 @@ from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
 from chaoskit.cli.options import (
     F,
+    aliased,
     cluster_env,
     cluster_name_option,
     cluster_option,
@@ -47,7 +48,9 @@ def cluster() -> None:
 
 
 @cluster.command()
-@click.option("--name", default=None, help="Cluster name (default: the config's name, chaoskit).")
+@aliased(
+    "--cluster", aliases=("--name",), default=None, help="kind cluster name (default: the config's name, chaoskit)."
+)
 @click.option(
     "--config",
     "config_path",
@@ -67,11 +70,11 @@ def cluster() -> None:
 )
 @kwok_nodes_option
 @click.pass_obj
-def up(g: Globals, name: str | None, config_path: Path, image: str, cache_dir: Path, kwok_nodes: int) -> None:
+def up(g: Globals, cluster: str | None, config_path: Path, image: str, cache_dir: Path, kwok_nodes: int) -> None:
     """Create the cluster (or reuse it), with metrics-server and the workload image; with --kwok-nodes N, N
     simulated nodes too (a reused cluster keeps exactly N: 0 removes any and kwok's controller)."""
     result = ops.up(
-        name,
+        cluster,
         config_path,
         image,
         SubprocessRunner(),
@@ -92,12 +95,12 @@ def up(g: Globals, name: str | None, config_path: Path, image: str, cache_dir: P
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
-def down(name: str, cache_dir: Path) -> None:
+def down(cluster: str, cache_dir: Path) -> None:
     """Delete the cluster and its node containers (a missing cluster is not an error)."""
-    if ops.down(name, SubprocessRunner(), Cache(cache_dir), Progress()):
-        click.echo(f"cluster {name} deleted")
+    if ops.down(cluster, SubprocessRunner(), Cache(cache_dir), Progress()):
+        click.echo(f"cluster {cluster} deleted")
     else:
-        click.echo(f"cluster {name} does not exist; nothing to delete")
+        click.echo(f"cluster {cluster} does not exist; nothing to delete")
 
 
 NODE_COLUMNS = (
@@ -110,15 +113,15 @@ NODE_COLUMNS = (
 
 
 @cluster.command()
-@cluster_option("--name")
+@cluster_option()
 @listing_output_option
 @click.pass_obj
-def status(g: Globals, name: str, output: str) -> None:
+def status(g: Globals, cluster: str, output: str) -> None:
     """Docker engine, node containers, node readiness and API server health."""
     runner = SubprocessRunner()
     if g.context or g.kubeconfig:  # a context named must be this cluster's, as for every other command
-        node_exec(g, name, runner)
-    st = ops.status(name, runner)
+        node_exec(g, cluster, runner)
+    st = ops.status(cluster, runner)
     whole = st.to_dict()
     rows = [{**asdict(n), "ready": {True: "yes", False: "no", None: "?"}[n.ready]} for n in st.nodes]
     listing = Listing("node", NODE_COLUMNS, rows, whole=whole)
@@ -129,9 +132,9 @@ def status(g: Globals, name: str, output: str) -> None:
         click.echo("docker engine: not running")
         return
     if not st.exists:
-        click.echo(f"cluster {name}: does not exist")
+        click.echo(f"cluster {cluster}: does not exist")
         return
-    click.echo(f"cluster {name}: image {st.node_image}; API server readyz: {st.api_server}")
+    click.echo(f"cluster {cluster}: image {st.node_image}; API server readyz: {st.api_server}")
     render(listing, output)
     if st.simulated_nodes:
         click.echo(f"simulated nodes (kwok): {st.simulated_ready} of {st.simulated_nodes} Ready")
@@ -139,16 +142,16 @@ def status(g: Globals, name: str, output: str) -> None:
 
 @cluster.command("kwok-nodes")
 @click.argument("count", type=click.IntRange(0, MAX_SIMULATED_NODES))
-@cluster_option("--name")
+@cluster_option()
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
 @click.option(
     "--timeout", type=click.FloatRange(min=1), default=READY_TIMEOUT, show_default=True, help="Seconds to wait."
 )
-@output_option
+@output_option()
 @click.pass_obj
-def kwok_nodes(g: Globals, count: int, name: str, cache_dir: Path, timeout: float, output: str) -> None:
+def kwok_nodes(g: Globals, count: int, cluster: str, cache_dir: Path, timeout: float, output: str) -> None:
     """Make the cluster hold exactly COUNT simulated nodes: Node objects kwok keeps Ready, with no machine behind.
 
     Named kwok-node-0 to COUNT-1, labelled type=kwok and tainted kwok.x-k8s.io/node=fake:NoSchedule (only pods
@@ -157,27 +160,27 @@ def kwok_nodes(g: Globals, count: int, name: str, cache_dir: Path, timeout: floa
     the pod network and chaoskit's agent an affinity that keeps them off simulated nodes (their pods restart once).
     0 removes every simulated node and the controller. chaoskit never runs node commands or probes there.
     """
-    kube = Kube.connect(g.kubeconfig, context_of(g, name))
-    done = simulate(name, count, kube, SubprocessRunner(), Cache(cache_dir), Progress(), timeout=timeout)
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
+    done = simulate(cluster, count, kube, SubprocessRunner(), Cache(cache_dir), Progress(), timeout=timeout)
     if output != "table":
         emit(done.to_dict(), output)
         return
     click.echo(
-        f"cluster {name}: {done.count} simulated node(s), {len(done.created)} created, {len(done.deleted)} deleted;"
+        f"cluster {cluster}: {done.count} simulated node(s), {len(done.created)} created, {len(done.deleted)} deleted;"
         f" kwok's controller {done.controller}"
     )
 
 
 @cluster.command("proxy-mode")
 @click.argument("mode", required=False, type=click.Choice(PROXY_MODES))
-@cluster_option("--name")
+@cluster_option()
 @click.pass_obj
-def proxy_mode(g: Globals, mode: str | None, name: str) -> None:
+def proxy_mode(g: Globals, mode: str | None, cluster: str) -> None:
     """Show kube-proxy's mode on every node, or switch all of them to MODE (in place, no rebuild).
 
     IPVS is refused, with the reason, where the host kernel has no ip_vs module.
     """
-    env = cluster_env(g, name)
+    env = cluster_env(g, cluster)
     kube, nodes = env.kube, env.nodes
     if mode is not None:
         set_mode(kube, nodes, mode, say=Progress().info)

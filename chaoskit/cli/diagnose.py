@@ -17,7 +17,7 @@ import click
 from chaoskit.cli import Globals
 from chaoskit.cli.complete import complete_component
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
-from chaoskit.cli.options import cluster_env, cluster_option, file_option
+from chaoskit.cli.options import cluster_env, cluster_option, file_option, output_option
 from chaoskit.diagnosers.kit.managed import control_plane_of
 from chaoskit.diagnosers.run import BUDGET
 from chaoskit.diagnosers.run import diagnose as run_diagnosis
@@ -32,11 +32,9 @@ if TYPE_CHECKING:  # the playbook models load only for --subject: a plain look s
 
 @click.command()
 @click.argument("components", nargs=-1, metavar="[COMPONENT]...", shell_complete=complete_component)
-@click.option(
-    "-o", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Report format."
-)
+@output_option(FORMATS, help="Report format.", dest="fmt", aliases=("--format",))  # --format: the older name
 @file_option(
-    "--output",
+    "--output-file",
     "output_file",
     "Write the report to FILE instead of stdout (html and junit are meant for files).",
 )
@@ -124,7 +122,7 @@ def diagnose(
             watch_s,
             count,
             fmt,
-            {"--output": output_file, "--html": html_file, "--junit": junit_file, "--record": record_path},
+            {"--output-file": output_file, "--html": html_file, "--junit": junit_file, "--record": record_path},
         )
         raise click.exceptions.Exit(code)
     result = run_diagnosis(

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import click
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from chaoskit.cli import Globals
 from chaoskit.cli.complete import complete_fault
-from chaoskit.cli.listing import Column, Listing, listing_output_option, render
+from chaoskit.cli.listing import Column, Listing, listing_output_option, plain, render
 from chaoskit.cli.options import cluster_env, cluster_option, context_of, emit, node_exec, output_option
 from chaoskit.cli.schema_words import parameter_rows
 from chaoskit.engine import revert_journal, run_fault, sigterm_as_interrupt
@@ -115,11 +115,34 @@ def describe(name: str, output: str) -> None:
         render(Listing("parameter", PARAM_COLUMNS, rows), output)
 
 
+def _params(fault: str, cls: type[Fault], given: tuple[str, ...]) -> BaseModel:
+    """The fault's parameters from KEY=VALUE words; what is wrong said in chaoskit's words, with the parameter table
+    (the same rows `faults describe` shows), before any cluster is reached."""
+    schema = cls.Params.model_json_schema()
+    rows = parameter_rows(schema)
+    problems = [f"{kv!r}: not KEY=VALUE" for kv in given if "=" not in kv]
+    if not problems:
+        try:
+            return cls.Params(**dict(kv.split("=", 1) for kv in given))
+        except ValidationError as exc:
+            kinds = {r["name"]: r["type"] for r in rows}
+            for e in exc.errors():
+                key = ".".join(str(part) for part in e["loc"])
+                if e["type"] == "extra_forbidden":
+                    problems.append(f"{key}: no such parameter")
+                elif e["type"] == "missing":
+                    problems.append(f"{key}: required")
+                else:
+                    problems.append(f"{key}={e['input']}: not {kinds.get(key.split('.')[0], 'valid')}")
+    table = plain(PARAM_COLUMNS, rows) if rows else "(none)"
+    raise UsageError(f"bad --param for {fault}:\n  " + "\n  ".join(problems) + f"\n\nits parameters:\n{table}")
+
+
 def _nodes(g: Globals, cluster: str) -> list[Node]:
     nodes = node_exec(g, cluster).list_nodes()
     if not nodes:
         raise UsageError(
-            f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --name "
+            f"no cluster {cluster!r} to reach: no kind node containers on this host (chaoskit cluster up --cluster "
             f"{cluster}) and no chaoskit install (chaoskit install)"
         )
     return nodes
@@ -144,7 +167,7 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact node, the steps and their reverse; touch nothing.")
 @click.option("--allow-any-cluster", is_flag=True, help="Inject into a cluster chaoskit did not build or install.")
-@output_option
+@output_option()
 @click.pass_obj
 def inject(
     g: Globals,
@@ -161,10 +184,7 @@ def inject(
 ) -> None:
     """Inject one fault, hold it, revert it, and report time to effect and time to heal."""
     cls = _fault_class(fault)
-    try:
-        p = cls.Params(**dict(kv.split("=", 1) for kv in params))
-    except (ValidationError, ValueError) as exc:
-        raise UsageError(f"bad --param for {fault}: {exc}") from exc
+    p = _params(fault, cls, params)
     step: ResolvedStep = resolve(cls(), p, _nodes(g, cluster), target=node, duration=duration, deadline=deadline)
     if dry_run:  # the run's own checks first: a dry run that exits 0 promises the run will start
         kube = Kube.connect(g.kubeconfig, context_of(g, cluster))

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import jsonpath
-from chaoskit.cli.options import F, emit
+from chaoskit.cli.options import emit, output_option
 from chaoskit.errors import UsageError
 
 FORMATS = ("table", "wide", "name", "json", "yaml")
@@ -66,16 +66,12 @@ class OutputFormat(click.ParamType[str, Any]):
         return "[" + "|".join(FORMATS) + "|jsonpath=TEMPLATE]"
 
 
-def listing_output_option(f: F) -> F:
-    return click.option(
-        "-o",
-        "--output",
-        type=OutputFormat(),
-        default="table",
-        show_default=True,
-        help="table, wide (more columns), name (kind/name a line), json, yaml, or jsonpath=TEMPLATE as kubectl's "
-        "(e.g. jsonpath='{range .items[*]}{.name}{\"\\n\"}{end}').",
-    )(f)
+listing_output_option = output_option(
+    FORMATS,
+    OutputFormat(),
+    help="table, wide (more columns), name (kind/name a line), json, yaml, or jsonpath=TEMPLATE as kubectl's "
+    "(e.g. jsonpath='{range .items[*]}{.name}{\"\\n\"}{end}').",
+)
 
 
 def _cell(value: Any) -> str:
@@ -93,15 +89,25 @@ def plain(columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(GAP.join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in table)
 
 
-def drawn(columns: Sequence[Column], rows: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(*(c.header for c in columns))
+def drawn(columns: Sequence[Column], rows: Sequence[dict[str, Any]], console: Console, name_key: str = "") -> None:
+    """A drawn table as wide as the console: the other columns wrap so that the name column is never cut."""
+    table = Table()
+    for c in columns:
+        table.add_column(c.header, no_wrap=c.key == name_key)
     for r in rows:
         table.add_row(*(_cell(r.get(c.key)) for c in columns))
     console.print(table)
 
 
-def render(listing: Listing, output: str, tty: bool | None = None, echo: Callable[[str], None] = click.echo) -> None:
-    """Print `listing` as `output` says; `tty` (default: whether stdout is a terminal) draws the table."""
+def render(
+    listing: Listing,
+    output: str,
+    tty: bool | None = None,
+    echo: Callable[[str], None] = click.echo,
+    console: Console | None = None,
+) -> None:
+    """Print `listing` as `output` says; `tty` (default: whether stdout is a terminal) draws the table on `console`
+    (default: stdout at the terminal's width)."""
     if output in ("json", "yaml"):
         emit(listing.document(), output)
         return
@@ -114,6 +120,6 @@ def render(listing: Listing, output: str, tty: bool | None = None, echo: Callabl
         return
     columns = [c for c in listing.columns if output == "wide" or not c.wide]
     if tty if tty is not None else sys.stdout.isatty():
-        drawn(columns, listing.rows, Console(highlight=False))
+        drawn(columns, listing.rows, console or Console(highlight=False), listing.name_key)
     else:
         echo(plain(columns, listing.rows))

@@ -9,7 +9,7 @@ import click
 from chaoskit.cli import Globals
 from chaoskit.cli.measure_node_loss import node_loss
 from chaoskit.cli.measure_rule_sync import rule_sync
-from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, output_option, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.measurements.hpa_driver import measure as measure_hpa
@@ -35,10 +35,10 @@ measure.add_command(node_loss)
     help="load: CPU load through metrics-server and the HPA; min-replicas: the HPA told to scale at once.",
 )
 @click.option("--max-replicas", type=click.IntRange(2, 50), default=4, show_default=True)
-@cluster_option("--name")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@cluster_option()
+@output_option()
 @click.pass_obj
-def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, output: str) -> None:
+def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, cluster: str, output: str) -> None:
     """Scale an HPA-managed Deployment up and time its critical path: metric above target → HPA decision →
     ReplicaSet → Pod created → scheduled → started → Ready → EndpointSlice → rules on every node → first request
     from every node. Each stage names the component that owns it and the precision of its clock. The workload
@@ -46,8 +46,8 @@ def hpa(g: Globals, runs: int, trigger: str, max_replicas: int, name: str, outpu
     ns = g.namespace or f"chaoskit-hpa-{uuid.uuid4().hex[:6]}"
     progress = Progress()
     with sigterm_as_interrupt():
-        result = measure_hpa(cluster_env(g, name), ns, runs, trigger, max_replicas, say=progress.info)  # type: ignore[arg-type]
-    if output == "json":
-        emit(result.to_dict(), "json")
+        result = measure_hpa(cluster_env(g, cluster), ns, runs, trigger, max_replicas, say=progress.info)  # type: ignore[arg-type]
+    if output != "table":
+        emit(result.to_dict(), output)
     else:
         print_stages(result, stdout_console(110))

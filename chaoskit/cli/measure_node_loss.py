@@ -9,7 +9,7 @@ import uuid
 import click
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, output_option, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.components.node_lifecycle import DEFAULT_GRACE
 from chaoskit.engine import sigterm_as_interrupt
@@ -80,10 +80,10 @@ def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
     help="Seconds the web pods tolerate a lost node (the stock 300 takes over five minutes).",
 )
 @click.option("--allow-any-cluster", is_flag=True, help="Inject into a cluster chaoskit did not build or install.")
-@cluster_option("--name")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@cluster_option()
+@output_option()
 @click.pass_obj
-def node_loss(g: Globals, node: str, toleration: int, allow_any_cluster: bool, name: str, output: str) -> None:
+def node_loss(g: Globals, node: str, toleration: int, allow_any_cluster: bool, cluster: str, output: str) -> None:
     """Cut a worker off from the API server (node.partitioned) and time its loss: last heartbeat → NotReady → tainted
     unreachable → each pod evicted at its toleration → replacement created → scheduled → Ready → in the
     EndpointSlice → in every other node's rules. Says which stages are settings (the node-monitor grace period, the
@@ -93,13 +93,13 @@ def node_loss(g: Globals, node: str, toleration: int, allow_any_cluster: bool, n
     Exit codes: 0 measured, 1 the run deviated (the node did not heal), 4 tool error, 130 interrupted.
     """
     ns = g.namespace or f"chaoskit-node-loss-{uuid.uuid4().hex[:6]}"
-    env = cluster_env(g, name)
+    env = cluster_env(g, cluster)
     if not allow_any_cluster:
-        recognise(SubprocessRunner(), env.kube, name)
+        recognise(SubprocessRunner(), env.kube, cluster)
     with sigterm_as_interrupt():
         record = drive(env, node, toleration, ns)
-    if output == "json":
-        emit(record.to_dict(), "json")
+    if output != "table":
+        emit(record.to_dict(), output)
     else:
         for m in record.measurements:
             print_stages(m, stdout_console(110), NODE_LOSS_STAGES, "node loss")

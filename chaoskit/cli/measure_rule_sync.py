@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskit.cli import Globals
-from chaoskit.cli.options import cluster_env, cluster_option, emit, stdout_console
+from chaoskit.cli.options import cluster_env, cluster_option, emit, output_option, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, UsageError
 from chaoskit.measurements.background_services import MAX_SERVICES
@@ -66,8 +66,8 @@ WIDTH = 120  # the tables' width when stdout is a pipe (rich would take 80 and w
     show_default=True,
     help="Endpoints of each background Service.",
 )
-@cluster_option("--name")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@cluster_option()
+@output_option()
 @click.pass_obj
 def rule_sync(
     g: Globals,
@@ -78,7 +78,7 @@ def rule_sync(
     session_affinity: bool,
     services: int,
     endpoints_per_service: int,
-    name: str,
+    cluster: str,
     output: str,
 ) -> None:
     """Measure kube-proxy's rule-sync delay: deploy a workload of its own, make each endpoint change in turn and
@@ -90,7 +90,7 @@ def rule_sync(
     """
     changes = parse_changes(changes_text)
     ns = namespace or g.namespace or f"chaoskit-rule-sync-{uuid.uuid4().hex[:6]}"
-    env = cluster_env(g, name)
+    env = cluster_env(g, cluster)
     kube = env.kube
     if kube.find(f"/api/v1/namespaces/{ns}") is not None:
         raise UsageError(f"namespace {ns} exists: rule-sync creates its own namespace and deletes it at the end")
@@ -107,8 +107,8 @@ def rule_sync(
             services=services,
             endpoints_per_service=endpoints_per_service,
         )
-    if output == "json":
-        emit(result.to_dict(), "json")
+    if output != "table":
+        emit(result.to_dict(), output)
     else:
         print_result(result, stdout_console(WIDTH))
     if unconverged := [a for a in result.extra.get("actions", []) if not a["converged"]]:

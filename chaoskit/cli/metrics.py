@@ -17,7 +17,7 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.listing import Column, Listing, listing_output_option, render
-from chaoskit.cli.options import cluster_option, context_of
+from chaoskit.cli.options import aliased, cluster_option, context_of
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.engine import sigterm_as_interrupt
@@ -75,10 +75,10 @@ def serve(port: int, address: str, journal_dir: Path, interval: float) -> None:
 
 @metrics.command()
 @click.argument("journals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
+@aliased(
+    "--output-file",
     "out",
+    aliases=("--output",),  # the older name; -o is the output format on every command
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="File to write (atomically); node_exporter's textfile collector reads only *.prom.",
@@ -108,7 +108,7 @@ _STATE = click.option(
 
 
 @prometheus.command()
-@cluster_option("--name")
+@cluster_option()
 @click.option("--port", default=9090, show_default=True, help="Port of Prometheus' web API.")
 @click.option("--address", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -122,7 +122,7 @@ _STATE = click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
 @click.pass_obj
-def up(g: Globals, name: str, port: int, address: str, exporter: str, state_dir: Path, cache_dir: Path) -> None:
+def up(g: Globals, cluster: str, port: int, address: str, exporter: str, state_dir: Path, cache_dir: Path) -> None:
     """Install (cached) and start Prometheus in the background; prints its URL."""
     if (running := prom.adopt(state_dir)) is not None:
         click.echo(running.url)
@@ -133,7 +133,7 @@ def up(g: Globals, name: str, port: int, address: str, exporter: str, state_dir:
     with progress.step("Prometheus binaries from Debian's prometheus package"):
         tools = prom.install(runner, Cache(cache_dir))
     progress.info(f"prometheus {tools.version}: {tools.prometheus}")
-    kube = Kube.connect(g.kubeconfig, context_of(g, name))
+    kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
     with progress.step(f"ServiceAccount {prom.NAMESPACE}/{prom.SERVICE_ACCOUNT} and scrape config"):
         config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter)
     if not config.rule_files:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,15 +26,49 @@ def file_option(flag: str, dest: str, help: str) -> Callable[[F], F]:
     return click.option(flag, dest, type=click.Path(dir_okay=False, path_type=Path), help=help)
 
 
-def output_option(f: F) -> F:
-    return click.option(
+class Aliased(click.Option):
+    """An option that also answers to older names, kept so existing scripts work but left out of --help."""
+
+    def __init__(self, *args: Any, aliases: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases = tuple(aliases)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = self.opts
+        self.opts = [o for o in shown if o not in self.aliases]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown
+
+
+def aliased(*decls: str, aliases: Sequence[str], **kwargs: Any) -> Callable[[F], F]:
+    """`click.option(*decls, ...)` that also accepts `aliases` (each a long flag) without showing them."""
+    return click.option(*decls, *aliases, cls=Aliased, aliases=aliases, **kwargs)
+
+
+STRUCTURED = ("table", "json", "yaml")
+
+
+def output_option(
+    choices: Sequence[str] = STRUCTURED,
+    kind: click.ParamType[str, Any] | None = None,
+    help: str = "Output format on stdout.",
+    dest: str = "output",
+    aliases: Sequence[str] = (),
+) -> Callable[[F], F]:
+    """-o/--output FORMAT, the same flag on every command that prints: one of `choices` (table first, the default),
+    or whatever `kind` accepts (a listing's jsonpath=TEMPLATE)."""
+    return aliased(
         "-o",
         "--output",
-        type=click.Choice(["table", "json", "yaml"]),
-        default="table",
+        dest,
+        aliases=aliases,
+        type=kind or click.Choice(list(choices)),
+        default=choices[0],
         show_default=True,
-        help="Output format on stdout.",
-    )(f)
+        help=help,
+    )
 
 
 DEFAULT_CLUSTER = "chaoskit"
@@ -42,14 +76,18 @@ DEFAULT_CLUSTER = "chaoskit"
 
 def cluster_name_option(f: F) -> F:
     """The kind cluster a command creates or deletes: chaoskit's unless named."""
-    return click.option("--name", default=DEFAULT_CLUSTER, show_default=True, help="kind cluster name.")(f)
+    return aliased(
+        "--cluster", aliases=("--name",), default=DEFAULT_CLUSTER, show_default=True, help="kind cluster name."
+    )(f)
 
 
-def cluster_option(flag: str = "--cluster", help: str = "kind cluster name.") -> Callable[[F], F]:
+def cluster_option(help: str = "kind cluster name.") -> Callable[[F], F]:
     """The cluster a command acts on, resolved once as kubectl does: the one named (its context kind-<name>), else
-    the one --context names, else the kubeconfig's current context; its kind cluster when the context is kind's."""
-    return click.option(
-        flag,
+    the one --context names, else the kubeconfig's current context; its kind cluster when the context is kind's.
+    --name, the older flag of the cluster, measure and metrics commands, still names it."""
+    return aliased(
+        "--cluster",
+        aliases=("--name",),
         default=None,
         callback=_acted_on,
         help=f"{help} Default: the kind cluster of --context or of the current context ({DEFAULT_CLUSTER} when "

@@ -33,7 +33,7 @@ def _catalog(ctx: click.Context) -> Catalog:
 
 @click.command()
 @click.argument("playbooks", nargs=-1, required=True, metavar="PLAYBOOK...")
-@output_option
+@output_option()
 @click.pass_context
 def validate(ctx: click.Context, playbooks: tuple[str, ...], output: str) -> None:
     """Check playbook files: print `ok: FILE` for each valid one and every problem of the others (exit 3)."""

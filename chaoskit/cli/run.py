@@ -83,7 +83,7 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     help="Submit each playbook as a ChaosExperiment to the operator "
     "`chaoskit install` runs (namespace: -n, default 'default') and follow it to its verdict.",
 )
-@output_option
+@output_option()
 @click.pass_obj
 def run(
     g: Globals,

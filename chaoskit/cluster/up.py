@@ -99,7 +99,9 @@ def up(
             kind.delete(cfg.name)
         existing = []
     if existing:
-        progress.info(f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --name {cfg.name} to rebuild)")
+        progress.info(
+            f"cluster {cfg.name!r} exists; reusing it (chaoskit cluster down --cluster {cfg.name} to rebuild)"
+        )
     else:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="kind-config-") as f:
             f.write(cfg.text)

@@ -103,7 +103,7 @@ def one_e2e_session_at_a_time() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def cluster() -> str:
     """Bring the cluster up (a reuse when `make test` already did) and return its name."""
-    done = chaoskit("cluster", "up", "--name", CLUSTER)
+    done = chaoskit("cluster", "up", "--cluster", CLUSTER)
     assert done.returncode == 0, f"cluster up failed:\n{done.stderr[-3000:]}"
     return CLUSTER
 

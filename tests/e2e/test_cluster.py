@@ -124,7 +124,7 @@ def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:
 
 
 def test_status_reports_three_ready_nodes_as_json(cluster: str) -> None:
-    done = chaoskit("cluster", "status", "--name", cluster, "-o", "json")
+    done = chaoskit("cluster", "status", "--cluster", cluster, "-o", "json")
     assert done.returncode == 0, done.stderr
     st = json.loads(done.stdout)
     assert st["exists"] and st["docker"]
@@ -133,7 +133,7 @@ def test_status_reports_three_ready_nodes_as_json(cluster: str) -> None:
 
 
 def test_up_on_an_existing_cluster_reuses_it(cluster: str) -> None:
-    done = chaoskit("cluster", "up", "--name", cluster)
+    done = chaoskit("cluster", "up", "--cluster", cluster)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "reused" in done.stdout
 
@@ -171,16 +171,16 @@ def test_down_leaves_no_containers_and_a_second_down_is_fine(cluster: str) -> No
                 text=True,
                 check=True,
             )
-        assert json.loads(chaoskit("cluster", "status", "--name", name, "-o", "json").stdout)["exists"] is True
+        assert json.loads(chaoskit("cluster", "status", "--cluster", name, "-o", "json").stdout)["exists"] is True
     finally:
-        down = chaoskit("cluster", "down", "--name", name)
+        down = chaoskit("cluster", "down", "--cluster", name)
     assert down.returncode == 0, down.stderr
-    left = chaoskit("cluster", "status", "--name", name, "-o", "json")
+    left = chaoskit("cluster", "status", "--cluster", name, "-o", "json")
     assert json.loads(left.stdout)["exists"] is False
     ps = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label={KIND_CLUSTER}={name}"], capture_output=True, text=True
     )
     assert ps.stdout.strip() == ""
-    again = chaoskit("cluster", "down", "--name", name)
+    again = chaoskit("cluster", "down", "--cluster", name)
     assert again.returncode == 0
     assert "does not exist" in again.stdout

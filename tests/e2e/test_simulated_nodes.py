@@ -32,11 +32,11 @@ BACKLOG = 300  # pods created while the scheduler is down, every one bound for a
 
 @pytest.fixture
 def simulated(kube: Kube, cluster: str) -> Any:
-    chaoskit("cluster", "kwok-nodes", str(NODES), "--name", cluster, timeout=600)
+    chaoskit("cluster", "kwok-nodes", str(NODES), "--cluster", cluster, timeout=600)
     try:
         yield
     finally:
-        chaoskit("cluster", "kwok-nodes", "0", "--name", cluster, timeout=600)
+        chaoskit("cluster", "kwok-nodes", "0", "--cluster", cluster, timeout=600)
 
 
 def test_a_hundred_simulated_nodes_and_a_scheduler_back_to_a_backlog(

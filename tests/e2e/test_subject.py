@@ -38,7 +38,7 @@ spec:
     load: {{service: ledger, path: "/burn?ms=40", concurrency: 4}}
   probes:
     - name: cluster-answers
-      command: {{argv: [{python}, -m, chaoskit, cluster, status, --name, {cluster}, -o, json], timeout: 20s}}
+      command: {{argv: [{python}, -m, chaoskit, cluster, status, --cluster, {cluster}, -o, json], timeout: 20s}}
       every: 3s
     # kube-proxy frozen on a worker answers no scrape: `up` drops to 0 there while the fault holds
     - name: every-kube-proxy-scraped

@@ -19,7 +19,7 @@ def test_help_names_the_components_and_the_exit_codes() -> None:
     out = " ".join(CliRunner().invoke(cli, ["diagnose", "--help"]).output.split())
     assert "kube-proxy, containerd" in out and "1 when any is degraded or failed" in out
     assert '"unknown" and said, not failed' in out and "4 the diagnosis could not run, or judged nothing" in out
-    assert "-o, --format [table|json|markdown|html|junit]" in out and "--output FILE" in out
+    assert "-o, --output [table|json|markdown|html|junit]" in out and "--output-file FILE" in out
 
 
 def test_a_record_comes_from_run_json_or_from_the_journal(tmp_path: Path) -> None:

@@ -299,7 +299,7 @@ def test_a_bare_watch_takes_the_default_interval(monkeypatch: pytest.MonkeyPatch
     ("args", "said"),
     [
         (["--watch", "--html", "d.html"], "--html write(s) one diagnosis"),
-        (["--watch", "--junit", "d.xml", "--output", "d.json"], "--output, --junit write(s)"),
+        (["--watch", "--junit", "d.xml", "--output-file", "d.json"], "--output-file, --junit write(s)"),
         (["--watch", "-o", "html"], "-o html is one report"),
         (["--watch", "-o", "markdown"], "-o markdown is one report"),
         (["--count", "3"], "add --watch"),
@@ -315,8 +315,8 @@ def test_what_writes_one_diagnosis_is_refused_beside_watch(
 
 def test_a_record_is_refused_beside_watch(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--record write"):
-        refuse(5.0, None, "table", {"--output": None, "--record": tmp_path / "run.json"})
-    assert refuse(2.0, 3, "json", {"--output": None}) == 2.0
+        refuse(5.0, None, "table", {"--output-file": None, "--record": tmp_path / "run.json"})
+    assert refuse(2.0, 3, "json", {"--output-file": None}) == 2.0
 
 
 def test_a_component_after_a_bare_watch_is_a_usage_error_that_says_where_it_goes() -> None:

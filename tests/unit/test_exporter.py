@@ -259,7 +259,8 @@ def test_metrics_textfile_command_writes_one_file_from_several_journals(tmp_path
     _journal(tmp_path / "two.jsonl", _record("r2", verdict="deviated"))
     out = tmp_path / "chaoskit.prom"
     result = CliRunner().invoke(
-        cli, ["metrics", "textfile", str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"), "-o", str(out)]
+        cli,
+        ["metrics", "textfile", str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"), "--output-file", str(out)],
     )
     assert result.exit_code == 0, result.output
     m = Metrics.of(parse(out.read_text()))
@@ -291,7 +292,7 @@ def test_an_unreadable_record_counts_nothing_of_its_run() -> None:
 def test_metrics_textfile_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('{"event": "not ours"}\n')
-    result = CliRunner().invoke(cli, ["metrics", "textfile", str(other), "-o", str(tmp_path / "x.prom")])
+    result = CliRunner().invoke(cli, ["metrics", "textfile", str(other), "--output-file", str(tmp_path / "x.prom")])
     assert isinstance(result.exception, JournalError) and result.exception.exit_code == 2
     assert not (tmp_path / "x.prom").exists()
 

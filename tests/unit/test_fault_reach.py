@@ -34,3 +34,19 @@ def test_faults_list_for_a_cluster_says_which_it_can_inject_there(monkeypatch: p
     here = {item["name"]: item["here"] for item in json.loads(done.output)["items"]}
     assert here["apiserver.down"] == "no: no chaoskit agent on a control-plane node"
     assert here["kubelet.stop"] == "yes"
+
+
+def test_a_bad_param_is_said_in_chaoskit_words_with_the_parameter_table_before_any_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_cluster(*_: object, **__: object) -> None:
+        raise AssertionError("the cluster was reached")
+
+    monkeypatch.setattr(cmd, "node_exec", no_cluster)
+    args = ["inject", "scheduler.unschedulable", "--cluster", "lab", "--param", "reason=nope", "--param", "x=1"]
+    done = CliRunner().invoke(cli, [*args, "--dry-run"])
+    assert isinstance(done.exception, UsageError) and done.exception.exit_code == 2
+    said = str(done.exception)
+    assert "reason=nope: not one of: resources, taint, affinity" in said and "x: no such parameter" in said
+    assert "PARAMETER" in said and "replicas" in said and "integer 1..20" in said
+    assert "validation error" not in said and "pydantic" not in said

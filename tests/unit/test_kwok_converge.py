@@ -331,7 +331,7 @@ def test_kwok_nodes_sets_the_count_on_the_named_clusters_context(
     cli_simulate: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     done = CliRunner().invoke(
-        cli, ["cluster", "kwok-nodes", "3", "--name", "lab", "--cache", str(tmp_path), "--timeout", "30"]
+        cli, ["cluster", "kwok-nodes", "3", "--cluster", "lab", "--cache", str(tmp_path), "--timeout", "30"]
     )
     assert done.exit_code == 0, done.output
     assert cli_simulate == [

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 
 import click
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from chaoskit.cli import jsonpath
 from chaoskit.cli.listing import Column, Listing, OutputFormat, plain, render
@@ -127,3 +130,20 @@ def test_every_other_table_draws_no_box_in_a_pipe() -> None:
     out = io.StringIO()
     Console(file=out, width=80, color_system=None).print(t)
     assert t.box is None and not any(c in out.getvalue() for c in "│┃━─┏"), out.getvalue()
+
+
+def test_faults_list_on_a_narrow_terminal_wraps_the_description_and_never_cuts_a_fault_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chaoskit.cli import cli, faults
+    from chaoskit.registry import FAULTS, load_catalog
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, width=80, highlight=False, legacy_windows=False)
+    monkeypatch.setattr(faults, "render", functools.partial(render, tty=True, console=terminal))
+    assert CliRunner().invoke(cli, ["faults", "list"]).exit_code == 0
+    load_catalog()
+    shown = screen.getvalue()
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    lines = [line.split("│")[1].strip() for line in shown.splitlines() if line.count("│") > 2]
+    assert set(FAULTS.names()) <= set(lines)
