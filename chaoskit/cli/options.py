@@ -13,6 +13,7 @@ from rich.console import Console
 
 from chaoskit.cli import Globals
 from chaoskit.env import Env, Via, connect
+from chaoskit.errors import UsageError
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.kubeconfig import read_contexts
 from chaoskit.seams.nodeexec import NodeExec
@@ -148,3 +149,15 @@ def node_exec(g: Globals, cluster: str, runner: Runner | None = None, kube: Kube
 
 def via_of(g: Globals) -> Via:
     return "docker" if g.via == "docker" else "agent" if g.via == "agent" else "auto"
+
+
+def playbook_files(paths: tuple[Path, ...] | list[Path], unique: bool = True) -> list[Path]:
+    """The playbook files `paths` name: a folder stands for every *.yaml and *.yml in it (run and validate alike);
+    `unique`: each once (a suite runs a playbook once; validate answers for each path given)."""
+    files: list[Path] = []
+    for p in paths:
+        found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")]) if p.is_dir() else [p]
+        if not found:
+            raise UsageError(f"no playbook (*.yaml, *.yml) in {p}")
+        files += found
+    return list(dict.fromkeys(files)) if unique else files

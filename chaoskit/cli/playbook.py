@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import click
 
-from chaoskit.cli.options import emit, output_option
+from chaoskit.cli.options import emit, output_option, playbook_files
 from chaoskit.errors import EXIT_INVALID_PLAYBOOK, PlaybookError, Problem
 from chaoskit.playbook import load_playbook, playbook_json_schema
 from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, Registered, Registry, load_catalog
@@ -36,11 +37,12 @@ def _catalog(ctx: click.Context) -> Catalog:
 @output_option()
 @click.pass_context
 def validate(ctx: click.Context, playbooks: tuple[str, ...], output: str) -> None:
-    """Check playbook files: print `ok: FILE` for each valid one and every problem of the others (exit 3)."""
+    """Check playbook files (a folder: every *.yaml and *.yml in it): print `ok: FILE` for each valid one and every
+    problem of the others (exit 3)."""
     catalog = _catalog(ctx)
     valid: list[str] = []
     problems: list[Problem] = []
-    for file in playbooks:
+    for file in map(str, playbook_files([Path(p) for p in playbooks], unique=False)):
         try:
             load_playbook(file, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
         except PlaybookError as exc:

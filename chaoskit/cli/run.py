@@ -13,7 +13,15 @@ from rich.console import Console
 
 from chaoskit.cli import Globals
 from chaoskit.cli import via_operator as via
-from chaoskit.cli.options import cluster_env, context_of, emit, file_option, output_option, stdout_console
+from chaoskit.cli.options import (
+    cluster_env,
+    context_of,
+    emit,
+    file_option,
+    output_option,
+    playbook_files,
+    stdout_console,
+)
 from chaoskit.cli.stages import print_stages
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kwok.simulate import simulate
@@ -170,7 +178,7 @@ def _suite_of(paths: tuple[Path, ...], journal_path: Path | None) -> tuple[list[
     """The playbook files, every one loaded (every problem of every file before anything touches a cluster, exit 3),
     and the one cluster they name."""
     load_catalog()
-    files = _playbook_files(paths)
+    files = playbook_files(paths)
     if journal_path is not None and len(files) > 1:
         raise UsageError("--journal names the journal of one playbook; a suite writes one per playbook")
     playbooks = _load_all(files)
@@ -208,16 +216,6 @@ def _publish(
         _table(record)
     else:
         emit(data, output)
-
-
-def _playbook_files(paths: tuple[Path, ...]) -> list[Path]:
-    files: list[Path] = []
-    for p in paths:
-        found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")]) if p.is_dir() else [p]
-        if not found:
-            raise UsageError(f"no playbook (*.yaml, *.yml) in {p}")
-        files += found
-    return list(dict.fromkeys(files))
 
 
 def _load_all(files: list[Path]) -> list[Playbook]:

@@ -13,7 +13,7 @@ from playbook_catalog import EXAMPLE, MINIMAL, make_catalog
 
 from chaoskit.cli import cli
 from chaoskit.cli.playbook import Catalog, validate
-from chaoskit.errors import EXIT_INVALID_PLAYBOOK, EXIT_OK, EXIT_USAGE
+from chaoskit.errors import EXIT_INVALID_PLAYBOOK, EXIT_OK, EXIT_USAGE, UsageError
 
 
 @pytest.fixture
@@ -91,3 +91,18 @@ def test_the_installed_entry_point_exits_3_for_an_invalid_playbook(bad: Path) ->
     run = subprocess.run([sys.executable, "-m", "chaoskit", "validate", str(bad)], capture_output=True, text=True)
     assert run.returncode == EXIT_INVALID_PLAYBOOK
     assert f"{bad}:8:17: spec.steps[0].duration" in run.stderr
+
+
+def test_a_folder_is_every_playbook_in_it_each_problem_at_file_line_col(catalog: Catalog, bad: Path) -> None:
+    good = bad.parent / "good.yml"
+    good.write_text(Path(EXAMPLE).read_text())
+    code, out, err = _run(catalog, str(bad.parent))
+    assert code == EXIT_INVALID_PLAYBOOK
+    assert out == f"ok: {good}\n"
+    assert err.splitlines()[0].startswith(f"{bad}:7:14: spec.steps[0].fault: unknown fault")
+
+
+def test_a_folder_without_playbooks_is_a_usage_error(catalog: Catalog, tmp_path: Path) -> None:
+    result = CliRunner().invoke(validate, [str(tmp_path)], obj=catalog)
+    assert isinstance(result.exception, UsageError) and result.exception.exit_code == EXIT_USAGE  # main() exits 2
+    assert "no playbook (*.yaml, *.yml) in" in str(result.exception)
