@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ import click
 
 from chaoskit.cli import Globals
 from chaoskit.cli.complete import complete_component
+from chaoskit.cli.diagnose_serve import refuse as refuse_serve
+from chaoskit.cli.diagnose_serve import serve_diagnoses, serve_options
 from chaoskit.cli.diagnose_watch import count_option, watch_diagnoses, watch_option
 from chaoskit.cli.options import cluster_env, cluster_option, file_option, output_option
 from chaoskit.diagnosers.kit.managed import control_plane_of
@@ -73,6 +76,7 @@ if TYPE_CHECKING:  # the playbook models load only for --subject: a plain look s
 )
 @watch_option
 @count_option
+@serve_options
 @click.pass_obj
 def diagnose(
     g: Globals,
@@ -87,6 +91,8 @@ def diagnose(
     subject_ref: str | None,
     watch_s: float | None,
     count: int | None,
+    serve_addr: str | None,
+    interval_s: float | None,
 ) -> None:
     """Diagnose the control plane and every node: findings with probable cause, evidence and remediation.
 
@@ -103,6 +109,8 @@ def diagnose(
     on warnings too); 2 usage; 4 the diagnosis could not run, or judged nothing. --html and --junit write the same
     diagnosis again, so a CI job keeps one moment's picture in every format.
     """
+    alone = {"--watch": watch_s, "--count": count, "--output-file": output_file, "--html": html_file}
+    where = refuse_serve(serve_addr, interval_s, {**alone, "--junit": junit_file, "--record": record_path})
     env = cluster_env(g, cluster, lazy=True)  # the client loads while the node scripts run
     nodes = env.nodes.list_nodes()  # listed once (docker ps, or the install's agents)
     if not nodes:
@@ -113,28 +121,23 @@ def diagnose(
     if out_of_reach:
         progress.info(f"no chaoskit agent on the control plane ({control_plane}): judged from what the API shows")
     yours = _subject(env, subject_ref) if subject_ref else None
+    names = [n.name for n in nodes]
+    look = partial(
+        run_diagnosis, env, control_plane, names, components, budget=budget, subject=yours, out_of_reach=out_of_reach
+    )
+    if where is not None:  # a Prometheus target: the last look's series, looked at again every --interval
+        serve_diagnoses(look, where, interval_s, progress.info)
+        return
     if watch_s is not None or count is not None:  # a look every few seconds, printing only what changed
-        names = [n.name for n in nodes]
         code = watch_diagnoses(
-            lambda: run_diagnosis(
-                env, control_plane, names, components, budget=budget, subject=yours, out_of_reach=out_of_reach
-            ),
+            look,
             watch_s,
             count,
             fmt,
             {"--output-file": output_file, "--html": html_file, "--junit": junit_file, "--record": record_path},
         )
         raise click.exceptions.Exit(code)
-    result = run_diagnosis(
-        env,
-        control_plane,
-        [n.name for n in nodes],
-        components,
-        budget=budget,
-        say=progress.info,
-        subject=yours,
-        out_of_reach=out_of_reach,
-    )
+    result = look(say=progress.info)
     for extra, path in (("html", html_file), ("junit", junit_file)):
         if path is not None:
             path.write_text(render(result, extra, record))
