@@ -41,7 +41,7 @@ def serve_options(f: F) -> F:
         metavar="[ADDR]",
         help=f"Serve the diagnosis as Prometheus series on [HOST]:PORT (default {ADDRESS}) until Ctrl-C: "
         "chaoskit_component_status, chaoskit_finding, chaoskit_diagnosis_duration_seconds, "
-        "chaoskit_diagnosis_last_look_timestamp_seconds.",
+        "chaoskit_diagnosis_last_look_timestamp_seconds, chaoskit_diagnosis_interval_seconds.",
     )(f)
 
 
@@ -68,12 +68,12 @@ def refuse(addr: str | None, interval: float | None, given: Mapping[str, object]
 def serve_diagnoses(look: Look, where: tuple[str, int], interval: float | None, say: Say) -> None:
     """Listen, then look until Ctrl-C or SIGTERM."""
     host, port = where
-    latest = Latest()
+    seconds = INTERVAL if interval is None else interval
+    latest = Latest(seconds)
     try:
         server, _ = serve(latest, port, host)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc}") from exc
-    seconds = INTERVAL if interval is None else interval
     say(f"serving http://{host}:{port}/metrics: a look every {seconds:g}s after the last one ended, until Ctrl-C")
     try:
         with sigterm_as_interrupt():

@@ -1,4 +1,4 @@
-"""The diagnosis as Prometheus series: each component's status, each standing finding, when and how long it looked.
+"""The diagnosis as Prometheus series: each component's status, each standing finding, when and how often it looks.
 
 `families` is pure (a Diagnosis in, metric families out); `Latest` holds the newest look for the scrape to read, so
 a scrape never waits on a diagnosis and always sees one whole look.
@@ -24,7 +24,8 @@ STATUS = "chaoskit_component_status"
 FINDING = "chaoskit_finding"
 DURATION = "chaoskit_diagnosis_duration_seconds"
 LAST_LOOK = "chaoskit_diagnosis_last_look_timestamp_seconds"
-SERIES = (STATUS, FINDING, DURATION, LAST_LOOK)
+INTERVAL = "chaoskit_diagnosis_interval_seconds"
+SERIES = (STATUS, FINDING, DURATION, LAST_LOOK, INTERVAL)
 KEY_LENGTH = 64  # a label, not a sentence: long titles are cut where a dashboard column still shows them
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
@@ -38,8 +39,9 @@ def finding_key(f: Finding) -> str:
     return _NOT_WORD.sub("-", text).strip("-")[:KEY_LENGTH].rstrip("-") or "finding"
 
 
-def families(d: Diagnosis) -> list[Metric]:
-    """One look's series: a status per component report, a 1 per standing (judged warning or critical) finding."""
+def families(d: Diagnosis, interval: float) -> list[Metric]:
+    """One look's series: a status per component report, a 1 per standing (judged warning or critical) finding;
+    `interval` is the wait between looks, so an alert can tell a diagnosis that stopped looking from a slow one."""
     status = GaugeMetricFamily(
         STATUS, "1 for a component's current status on its node (ok, degraded, failed, unknown).", labels=_STATUS_LABELS
     )
@@ -50,24 +52,27 @@ def families(d: Diagnosis) -> list[Metric]:
         found.add_metric(list(labels), 1)
     duration = GaugeMetricFamily(DURATION, "How long the last diagnosis took.", value=d.duration_s)
     last = GaugeMetricFamily(LAST_LOOK, "When the last diagnosis began (Unix time).", value=d.collected_at)
-    return [status, found, duration, last]
+    every = GaugeMetricFamily(INTERVAL, "Seconds from the end of one diagnosis to the start of the next.", interval)
+    return [status, found, duration, last, every]
 
 
 _STATUS_LABELS = ["component", "node", "status"]
-_FINDING_LABELS = ["component", "node", "severity", "entity", "finding"]
+# caused_by: the root cause's entity, "" for a root cause, so an alert pages once per fault, not per consequence
+_FINDING_LABELS = ["component", "node", "severity", "entity", "finding", "caused_by"]
 
 
-def _finding_labels(d: Diagnosis) -> Iterable[tuple[str, str, str, str, str]]:
+def _finding_labels(d: Diagnosis) -> Iterable[tuple[str, str, str, str, str, str]]:
     for r in d.reports:
         for f in r.findings:
             if f.judged and f.severity in ("critical", "warning"):
-                yield (f.component, r.subject, f.severity, f.entity, finding_key(f))
+                yield (f.component, r.subject, f.severity, f.entity, finding_key(f), f.caused_by)
 
 
 class Latest:
     """A collector of the newest diagnosis: empty until the first look ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
         self._lock = threading.Lock()
         self._last: Diagnosis | None = None
 
@@ -78,7 +83,7 @@ class Latest:
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             last = self._last
-        yield from families(last) if last else ()
+        yield from families(last, self.interval) if last else ()
 
 
 def serve(latest: Latest, port: int = PORT, address: str = "0.0.0.0") -> tuple[WSGIServer, threading.Thread]:

@@ -70,7 +70,7 @@ def test_each_look_starts_after_the_last_ended_and_a_failed_look_keeps_serving()
 
 
 def test_a_scrape_reads_the_last_look() -> None:
-    latest = Latest()
+    latest = Latest(30.0)
     server, _ = serve(latest, 0, "127.0.0.1")
     try:
         url = f"http://127.0.0.1:{server.server_port}/metrics"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prometheus_client import CollectorRegistry, generate_latest
 
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Evidence, Finding, Severity, status_of
@@ -24,7 +26,7 @@ def look(*reports: ComponentReport) -> Diagnosis:
 
 
 def exposition(d: Diagnosis) -> str:
-    latest = Latest()
+    latest = Latest(30.0)
     latest.set(d)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(latest)
@@ -32,7 +34,7 @@ def exposition(d: Diagnosis) -> str:
 
 
 def samples(d: Diagnosis) -> dict[str, list[tuple[dict[str, str], float]]]:
-    return {m.name: [(s.labels, s.value) for s in m.samples] for m in families(d)}
+    return {m.name: [(s.labels, s.value) for s in m.samples] for m in families(d, 30.0)}
 
 
 def test_the_key_is_the_same_while_the_numbers_and_quoted_values_in_a_title_change() -> None:
@@ -60,10 +62,18 @@ def test_one_status_series_per_report_and_one_finding_series_per_standing_verdic
     ]
     key = "node-lease-of-chaoskit-worker-not-renewed-for-s"
     labels = {"component": "kubelet", "node": WORKER, "severity": "critical", "entity": f"node/{WORKER}"}
-    assert got["chaoskit_finding"] == [({**labels, "finding": key}, 1)]  # no info note, no uncollected look
+    assert got["chaoskit_finding"] == [({**labels, "finding": key, "caused_by": ""}, 1)]  # no info, no uncollected
     assert got["chaoskit_diagnosis_duration_seconds"] == [({}, 2.5)]
     assert got["chaoskit_diagnosis_last_look_timestamp_seconds"] == [({}, T0)]
+    assert got["chaoskit_diagnosis_interval_seconds"] == [({}, 30.0)]
     assert tuple(got) == SERIES
+
+
+def test_a_consequence_names_its_root_cause() -> None:
+    cause = finding("etcd", "etcd has no leader", "critical", "component/etcd")
+    after = replace(finding("apiserver", "readyz fails", "critical"), caused_by="component/etcd")
+    found = samples(look(report("etcd", CP, cause), report("apiserver", CP, after)))["chaoskit_finding"]
+    assert [labels["caused_by"] for labels, _ in found] == ["", "component/etcd"]
 
 
 def test_two_findings_of_one_shape_on_one_entity_make_one_series() -> None:
@@ -73,13 +83,13 @@ def test_two_findings_of_one_shape_on_one_entity_make_one_series() -> None:
 
 def test_the_exposition_before_and_after_the_first_look() -> None:
     empty = CollectorRegistry(auto_describe=False)
-    empty.register(Latest())
+    empty.register(Latest(30.0))
     assert generate_latest(empty) == b""
     text = exposition(look(report("scheduler", CP, finding("scheduler", "leader lease held by nobody for 30s"))))
     status = 'chaoskit_component_status{component="scheduler",node="chaoskit-control-plane",status="degraded"} 1.0'
     assert status in text
     assert (
-        'chaoskit_finding{component="scheduler",entity="",finding="leader-lease-held-by-nobody-for-s",'
+        'chaoskit_finding{caused_by="",component="scheduler",entity="",finding="leader-lease-held-by-nobody-for-s",'
         'node="chaoskit-control-plane",severity="warning"} 1.0' in text
     )
     assert "chaoskit_diagnosis_last_look_timestamp_seconds 1.7e+09" in text
