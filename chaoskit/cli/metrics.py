@@ -117,12 +117,27 @@ _STATE = click.option(
     show_default=True,
     help="host:port of `chaoskit metrics serve` to scrape; 'none' to skip it.",
 )
+@click.option(
+    "--diagnosis",
+    default=None,
+    metavar="HOST:PORT",
+    help="host:port of `chaoskit diagnose --serve` to scrape (its alerts need it); none unless given.",
+)
 @_STATE
 @click.option(
     "--cache", "cache_dir", type=click.Path(path_type=Path), default=default_root, show_default="~/.cache/chaoskit"
 )
 @click.pass_obj
-def up(g: Globals, cluster: str, port: int, address: str, exporter: str, state_dir: Path, cache_dir: Path) -> None:
+def up(
+    g: Globals,
+    cluster: str,
+    port: int,
+    address: str,
+    exporter: str,
+    diagnosis: str | None,
+    state_dir: Path,
+    cache_dir: Path,
+) -> None:
     """Install (cached) and start Prometheus in the background; prints its URL."""
     if (running := prom.adopt(state_dir)) is not None:
         click.echo(running.url)
@@ -135,7 +150,7 @@ def up(g: Globals, cluster: str, port: int, address: str, exporter: str, state_d
     progress.info(f"prometheus {tools.version}: {tools.prometheus}")
     kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
     with progress.step(f"ServiceAccount {prom.NAMESPACE}/{prom.SERVICE_ACCOUNT} and scrape config"):
-        config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter)
+        config = prom.prepare(kube, state_dir, None if exporter == "none" else exporter, diagnosis=diagnosis)
     if not config.rule_files:
         progress.info(
             "[yellow]note[/yellow]: chaoskit has no recording rules file (deploy/prometheus/rules.yml); none loaded"

@@ -144,6 +144,13 @@ def test_the_exporter_is_the_first_job_and_optional() -> None:
     assert all(j.name != "chaoskit" for j in prom.cluster_jobs(NODES, None))
 
 
+def test_the_diagnosis_is_scraped_only_when_named_as_the_job_its_alerts_read() -> None:
+    assert all(j.name != prom.DIAGNOSIS_JOB for j in prom.cluster_jobs(NODES, "127.0.0.1:9464"))
+    (job,) = [j for j in prom.cluster_jobs(NODES, None, diagnosis="127.0.0.1:9465") if j.name == prom.DIAGNOSIS_JOB]
+    assert [t.address for t in job.targets] == ["127.0.0.1:9465"]
+    assert f'up{{job="{prom.DIAGNOSIS_JOB}"}}' in RULES.read_text()
+
+
 def test_the_global_section_scrapes_often_enough_for_second_long_lags() -> None:
     doc = _yaml(prom.render(_config()))
     assert doc["global"] == {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "5s"}

@@ -5,6 +5,7 @@
 """
 
 from chaoskit.cluster.prometheus.config import (
+    DIAGNOSIS_JOB,
     Config,
     Job,
     Node,
@@ -28,6 +29,7 @@ from chaoskit.cluster.prometheus.server import PrometheusError, Server, adopt, d
 
 __all__ = [
     "CLUSTER_ROLE",
+    "DIAGNOSIS_JOB",
     "NAMESPACE",
     "PACKAGE",
     "SERVICE_ACCOUNT",

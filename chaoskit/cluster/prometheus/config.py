@@ -77,9 +77,15 @@ def operator_node_port(kube: Kube) -> int | None:
     return int(ports[0]) if ports else None
 
 
-def cluster_jobs(nodes: list[Node], exporter: str | None = None, operator_port: int | None = None) -> tuple[Job, ...]:
-    """Every scrape job for a kind cluster's nodes (and chaoskit's exporter at host:port, when given; the installed
-    operator through its Service's NodePort on the first node, when there is one)."""
+DIAGNOSIS_JOB = "chaoskit-diagnosis"  # the job the diagnosis alerts' `up` reads
+
+
+def cluster_jobs(
+    nodes: list[Node], exporter: str | None = None, operator_port: int | None = None, diagnosis: str | None = None
+) -> tuple[Job, ...]:
+    """Every scrape job for a kind cluster's nodes (and chaoskit's exporter at host:port, when given; `chaoskit
+    diagnose --serve` at host:port, when given; the installed operator through its Service's NodePort on the first
+    node, when there is one)."""
 
     def each(ns: list[Node], port: int) -> tuple[Target, ...]:
         return tuple(Target(f"{n.ip}:{port}", (("node", n.name),)) for n in ns)
@@ -96,6 +102,8 @@ def cluster_jobs(nodes: list[Node], exporter: str | None = None, operator_port: 
     ]
     if exporter:
         jobs.insert(0, Job("chaoskit", (Target(exporter),)))
+    if diagnosis:  # opt-in: with nothing serving there, the not-looking alert would fire for ever
+        jobs.insert(0, Job(DIAGNOSIS_JOB, (Target(diagnosis),)))
     if operator_port and nodes:
         jobs.insert(0, Job("chaoskit-operator", (Target(f"{nodes[0].ip}:{operator_port}"),)))
     return tuple(jobs)
@@ -144,14 +152,16 @@ def cluster_ca(kube: Kube) -> str:
     return str(kube.get("/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt")["data"]["ca.crt"])
 
 
-def prepare(kube: Kube, workdir: Path, exporter: str | None, rules: Path | None = None) -> Config:
+def prepare(
+    kube: Kube, workdir: Path, exporter: str | None, rules: Path | None = None, diagnosis: str | None = None
+) -> Config:
     """Credentials and config files for scraping this cluster, written under workdir (token file mode 0600)."""
     workdir.mkdir(parents=True, exist_ok=True)
     token_file, ca_file = workdir / "token", workdir / "ca.crt"
     _write_private(token_file, ensure_monitoring(kube))
     ca_file.write_text(cluster_ca(kube))
     rules = rules if rules is not None else prometheus_rules()
-    jobs = cluster_jobs(cluster_nodes(kube), exporter, operator_node_port(kube))
+    jobs = cluster_jobs(cluster_nodes(kube), exporter, operator_node_port(kube), diagnosis)
     config = Config(jobs, (rules,) if rules else (), token_file, ca_file)
     (workdir / "prometheus.yml").write_text(render(config))
     return config
