@@ -15,6 +15,8 @@ HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 PORT = 10250  # its authenticated API (/metrics, /healthz?verbose), asked by node name from the control plane
 NODE_USER_PREFIX = "system:node:"  # a kubelet's user name to the API server: system:node:<its node>
 ROUTINE_REFUSAL = "no relationship found between node"  # the Node authorizer on an object no longer the node's
+# kubelet's journal when its client certificate changed (TLS bootstrap, rotation): it asks under a new identity since
+CREDENTIALS_ROTATED = "Certificate rotation detected"
 JOURNAL = "journalctl -u kubelet --since '-5 min' --no-pager -o short-iso"
 # pod start latency as the SLO counts it (image pulls and init containers left out): a histogram since kubelet started
 POD_START_SLI = "kubelet_pod_start_sli_duration_seconds"

@@ -7,6 +7,7 @@ Read-only towards the cluster except for the monitoring ServiceAccount and its C
 from __future__ import annotations
 
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.scrape import HttpScraper, ScrapeError
 from chaoskit.seams.shell import SubprocessRunner
+from tests.dashboard import dashboard, queries
 
 pytestmark = pytest.mark.e2e
 PLAYBOOK = "e2e-prometheus"
@@ -47,8 +49,15 @@ def _write_run(path: Path, run_id: str) -> None:
             Sample("hpa_scale_up", "ready", "kubelet", "web-1", now - 45, now - 40, 1.0),
         ],
     )
+    rule_sync = MeasurementResult(
+        "dataplane",
+        "rule_sync",
+        now - 30,
+        now,
+        samples=[Sample("rule_sync", "rules_programmed", "kube-proxy", "node/chaoskit-worker", now - 9, now - 8, 0.01)],
+    )
     rec = RunRecord(PLAYBOOK, "chaoskit", "ns", str(path), run_id, now - 120, now)
-    rec.measurements = [hpa]
+    rec.measurements = [hpa, rule_sync]
     j.append("run-finished", verdict="passed", record=rec.to_dict())
 
 
@@ -186,3 +195,92 @@ def test_prometheus_sees_the_exporter_every_kube_proxy_and_the_recording_rules(
     refused = [t for t in server.targets() if any(code in t["lastError"] for code in ("401", "403"))]
     assert not refused, targets()
     print("\n" + "\n".join(targets().split("; ")))
+
+
+WORKER = "chaoskit-worker2"
+CRITICAL = f'ALERTS{{alertname="ChaoskitCriticalFinding", alertstate="firing", component="kubelet", node="{WORKER}"}}'
+
+
+@pytest.fixture
+def diagnosis() -> Iterator[str]:
+    """`chaoskit diagnose --serve` as a user runs it beside Prometheus, looking every 5 s."""
+    address = f"127.0.0.1:{prom.free_port()}"
+    argv = [sys.executable, "-m", "chaoskit", "diagnose", "--cluster", "chaoskit", "--serve", address]
+    argv += ["--interval", "5"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _until("diagnose --serve to answer", lambda: _answers(f"http://{address}/metrics"), 60)
+        yield address
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@pytest.fixture
+def watching(
+    tools: prom.Install, kube: Kube, exporter: tuple[str, Path], diagnosis: str, tmp_path: Path
+) -> Iterator[prom.Server]:
+    """Prometheus as `chaoskit metrics prometheus up --diagnosis ADDR` sets it up: the runs, the cluster and the
+    diagnosis scraped, the shipped rules and alerts loaded."""
+    workdir = tmp_path / "prometheus"
+    prom.prepare(kube, workdir, exporter[0], diagnosis=diagnosis)
+    srv = prom.start(tools, workdir)
+    try:
+        srv.wait_ready(60)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _series(srv: prom.Server, expr: str) -> list[dict[str, Any]]:
+    return [r for r in srv.query(expr) if math.isfinite(float(r["value"][1]))]
+
+
+def test_a_stopped_kubelet_fires_the_critical_alert_its_revert_resolves_it_and_every_dashboard_query_answers(
+    watching: prom.Server, exporter: tuple[str, Path]
+) -> None:
+    journals = exporter[1]
+    _until(
+        "the diagnosis's first look scraped and judged",
+        lambda: _series(watching, f'chaoskit_component_status{{component="kubelet", node="{WORKER}"}}'),
+        90,
+        lambda: "; ".join(f"{t['labels']['job']} {t['health']} {t['lastError']}" for t in watching.targets()),
+    )
+    time.sleep(12)  # two more looks and rule evaluations: the alert has had its chance to fire on the healthy kubelet
+    assert watching.query(CRITICAL) == [], "the kubelet's alert fires before anything was injected"
+    assert watching.query('ALERTS{alertname="ChaoskitDiagnosisNotLooking"}') == []
+    _write_run(journals / "run-2.jsonl", "e2e-2")  # a second run inside 5 m: the 5-minute rates have a sample
+
+    # 45 s: the alert fires within a look, a scrape and an evaluation (about 20 s), well before the hold ends
+    inject = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "inject", "kubelet.stop", "--cluster", "chaoskit", "--node", WORKER]
+        + ["--duration", "45", "--journal", str(journals / "inject.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        fired = _until("the critical alert naming the stopped kubelet", lambda: watching.query(CRITICAL), 60)
+        labels = fired[0]["metric"]
+        assert labels["severity"] == "critical" and labels["caused_by"] == "", labels
+        print(f"\nfiring: {labels}")
+        during = {where: expr for where, expr in queries(dashboard(), "1m") if where != "Resilience score"}
+        missing = _until(
+            "every dashboard query but the score's to answer while the fault holds",
+            lambda: not [w for w, expr in during.items() if not _series(watching, expr)],
+            60,
+            lambda: str([w for w, expr in during.items() if not _series(watching, expr)]),
+        )
+        assert missing
+        stdout, stderr = inject.communicate(timeout=240)
+    finally:
+        if inject.poll() is None:
+            inject.send_signal(signal.SIGINT)  # a failed wait above: Ctrl-C, so the kubelet is put back now
+            inject.wait(120)
+    assert inject.returncode == 0, (inject.returncode, stdout[-2000:], stderr[-3000:])
+
+    _until("the alert resolved after the revert", lambda: not watching.query(CRITICAL), 90)
+    # the inject's own run, finished and scored: the score panel answers from it
+    score = _until("the inject's resilience score", lambda: _series(watching, "chaoskit_resilience_score"), 60)
+    assert {s["metric"]["playbook"] for s in score}, score
+    print(f"resolved; score series {[s['metric'] for s in score]}")

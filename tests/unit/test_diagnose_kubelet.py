@@ -230,3 +230,23 @@ def test_the_node_authorizers_routine_refusal_of_an_object_gone_is_no_finding() 
         "'chaoskit-worker' and this object\"",
     )
     assert analyze(kubelet(journal=text("kubelet/journal.txt") + line)) == []
+
+
+def test_refusals_before_kubelet_changed_its_certificate_are_no_finding_and_after_it_are() -> None:
+    """TLS bootstrap: kubelet's first events go out as system:anonymous, refused, until its client certificate
+    arrives; a look soon after a node joins must not blame credentials kubelet no longer uses."""
+    ev = kubelet()
+    anonymous = (
+        'E1206 19:58:03.963044 192 event.go:359] "Server rejected event (will not retry!)" err="events '
+        '\\"chaoskit-worker.18eec26f18277f2f\\" is forbidden: User \\"system:anonymous\\" cannot patch resource '
+        '\\"events\\" in API group \\"\\" in the namespace \\"default\\""'
+    )
+    rotated = (
+        'I1206 19:58:04.404442 192 transport.go:147] "Certificate rotation detected, shutting down client '
+        'connections to start using new credentials"'
+    )
+    before = [journal_line(ev, anonymous, 6), journal_line(ev, rotated, 5)]
+    assert analyze(kubelet(journal=text("kubelet/journal.txt") + "\n".join(before))) == []
+    after = "\n".join([*before, journal_line(ev, anonymous, 4)])
+    (f,) = KubeletDiagnoser().analyze(kubelet(journal=text("kubelet/journal.txt") + after))
+    assert f.entity == "user/system:anonymous"

@@ -3,11 +3,7 @@ the run exporter's, the recording rules'), and the panels the dashboard promises
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from ruamel.yaml import YAML
 from series_names import series_names
@@ -15,11 +11,10 @@ from series_names import series_names
 from chaoskit.exporters.diagnosis import SERIES
 from chaoskit.exporters.prometheus import Exporter
 from chaoskit.model.promql import promql_problem
+from tests.dashboard import dashboard, queries
 
 REPO = Path(__file__).resolve().parents[2]
-DASHBOARD = REPO / "deploy" / "grafana" / "chaoskit.json"
 RULES = REPO / "deploy" / "prometheus" / "rules.yml"
-GRAFANA_VARIABLE = re.compile(r"\$\{?\w+\}?")  # $__rate_interval and the like: ranges, for PromQL a duration
 SUFFIXES = {"histogram": ("_bucket", "_sum", "_count"), "counter": ("_total",)}  # what the exposition adds
 
 
@@ -30,21 +25,6 @@ def exposed() -> set[str]:
         names |= {family.name + s for s in SUFFIXES.get(family.type, ("",))}
     groups = YAML(typ="safe").load(RULES.read_text())["groups"]
     return names | {r["record"] for g in groups for r in g["rules"] if "record" in r}
-
-
-def dashboard() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    return data
-
-
-def queries(board: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(where, PromQL) for every panel target and annotation, Grafana's variables made durations."""
-    for panel in board["panels"]:
-        for t in panel["targets"]:
-            yield panel["title"], GRAFANA_VARIABLE.sub("5m", t["expr"])
-    for a in board["annotations"]["list"]:
-        if "expr" in a:
-            yield f"annotation {a['name']}", GRAFANA_VARIABLE.sub("5m", a["expr"])
 
 
 def test_every_query_names_only_what_chaoskit_exposes() -> None:

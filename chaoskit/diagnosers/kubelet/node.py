@@ -203,6 +203,13 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     return Assessed(e)
 
 
+def since_credentials(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The lines after kubelet last changed its client certificate: a refusal before it was another identity's (the
+    anonymous one of TLS bootstrap, an expired certificate since renewed), not the credentials kubelet uses now."""
+    rotated = [i for i, line in enumerate(lines) if kubelet.CREDENTIALS_ROTATED in line]
+    return lines[rotated[-1] + 1 :] if rotated else lines
+
+
 def forbidden(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     """kubelet refused by the API server's authorizer (403) lately: the Node authorizer grants a kubelet only what
     its own node needs, so a refusal says its credentials name another node, or the API server runs without the Node
@@ -212,7 +219,7 @@ def forbidden(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     # namespace) before kubelet stopped asking for it
     found = [
         r
-        for line in recent(p, ev, "forbidden")
+        for line in since_credentials(recent(p, ev, "forbidden", kubelet.CREDENTIALS_ROTATED))
         for r in refusals(line, ev.collected_at)
         if r.who != expected or kubelet.ROUTINE_REFUSAL not in line
     ]
