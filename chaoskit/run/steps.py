@@ -63,7 +63,7 @@ class StepRunner:
                 raise
 
     def step(self, step: ResolvedStep, rec: RunRecord) -> StepRecord:
-        srec = StepRecord(step.name, step.fault.name, step.node.name, weight=step.weight)
+        srec = StepRecord.of(step)  # what the hold writes into: its scale-up, the diagnosis naming it
         if step.after and self.stop.wait(step.after):
             return srec
         key, started = f"{self.run_id}/{step.name}", time.monotonic()
@@ -103,10 +103,7 @@ class StepRunner:
             self.peers.drop(key)
             if self.probes is not None:
                 self.probes.released(key)
-        srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
-        srec.recovery_s, srec.fact_check = result.recovery_s, result.fact_check.to_dict()
-        srec.stopped_holding_s = result.stopped_holding_s
-        srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
+        srec = StepRecord.of(step, result, while_held=srec)
         if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
             self.stage.scale_up(step.scale_up, srec)
         return srec
