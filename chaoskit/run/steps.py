@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ class StepRunner:
     diagnostician: Diagnostician | None = None
     probes: ProbeSet | None = None
 
-    def group(self, group: list[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
+    def group(self, group: Sequence[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
         """Steps that run together; what each one breaks is locked once for the whole group."""
         seconds = max(s.after + s.deadline for s in group)
         locks = []
@@ -51,7 +52,7 @@ class StepRunner:
             for lock in locks:
                 release(self.env.kube, lock)
 
-    def _together(self, group: list[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
+    def _together(self, group: Sequence[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
             futures = [pool.submit(self.step, s, rec) for s in group]
             try:
