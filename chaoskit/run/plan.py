@@ -121,7 +121,7 @@ class RunPlan:
 def plan(pb: Playbook, nodes: Sequence[Node], catalog: Catalog = CATALOG) -> RunPlan:
     """The playbook resolved once against the cluster's `nodes` and the `catalog` its names are looked up in."""
     spec = pb.spec
-    groups = resolve_groups(pb, nodes, catalog.faults)
+    groups = resolve_groups(spec.steps, nodes, catalog.faults)
     return RunPlan(
         name=pb.name,
         cluster=spec.cluster,
