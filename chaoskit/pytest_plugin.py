@@ -40,6 +40,7 @@ from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
 from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run.during import diagnose_cluster
+from chaoskit.run.plan import plan
 from chaoskit.runner import Runner
 from chaoskit.safety import acquire, holder_id, recognise, release
 from chaoskit.seams.nodeexec import DockerNodeExec, Node
@@ -130,7 +131,7 @@ class ChaoskitCluster:
         c = self.catalog
         pb = load_playbook(Path(path), faults=c.faults, checks=c.checks, measurements=c.measurements)
         journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
-        return Runner(self.env, self.nodes, journal, speaking(self.say), catalog=c).run(pb).to_dict()
+        return Runner(self.env, self.nodes, journal, speaking(self.say)).run(plan(pb, self.nodes, c)).to_dict()
 
     def measure_hpa(
         self,

@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 from chaoskit.cluster.kwok.converge import converge, simulated_names
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
@@ -22,15 +21,14 @@ from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
 from chaoskit.events import Emit, SteadyState, Threshold, said
 from chaoskit.journal import Journal
-from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import CheckRecord, RunRecord
 from chaoskit.model.thresholds import evaluate
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.probes.run import ProbeSet
-from chaoskit.registry import CATALOG, Catalog
 from chaoskit.run.during import Diagnostician
 from chaoskit.run.measuring import start_measurements, stop_measurements
 from chaoskit.run.peers import Peers
+from chaoskit.run.plan import PlannedCheck, RunPlan
 from chaoskit.run.probing import finish_probes, start_probes
 from chaoskit.run.stage import Stage
 from chaoskit.run.steady import steady_check
@@ -39,12 +37,11 @@ from chaoskit.safety import check_free, holder_id
 from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import Runner as ShellRunner
 from chaoskit.seams.shell import SubprocessRunner
-from chaoskit.step import ResolvedStep, resolve_groups
 from chaoskit.subject import Subject
 
 
 class Runner:
-    """One playbook, in sequence; `catalog` is where its faults, checks and measurements are looked up."""
+    """One planned run of a playbook, in sequence."""
 
     def __init__(
         self,
@@ -54,10 +51,9 @@ class Runner:
         emit: Emit,
         peers: Peers | None = None,
         shell: ShellRunner | None = None,
-        catalog: Catalog = CATALOG,
         simulate: Callable[[int], object] | None = None,
     ) -> None:
-        self.env, self.nodes, self.journal, self.emit, self.catalog = env, nodes, journal, emit, catalog
+        self.env, self.nodes, self.journal, self.emit = env, nodes, journal, emit
         self.say = said(emit)  # what is worth a line and no event of its own
         self.shell = shell or SubprocessRunner()  # where command probes run
         self.probes: ProbeSet | None = None
@@ -73,13 +69,13 @@ class Runner:
         self.diagnostician = Diagnostician(env, nodes, emit, self.peers, self._users_subject)
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
-    def run(self, pb: Playbook) -> RunRecord:
-        rec = RunRecord(pb.name, pb.spec.cluster, pb.spec.namespace, str(self.journal.path), self.run_id, time.time())
+    def run(self, run: RunPlan) -> RunRecord:
+        rec = RunRecord(run.name, run.cluster, run.namespace, str(self.journal.path), self.run_id, time.time())
         self.journal.append(
-            "run-started", playbook=pb.name, run_id=self.run_id, cluster=pb.spec.cluster, holder=holder_id(self.run_id)
+            "run-started", playbook=run.name, run_id=self.run_id, cluster=run.cluster, holder=holder_id(self.run_id)
         )  # whoever reverts it later may run on another host or pod
         try:
-            self._run(pb, rec)
+            self._run(run, rec)
         except KeyboardInterrupt:
             self.stop.set()
             rec.settle("interrupted")
@@ -89,8 +85,8 @@ class Runner:
             rec.errors.append(str(exc))
         finally:
             self.stage.put_back(rec)
-            if Stage.owns_namespace(pb):
-                self.stage.clean_up(pb)
+            if run.owns_namespace:
+                self.stage.clean_up(run.namespace)
             if self.restore_proxy_mode is not None:
                 self._proxy_mode(self.restore_proxy_mode)
             if self.restore_simulated is not None:
@@ -99,37 +95,36 @@ class Runner:
             self.journal.append("run-finished", verdict=rec.verdict, record=rec.to_dict())
         return rec
 
-    def _run(self, pb: Playbook, rec: RunRecord) -> None:
-        groups = resolve_groups(pb, self.nodes, self.catalog.faults)
+    def _run(self, run: RunPlan, rec: RunRecord) -> None:
         # a component another run is breaking: refused now, before anything is deployed or switched
-        check_free(self.env.kube, sorted({s.lock for g in groups for s in g}), holder_id(self.run_id))
-        if pb.spec.kube_proxy_mode is not None:
-            self._proxy_mode(pb.spec.kube_proxy_mode)
-        if pb.spec.simulated_nodes is not None:
-            self._simulated(pb.spec.simulated_nodes)
-        self.stage.set_up(pb, rec)
+        check_free(self.env.kube, run.locks, holder_id(self.run_id))
+        if run.changes.kube_proxy_mode is not None:
+            self._proxy_mode(run.changes.kube_proxy_mode)
+        if run.changes.simulated_nodes is not None:
+            self._simulated(run.changes.simulated_nodes)
+        self.stage.set_up(run.stage, rec)
         self._go_on()
-        if pb.spec.probes:
-            if pb.spec.workload is None:  # chaoskit's namespace exists already with its workload
-                self.stage.own_namespace(pb.spec.namespace)
-            self.probes = start_probes(self.env, pb, self.nodes, self.shell, self.say)
+        if run.probes:
+            if run.stage.workload is None:  # chaoskit's namespace exists already with its workload
+                self.stage.own_namespace(run.namespace)
+            self.probes = start_probes(self.env, run.probes, run.namespace, self.shell, self.say)
         try:
-            self._measured(pb, groups, rec)
+            self._measured(run, rec)
         finally:
             if self.probes is not None:
                 finish_probes(self.probes, self.stop, rec, self.say)
 
-    def _measured(self, pb: Playbook, groups: list[list[ResolvedStep]], rec: RunRecord) -> None:
-        rec.before = [self._steady(c.check, c.params, c.timeout, "before") for c in pb.spec.steady_state]
+    def _measured(self, run: RunPlan, rec: RunRecord) -> None:
+        rec.before = [self._steady(c, "before") for c in run.steady_state]
         failed_probes = self.probes.before_ends(self.stop) if self.probes is not None else []
         if not all(c.ok for c in rec.before) or failed_probes:
             rec.settle("aborted")
             why = "; ".join(f"probe {p.name}: {p.phases[0].reason}" for p in failed_probes)
             rec.errors.append(f"steady state not met before injecting{': ' + why if why else ''}; nothing was injected")
             return
-        diagnostician = self.diagnostician if pb.spec.diagnose else None
+        diagnostician = self.diagnostician if run.diagnose else None
         self._diagnose(rec, "before", diagnostician)
-        running = start_measurements(self.env, pb, self.stage.aimed, self.say, self.catalog.measurements)
+        running = start_measurements(self.env, run.measurements, run.namespace, self.stage.aimed, self.say)
         steps = StepRunner(
             self.env,
             self.journal,
@@ -143,7 +138,7 @@ class Runner:
         )
         stopping: Future[dict[str, MeasurementResult]] | None = None
         try:
-            for group in groups:
+            for group in run.groups:
                 self._go_on()  # nothing more is injected once the run is told to stop
                 done = steps.group(group, rec)
                 rec.steps += done
@@ -158,12 +153,12 @@ class Runner:
             # and after an outage each can take 15-20 s (the leaders' leases, the pods the HPA asked for meanwhile)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chaoskit-stop") as pool:
                 stopping = pool.submit(stop_measurements, running, self.say)
-                rec.after = [self._steady(c.check, c.params, c.timeout, "after") for c in pb.spec.steady_state]
+                rec.after = [self._steady(c, "after") for c in run.steady_state]
                 self._diagnose(rec, "after", diagnostician)
         finally:
             results = stopping.result() if stopping is not None else stop_measurements(running, self.say)
             rec.measurements = list(results.values())
-        breaches = [evaluate(t, results) for t in pb.spec.thresholds]
+        breaches = [evaluate(t, results) for t in run.thresholds]
         rec.thresholds = breaches
         for b in breaches:
             self.emit(Threshold(b.measurement, b.stat, b.stage, b.breached, b.reason))
@@ -189,9 +184,9 @@ class Runner:
         self.simulate(count)
         self.restore_simulated = None if count in (before, self.restore_simulated) else before
 
-    def _steady(self, name: str, params: dict[str, Any], timeout: float, when: str) -> CheckRecord:
-        record = steady_check(self.env, name, params, timeout, self._excused, self.catalog.checks)
-        self.emit(SteadyState(when, name, record.ok, record.detail))
+    def _steady(self, check: PlannedCheck, when: str) -> CheckRecord:
+        record = steady_check(self.env, check, self._excused)
+        self.emit(SteadyState(when, check.name, record.ok, record.detail))
         return record
 
     def _excused(self) -> set[str]:

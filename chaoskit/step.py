@@ -1,9 +1,9 @@
 """A fault step resolved once against the cluster: the fault, the node it lands on, its typed params, its lock,
 radius and deadline.
 
-A playbook's steps are resolved here, once, when the run (or the suite, or the dry run) first needs them; the suite's
-overlap rules, the locks, the dry run and the engine all read the same `ResolvedStep`, so a role becomes a node and
-raw params become a model in one place.
+A playbook's steps are resolved here, once, when its run is planned (chaoskit.run.plan); the suite's overlap rules,
+the locks, the dry run and the engine all read the same `ResolvedStep`, so a role becomes a node and raw params become
+a model in one place.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import cached_property
 from pydantic import BaseModel
 
 from chaoskit.faults.base import Fault, FaultPlan, Radius
-from chaoskit.model.playbook import ConcurrentStep, FaultStep, Playbook, ScaleUp
+from chaoskit.model.playbook import ConcurrentStep, FaultStep, ScaleUp
 from chaoskit.registry import FAULTS, Registered, Registry
 from chaoskit.seams.nodeexec import Node, pick
 
@@ -98,15 +98,10 @@ def resolve_step(step: FaultStep, nodes: Sequence[Node], faults: Registry[Regist
 
 
 def resolve_groups(
-    pb: Playbook, nodes: Sequence[Node], faults: Registry[Registered] = FAULTS
+    steps: Sequence[FaultStep | ConcurrentStep], nodes: Sequence[Node], faults: Registry[Registered] = FAULTS
 ) -> list[list[ResolvedStep]]:
-    """The playbook's steps in order, each a group of the steps that run together (one, unless concurrent)."""
+    """A playbook's steps in order, each a group of the steps that run together (one, unless concurrent)."""
     return [
         [resolve_step(s, nodes, faults) for s in (step.concurrent if isinstance(step, ConcurrentStep) else [step])]
-        for step in pb.spec.steps
+        for step in steps
     ]
-
-
-def resolve_playbook(pb: Playbook, nodes: Sequence[Node], faults: Registry[Registered] = FAULTS) -> list[ResolvedStep]:
-    """Every fault step of the playbook, those of concurrent groups included, in order."""
-    return [s for group in resolve_groups(pb, nodes, faults) for s in group]

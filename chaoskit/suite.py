@@ -32,14 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit.faults.base import Radius
-from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import EXIT_CODES, RunRecord, Verdict
 from chaoskit.model.score import suite_score
-from chaoskit.registry import MEASUREMENTS
 from chaoskit.run.peers import Peers
+from chaoskit.run.plan import RunPlan
 from chaoskit.runner import Runner
-from chaoskit.seams.nodeexec import Node
-from chaoskit.step import resolve_playbook
 
 # The worst verdict wins the suite: interrupted, then chaoskit's own failure, then the system's deviation.
 SEVERITY: dict[Verdict, int] = {"passed": 0, "deviated": 1, "aborted": 2, "error": 3, "interrupted": 4}
@@ -48,24 +45,24 @@ TICK_S = 0.5  # how long the suite's main thread may go without looking for a Ct
 
 @dataclass(frozen=True)
 class Planned:
-    """A playbook of the suite with where its faults reach."""
+    """A planned run of the suite with where its faults reach."""
 
     file: Path
-    playbook: Playbook
+    plan: RunPlan
     radii: tuple[Radius, ...]
     cuts_api: bool = False  # a fault of it takes the API server away (down, unreachable, untrusted)
     every_node: frozenset[str] = frozenset()  # node components its measurements time on every node
+
+    @classmethod
+    def of(cls, file: Path, run: RunPlan) -> Planned:
+        steps = run.steps
+        return cls(file, run, tuple(s.radius for s in steps), any(s.fault.cuts_api for s in steps), run.every_node)
 
     @property
     def alone(self) -> bool:
         """Runs with nothing else: a cluster-wide fault, a kube-proxy mode switch (every node's kube-proxy), or
         simulated nodes (the whole control plane's load)."""
-        spec = self.playbook.spec
-        return (
-            spec.kube_proxy_mode is not None
-            or spec.simulated_nodes is not None
-            or any(r.scope == "cluster" for r in self.radii)
-        )
+        return self.plan.changes.any or any(r.scope == "cluster" for r in self.radii)
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -88,15 +85,6 @@ class Planned:
         if self.alone:
             return "cluster"
         return ", ".join(sorted({f"{r.scope} {r.where}" for r in self.radii})) or "none"
-
-
-def plan(file: Path, pb: Playbook, nodes: list[Node]) -> Planned:
-    steps = resolve_playbook(pb, nodes)
-    timed: list[frozenset[str]] = [
-        getattr(MEASUREMENTS.get(m.type), "every_node", frozenset()) for m in pb.spec.measurements
-    ]
-    every_node = frozenset[str]().union(*timed)
-    return Planned(file, pb, tuple(s.radius for s in steps), any(s.fault.cuts_api for s in steps), every_node)
 
 
 def order(planned: list[Planned]) -> list[Planned]:
@@ -202,7 +190,7 @@ def run_suite(
     def one(p: Planned, runner: Runner) -> RunRecord:
         peers.join(runner.run_id, p.nodes)
         try:
-            return runner.run(p.playbook)
+            return runner.run(p.plan)
         finally:
             peers.leave(runner.run_id)
 
@@ -212,7 +200,7 @@ def run_suite(
                 for p in startable(pending, [q for q, _, _ in running.values()], parallel):
                     pending.remove(p)
                     runner = make_runner(p, peers)
-                    say(f"starting {p.playbook.name} (radius: {p.radius_words()})")
+                    say(f"starting {p.plan.name} (radius: {p.radius_words()})")
                     running[pool.submit(one, p, runner)] = (p, runner, time.monotonic() - t0)
                 # never an endless wait: a Ctrl-C the kernel hands to a run's thread only flags the main thread,
                 # which notices it when it next runs Python (a run holds its faults until then)
@@ -224,7 +212,7 @@ def run_suite(
                         suite.runs.append(
                             SuiteEntry(str(p.file), p.radius_words(), started, time.monotonic() - t0, record)
                         )
-                    say(f"finished {p.playbook.name}: {record.verdict} ({time.monotonic() - t0 - started:.0f}s)")
+                    say(f"finished {p.plan.name}: {record.verdict} ({time.monotonic() - t0 - started:.0f}s)")
         except KeyboardInterrupt:
             suite.interrupted = True
             for _, runner, _ in running.values():

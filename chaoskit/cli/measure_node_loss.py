@@ -23,6 +23,7 @@ from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import NODE_LOSS_STAGES
 from chaoskit.progress import Progress
 from chaoskit.registry import load_catalog
+from chaoskit.run.plan import plan
 from chaoskit.runner import Runner
 from chaoskit.safety import recognise
 from chaoskit.seams.shell import SubprocessRunner
@@ -67,7 +68,7 @@ def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
     pb = playbook(namespace, node, toleration, grace + toleration + MARGIN)
     nodes = env.nodes.list_nodes()
     journal = Journal(default_journal_dir() / f"node-loss-{int(time.time())}.jsonl")
-    return Runner(env, nodes, journal, speaking(Progress().info, playbook=False)).run(pb)
+    return Runner(env, nodes, journal, speaking(Progress().info, playbook=False)).run(plan(pb, nodes))
 
 
 @click.command("node-loss")

@@ -30,7 +30,6 @@ from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
-from chaoskit.model.probes import probe_words
 from chaoskit.model.record import RunRecord
 from chaoskit.playbook import load_playbook
 from chaoskit.progress import Progress
@@ -38,16 +37,15 @@ from chaoskit.registry import load_catalog
 from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
 from chaoskit.reports.table import new_table
+from chaoskit.run.dry_run import shown
 from chaoskit.run.during import diagnose_cluster
 from chaoskit.run.peers import Peers
-from chaoskit.run.plan import plan_steps
+from chaoskit.run.plan import RunPlan, plan
 from chaoskit.runner import Runner
 from chaoskit.safety import preflight, recognise
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import SubprocessRunner
-from chaoskit.step import resolve_playbook
-from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
+from chaoskit.suite import Planned, SuiteRecord, order, run_suite
 
 
 @click.command()
@@ -128,21 +126,22 @@ def run(
     if dry_run and not nodes:
         raise UsageError(f"no kind cluster named {cluster!r} to plan against")
     if dry_run:  # the run's own checks first: a dry run that exits 0 promises the run will start
-        locks = [s.lock for pb in playbooks for s in resolve_playbook(pb, nodes)]
-        preflight(runner, kube, cluster, locks, allow_any_cluster=allow_any_cluster)
-        _dry_run(files, playbooks, nodes, parallel, output)
+        runs = [plan(pb, nodes) for pb in playbooks]
+        preflight(runner, kube, cluster, [lock for r in runs for lock in r.locks], allow_any_cluster=allow_any_cluster)
+        _dry_run(files, runs, parallel, output)
         return
     if not allow_any_cluster:
         recognise(runner, kube, cluster)
+    runs = [plan(pb, nodes) for pb in playbooks]
     progress = Progress()
     suite = _suite_name(paths)
     with ExitStack() as stack:
         on_event = _subscribers(progress, len(files) > 1, events_path, stack)
 
         def make_runner(p: Planned, peers: Peers) -> Runner:
-            path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
-            run_emit = stamped(on_event, p.playbook.name)
-            run_emit(Said(f"running {p.playbook.name} on {cluster}; journal {path}"))
+            path = journal_path or default_journal_dir() / f"{p.plan.name}-{int(time.time())}.jsonl"
+            run_emit = stamped(on_event, p.plan.name)
+            run_emit(Said(f"running {p.plan.name} on {cluster}; journal {path}"))
             # a playbook's simulated nodes: kwok's image built (cached) and loaded into this kind cluster first
             runner = Runner(
                 env,
@@ -159,7 +158,7 @@ def run(
             found = diagnose_cluster(env, nodes, f"of the suite {when}", on_event)
             return None if found is None else {"when": when, "report": found.to_dict()}
 
-        planned = [plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)]
+        planned = [Planned.of(f, r) for f, r in zip(files, runs, strict=True)]
         with sigterm_as_interrupt():
             record = run_suite(
                 suite,
@@ -238,47 +237,19 @@ def _suite_name(paths: tuple[Path, ...]) -> str:
     return paths[0].stem if len(paths) == 1 else f"{len(paths)} paths"
 
 
-def _cluster_changes(pb: Playbook) -> dict[str, str]:
-    """What the run changes in the whole cluster before its workload, and how it is put back."""
-    out = {}
-    if pb.spec.kube_proxy_mode is not None:
-        mode = pb.spec.kube_proxy_mode
-        out["kubeProxyMode"] = f"every kube-proxy switched to {mode}, its mode put back after the run"
-    if pb.spec.simulated_nodes is not None:
-        out["simulatedNodes"] = (
-            f"{pb.spec.simulated_nodes} simulated nodes (kwok-node-0..{pb.spec.simulated_nodes - 1}, kwok's "
-            "controller in kube-system), the count found put back after the run"
-            if pb.spec.simulated_nodes
-            else "every simulated node removed, the count found put back after the run"
-        )
-    return out
-
-
-def _dry_run(files: list[Path], playbooks: list[Playbook], nodes: list[Node], parallel: int, output: str) -> None:
+def _dry_run(files: list[Path], runs: list[RunPlan], parallel: int, output: str) -> None:
     fmt = "yaml" if output == "table" else output
-    plans = [
-        {
-            "playbook": pb.name,
-            "cluster": pb.spec.cluster,
-            "namespace": pb.spec.namespace,
-            **({"subject": pb.spec.subject.model_dump(exclude_none=True)} if pb.spec.subject else {}),
-            **_cluster_changes(pb),
-            "steadyState": [c.check for c in pb.spec.steady_state],
-            **({"probes": [probe_words(p) for p in pb.spec.probes]} if pb.spec.probes else {}),
-            "steps": plan_steps(pb, nodes),
-        }
-        for pb in playbooks
-    ]
+    plans = [shown(r) for r in runs]
     if len(files) == 1:
         emit(plans[0], fmt)
         return
-    planned = order([plan(f, pb, nodes) for f, pb in zip(files, playbooks, strict=True)])
+    planned = order([Planned.of(f, r) for f, r in zip(files, runs, strict=True)])
     emit(
         {
             "parallel": parallel,
             "order": [
                 {
-                    "playbook": p.playbook.name,
+                    "playbook": p.plan.name,
                     "radius": p.radius_words(),
                     "runs alone": p.alone,
                     # its measurements time these on every node: it meets any node's fault on them

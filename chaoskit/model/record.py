@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
+from chaoskit.model.factcheck import FactCheck
 from chaoskit.model.score import run_score
 from chaoskit.model.slo import PhaseResult, ProbeSample
 from chaoskit.model.thresholds import ThresholdResult
@@ -51,6 +52,45 @@ class CheckRecord:
         return cls(str(data["check"]), bool(data["ok"]), str(data.get("detail", "")), float(data.get("seconds") or 0))
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class PlayedStep(Protocol):
+    """What a step's record reads of the step as it was planned (a resolved step: its fault on its node)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def fault(self) -> _Named: ...
+    @property
+    def node(self) -> _Named: ...
+    @property
+    def weight(self) -> float: ...
+
+
+class StepOutcome(Protocol):
+    """What a step's record reads of what the engine saw of the step (its fault's result)."""
+
+    @property
+    def summary(self) -> str: ...
+    @property
+    def effect_s(self) -> float | None: ...
+    @property
+    def held_s(self) -> float: ...
+    @property
+    def stopped_holding_s(self) -> float | None: ...
+    @property
+    def recovery_s(self) -> float | None: ...
+    @property
+    def errors(self) -> Sequence[str]: ...
+    @property
+    def failures(self) -> Sequence[str]: ...
+    @property
+    def fact_check(self) -> FactCheck: ...
+
+
 @dataclass
 class StepRecord:
     step: str
@@ -67,6 +107,23 @@ class StepRecord:
     weight: float = 1.0  # in the resilience score
     fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
     stopped_holding_s: float | None = None  # injected -> its effect check said no during the hold
+
+    @classmethod
+    def of(
+        cls, step: PlayedStep, result: StepOutcome | None = None, while_held: StepRecord | None = None
+    ) -> StepRecord:
+        """A step's record: the step as planned, what the engine saw of it (no result: the record its hold writes
+        into), and what its hold wrote into `while_held` (its scale-up, its naming; their errors after the engine's)."""
+        rec = cls(step.name, step.fault.name, step.node.name, weight=step.weight)
+        if while_held is not None:
+            rec.named_s, rec.scaled_up_at = while_held.named_s, while_held.scaled_up_at
+            rec.errors, rec.failures = list(while_held.errors), list(while_held.failures)
+        if result is not None:
+            rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
+            rec.stopped_holding_s, rec.recovery_s = result.stopped_holding_s, result.recovery_s
+            rec.fact_check = result.fact_check.to_dict()
+            rec.errors, rec.failures = [*result.errors, *rec.errors], [*result.failures, *rec.failures]
+        return rec
 
     @property
     def held(self) -> bool:

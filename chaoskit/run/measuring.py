@@ -4,36 +4,34 @@ injected), all stopped after the last."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
 from chaoskit.env import Env
 from chaoskit.measurements.base import Measurement
-from chaoskit.model.playbook import Playbook
 from chaoskit.model.timeline import MeasurementResult
-from chaoskit.registry import MEASUREMENTS, Registered, Registry
+from chaoskit.run.plan import PlannedMeasurement
 
 
 def start_measurements(
     env: Env,
-    pb: Playbook,
+    planned: Sequence[PlannedMeasurement],
+    namespace: str,
     aimed: Callable[[BaseModel], BaseModel],
     say: Callable[[str], None],
-    measurements: Registry[Registered] = MEASUREMENTS,
 ) -> list[Measurement]:
-    """Every measurement of the playbook started, its target `aimed` at the run's subject; none left running when
-    one fails to start."""
+    """Every planned measurement started, its target `aimed` at the run's subject (in chaoskit's `namespace` unless
+    it names one); none left running when one fails to start."""
     running: list[Measurement] = []
     try:
-        for ref in pb.spec.measurements:
-            params = aimed(measurements.params_model(ref.type).model_validate(ref.params))
-            namespace = getattr(params, "namespace", "") or pb.spec.namespace
-            m: Measurement = measurements.get(ref.type)(env, params, ref.name, namespace)  # type: ignore[call-arg,assignment]
+        for ref in planned:
+            params = aimed(ref.params)
+            m = ref.measurement(env, params, ref.name, getattr(params, "namespace", "") or namespace)
             m.say = say
             m.start()
             running.append(m)
-            say(f"measuring {ref.name} ({ref.type})")
+            say(f"measuring {ref.name} ({ref.kind})")
     except BaseException:
         for m in running:
             m.stop()

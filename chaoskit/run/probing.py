@@ -4,26 +4,28 @@ after, effect); one that cannot start is chaoskit's error (exit 4), with nothing
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from chaoskit.env import Env
-from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
+from chaoskit.probes.base import Prober
 from chaoskit.probes.run import ProbeSet, prober_for
-from chaoskit.seams.nodeexec import Node, pick
+from chaoskit.run.plan import PlannedProbe
 from chaoskit.seams.shell import Runner as ShellRunner
 
 
-def start_probes(env: Env, pb: Playbook, nodes: list[Node], shell: ShellRunner, say: Callable[[str], None]) -> ProbeSet:
-    """The probes sampling from now on (an http probe's pod in chaoskit's namespace, which must exist)."""
-
-    def node_of(wanted: str) -> str:
-        return pick(nodes, wanted, "worker").name
-
-    ns = pb.spec.namespace
-    probes = ProbeSet([(p, prober_for(env, p, ns, shell, node_of)) for p in pb.spec.probes], say)
+def start_probes(
+    env: Env, planned: Sequence[PlannedProbe], namespace: str, shell: ShellRunner, say: Callable[[str], None]
+) -> ProbeSet:
+    """The probes sampling from now on (an http probe's pod in chaoskit's `namespace`, which must exist)."""
+    probes = ProbeSet([(p.probe, _prober(env, p, namespace, shell)) for p in planned], say)
     probes.start()
     return probes
+
+
+def _prober(env: Env, planned: PlannedProbe, namespace: str, shell: ShellRunner) -> Prober:
+    node = planned.node or ""  # asked only of an http probe that names a node, which the plan resolved
+    return prober_for(env, planned.probe, namespace, shell, lambda _: node)
 
 
 def finish_probes(probes: ProbeSet, stop: threading.Event, rec: RunRecord, say: Callable[[str], None]) -> None:

@@ -18,8 +18,9 @@ from chaoskit.errors import ChaoskitError, UsageError
 from chaoskit.events import Emit, Said
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import TargetParams
-from chaoskit.model.playbook import Playbook, ScaleUp
+from chaoskit.model.playbook import ScaleUp
 from chaoskit.model.record import RunRecord, StepRecord
+from chaoskit.run.plan import StagePlan
 from chaoskit.seams.poll import poll
 
 ROUTED_TIMEOUT_S = 30.0  # a busy node's kube-proxy syncs a new endpoint within seconds; a broken one never
@@ -38,18 +39,13 @@ class Stage:
     def say(self, text: str) -> None:
         self.emit(Said(text))
 
-    def set_up(self, pb: Playbook, rec: RunRecord) -> None:
+    def set_up(self, stage: StagePlan, rec: RunRecord) -> None:
         """chaoskit's workload deployed, or the user's subject found (and its load started)."""
-        if pb.spec.workload is not None:
-            self.deploy(pb)
-            self.subject = subjects.chaoskits(pb.spec.namespace)
-        elif pb.spec.subject is not None:
-            self.subject = self.resolve_subject(pb, rec)
-
-    @staticmethod
-    def owns_namespace(pb: Playbook) -> bool:
-        """Whether the run made chaoskit's namespace (its workload, a subject's load, the probes' pods)."""
-        return pb.spec.workload is not None or bool(pb.spec.subject and pb.spec.subject.load) or bool(pb.spec.probes)
+        if stage.workload is not None:
+            self.deploy(stage)
+            self.subject = subjects.chaoskits(stage.namespace)
+        elif stage.subject is not None:
+            self.subject = self.resolve_subject(stage, rec)
 
     def scale_up(self, scale_up: ScaleUp, srec: StepRecord) -> None:
         """The step's scaleUp: the subject's HPA asked for more pods now (a failure is chaoskit's, not the system's)."""
@@ -62,8 +58,8 @@ class Stage:
         srec.scaled_up_at = time.time()
         self.emit(Said(f"asked the HPA for {scale_up.min_replicas} pods (minReplicas raised)", step=srec.step))
 
-    def deploy(self, pb: Playbook) -> None:
-        w, ns = pb.spec.workload, pb.spec.namespace
+    def deploy(self, stage: StagePlan) -> None:
+        w, ns = stage.workload, stage.namespace
         assert w is not None
         kube = self.env.kube
         self.own_namespace(ns)
@@ -100,14 +96,13 @@ class Stage:
         if late:  # a node's kube-proxy already broken: the run goes on, and its probes will say so
             self.say(f"the web Service is not routed from {', '.join(late)} after {timeout:.0f}s; going on")
 
-    def resolve_subject(self, pb: Playbook, rec: RunRecord) -> subjects.Subject:
+    def resolve_subject(self, stage: StagePlan, rec: RunRecord) -> subjects.Subject:
         """The user's objects, found before anything is injected; their HPA must have room for every scaleUp."""
-        assert pb.spec.subject is not None
-        found = subjects.resolve(self.env.kube, pb.spec.subject)
+        assert stage.subject is not None
+        found = subjects.resolve(self.env.kube, stage.subject)
         rec.subject = found.words()
         self.say(f"subject: {rec.subject}")
-        wanted = [s.scale_up.min_replicas for s in pb.spec.fault_steps() if s.scale_up is not None]
-        if wanted:
+        if wanted := stage.scale_ups:
             low, high = subjects.hpa_bounds(self.env.kube, found)
             if bad := [n for n in wanted if not low < n <= high]:
                 raise UsageError(
@@ -121,8 +116,8 @@ class Stage:
                     f"runs {running} replicas already, so nothing would scale up; wait for its HPA to "
                     "scale it down, or ask for more"
                 )
-        if (load := pb.spec.subject.load) is not None:
-            self.load(pb.spec.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
+        if (load := stage.subject.load) is not None:
+            self.load(stage.namespace, subjects.service_url(self.env.kube, found.namespace, load), load.concurrency)
         return found
 
     def aimed(self, params: BaseModel) -> BaseModel:
@@ -161,8 +156,8 @@ class Stage:
             rec.errors.append(f"could not put back what the run changed (chaoskit revert retries): {exc}")
             rec.settle("error")
 
-    def clean_up(self, pb: Playbook) -> None:
+    def clean_up(self, namespace: str) -> None:
         try:
-            self.env.kube.delete(f"/api/v1/namespaces/{pb.spec.namespace}")
+            self.env.kube.delete(f"/api/v1/namespaces/{namespace}")
         except ChaoskitError as exc:
-            self.say(f"could not delete namespace {pb.spec.namespace}: {exc}")
+            self.say(f"could not delete namespace {namespace}: {exc}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ class StepRunner:
     diagnostician: Diagnostician | None = None
     probes: ProbeSet | None = None
 
-    def group(self, group: list[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
+    def group(self, group: Sequence[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
         """Steps that run together; what each one breaks is locked once for the whole group."""
         seconds = max(s.after + s.deadline for s in group)
         locks = []
@@ -51,7 +52,7 @@ class StepRunner:
             for lock in locks:
                 release(self.env.kube, lock)
 
-    def _together(self, group: list[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
+    def _together(self, group: Sequence[ResolvedStep], rec: RunRecord) -> list[StepRecord]:
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
             futures = [pool.submit(self.step, s, rec) for s in group]
             try:
@@ -63,7 +64,7 @@ class StepRunner:
                 raise
 
     def step(self, step: ResolvedStep, rec: RunRecord) -> StepRecord:
-        srec = StepRecord(step.name, step.fault.name, step.node.name, weight=step.weight)
+        srec = StepRecord.of(step)  # what the hold writes into: its scale-up, the diagnosis naming it
         if step.after and self.stop.wait(step.after):
             return srec
         key, started = f"{self.run_id}/{step.name}", time.monotonic()
@@ -103,10 +104,7 @@ class StepRunner:
             self.peers.drop(key)
             if self.probes is not None:
                 self.probes.released(key)
-        srec.summary, srec.effect_s, srec.held_s = result.summary, result.effect_s, result.held_s
-        srec.recovery_s, srec.fact_check = result.recovery_s, result.fact_check.to_dict()
-        srec.stopped_holding_s = result.stopped_holding_s
-        srec.errors, srec.failures = [*result.errors, *srec.errors], [*result.failures, *srec.failures]  # + while held
+        srec = StepRecord.of(step, result, while_held=srec)
         if step.scale_up is not None and step.scale_up.at == "recovered" and srec.recovery_s is not None:
             self.stage.scale_up(step.scale_up, srec)
         return srec

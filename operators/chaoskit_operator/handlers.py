@@ -29,6 +29,7 @@ from chaoskit.events import Event, line
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
+from chaoskit.run.plan import plan
 from chaoskit.runner import Runner
 from chaoskit.safety import recognise
 from chaoskit.seams.kube import Kube, KubeError
@@ -179,9 +180,11 @@ def _run(
         recognise(cfg.shell, cfg.kube, pb.spec.cluster)
     env = cfg.env(pb.spec.cluster)
     happened: queue.Queue[Event] = queue.Queue()
-    runner = Runner(env, env.nodes.list_nodes(), journal, happened.put)
+    nodes = env.nodes.list_nodes()
+    run = plan(pb, nodes)  # a step that cannot be placed is refused here, before the Runner starts
+    runner = Runner(env, nodes, journal, happened.put)
     done: list[RunRecord] = []
-    worker = threading.Thread(target=lambda: done.append(runner.run(pb)), name=f"run-{pb.name}", daemon=True)
+    worker = threading.Thread(target=lambda: done.append(runner.run(run)), name=f"run-{pb.name}", daemon=True)
     worker.start()
     while worker.is_alive() or not happened.empty():
         if stopped and not runner.stop.is_set():

@@ -33,11 +33,12 @@ def holds(env: Env, plan: FaultPlan) -> bool:
 
 def run_one_step(tmp_path: Path, fault: type[Fault], nodes: list[Node], spec: str = "") -> RunRecord:
     """A playbook of one 100 ms step of `fault`, registered for this run only, run on the fakes to its record."""
-    from chaoskit.runner import Runner  # the runner imports the catalog: only when a test runs one
+    from chaoskit.run.plan import plan  # the planner and the runner import the catalog: only when a test runs one
+    from chaoskit.runner import Runner
 
     catalog = CATALOG.extended(faults=[(fault.name, fault)])
     text = f"kind: Playbook\napiVersion: chaoskit.dev/v1alpha1\nmetadata: {{name: p}}\nspec:\n{spec}  steps:\n"
     text += f"    - {{fault: {fault.name}, duration: 100ms}}\n"
     pb = parse_playbook(text, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
-    return Runner(env, nodes, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog).run(pb)
+    return Runner(env, nodes, Journal(tmp_path / "j.jsonl"), lambda _: None).run(plan(pb, nodes, catalog))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
+from chaoskit.model.factcheck import FactCheck
 from chaoskit.model.record import CheckRecord, ProbeRecord, RunRecord, StepRecord, held
 from chaoskit.model.slo import PhaseResult, ProbeSample
 from chaoskit.model.thresholds import ThresholdResult
@@ -105,3 +107,61 @@ def test_the_score_counts_held_steps_and_the_share_of_probe_phases_held() -> Non
 def test_an_older_record_without_a_breached_flag_is_judged_by_its_limits() -> None:
     assert ThresholdResult.from_dict({"measurement": "m", "stat": "max", "max": "1s", "observed": 2.0}).breached
     assert not ThresholdResult.from_dict({"measurement": "m", "stat": "max", "max": "1m", "observed": 2.0}).breached
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A step as planned, as a step's record reads it."""
+
+    name: str = "2.1-kubelet.stop"
+    fault: _Named = _Named("kubelet.stop")
+    node: _Named = _Named("w")
+    weight: float = 2.0
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What the engine saw of a step, as a step's record reads it."""
+
+    summary: str = "stopped"
+    effect_s: float | None = 3.0
+    held_s: float = 10.0
+    stopped_holding_s: float | None = None
+    recovery_s: float | None = 4.5
+    errors: tuple[str, ...] = ("no recovery within 180s",)
+    failures: tuple[str, ...] = ()
+    fact_check: FactCheck = FactCheck.of([])
+
+
+def test_a_step_record_is_made_of_the_step_as_planned_before_its_result_is_known() -> None:
+    rec = StepRecord.of(_Step())
+    assert rec == StepRecord("2.1-kubelet.stop", "kubelet.stop", "w", weight=2.0)
+
+
+def test_a_step_record_of_its_result_keeps_what_its_hold_wrote_after_the_engines_own() -> None:
+    while_held = StepRecord.of(_Step())
+    while_held.named_s, while_held.scaled_up_at = 7.5, 1234.0
+    while_held.errors, while_held.failures = ["held: probe"], ["could not raise the HPA's minReplicas to 3"]
+    rec = StepRecord.of(_Step(), _Outcome(), while_held=while_held)
+    assert rec.to_dict() == {
+        "step": "2.1-kubelet.stop",
+        "fault": "kubelet.stop",
+        "node": "w",
+        "summary": "stopped",
+        "effect_s": 3.0,
+        "held_s": 10.0,
+        "stopped_holding_s": None,
+        "recovery_s": 4.5,
+        "named_s": 7.5,
+        "scaled_up_at": 1234.0,
+        "errors": ["no recovery within 180s", "held: probe"],
+        "failures": ["could not raise the HPA's minReplicas to 3"],
+        "weight": 2.0,
+        "fact_check": FactCheck.of([]).to_dict(),
+    }
+    assert while_held.errors == ["held: probe"]  # the hold's own record is left as it was

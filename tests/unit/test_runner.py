@@ -28,15 +28,15 @@ from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.playbook import parse_playbook
 from chaoskit.registry import CATALOG, Catalog, load_catalog
 from chaoskit.run import during as during_module
+from chaoskit.run.dry_run import cluster_changes, steps_shown
 from chaoskit.run.during import Diagnostician
-from chaoskit.run.plan import plan_steps
+from chaoskit.run.plan import RunPlan, plan
 from chaoskit.run.steps import StepRunner
 from chaoskit.runner import Runner
 from chaoskit.safety import Lock
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node, pick
 from chaoskit.seams.shell import Completed, FakeRunner
-from chaoskit.step import resolve_step
 
 load_catalog()
 NODES = [
@@ -77,7 +77,7 @@ def test_an_unknown_node_is_a_usage_error_listing_the_nodes() -> None:
 
 
 def test_dry_run_plan_has_exact_nodes_commands_reverse_and_deadlines() -> None:
-    steps = plan_steps(parse_playbook(PLAYBOOK), NODES)
+    steps = steps_shown(plan(parse_playbook(PLAYBOOK), NODES))
     assert [(s["step"], s["node"]) for s in steps] == [
         ("1-scheduler.down", "chaoskit-control-plane"),
         ("2.1-kube-proxy.freeze", "chaoskit-worker2"),
@@ -145,6 +145,10 @@ def _parse(catalog: Catalog, text: str) -> Playbook:
     return parse_playbook(text, faults=catalog.faults, checks=catalog.checks, measurements=catalog.measurements)
 
 
+def _planned(catalog: Catalog, text: str) -> RunPlan:
+    return plan(_parse(catalog, text), NODES, catalog)
+
+
 MEASURED = """\
 apiVersion: chaoskit.dev/v1alpha1
 kind: Playbook
@@ -163,8 +167,8 @@ spec:
 
 def _run(limit: str, tmp_path: Path, catalog: Catalog) -> RunRecord:
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
-    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog)
-    return runner.run(_parse(catalog, MEASURED % limit))
+    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    return runner.run(_planned(catalog, MEASURED % limit))
 
 
 def test_a_threshold_within_limits_passes_and_the_measurement_is_in_the_record(
@@ -219,7 +223,7 @@ def test_measurements_settle_while_the_steady_state_after_is_checked(registered:
     text = MEASURED.replace("test_fixed_delays", SlowToSettle.name) % "5s"
     text = text.replace("  steps:", "  steadyState:\n    - check: test_settling_seen\n  steps:")
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
-    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=catalog).run(_parse(catalog, text))
+    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(_planned(catalog, text))
     assert rec.verdict == "passed", rec.errors
     assert rec.after[0].detail == "a measurement settling meanwhile: True", "one waited for the other"
 
@@ -230,7 +234,7 @@ def test_dry_run_shows_a_handoff_before_the_apply_lines() -> None:
         "  steps:\n    - fault: kubelet.cert-expired\n      target: {node: worker}\n      duration: 10s\n",
         file="cert.yaml",
     )
-    (step,) = plan_steps(pb, NODES)
+    (step,) = steps_shown(plan(pb, NODES))
     assert step["node"] == "chaoskit-worker"
     assert list(step)[-4:] == ["handoffs", "apply", "undo", "verify"]
     assert step["handoffs"][0].startswith("on the first control-plane node: ")
@@ -263,10 +267,10 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
     kube = FakeKube({HPA_PATH: {"spec": {"minReplicas": 1, "maxReplicas": 6}}})
     seen: list[Event] = []
     runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), seen.append)
-    pb = _parse(registered, SCALED % at)
-    runner.stage.subject = subjects.chaoskits(pb.spec.namespace)  # what the stage's set-up makes of the workload
-    rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES, registered.faults), rec)
+    run = _planned(registered, SCALED % at)
+    runner.stage.subject = subjects.chaoskits(run.namespace)  # what the stage's set-up makes of the workload
+    rec = RunRecord(run.name, "chaoskit", run.namespace, "j", "id", 0.0)
+    srec = _steps(runner).step(run.steps[0], rec)
     assert kube.objects[HPA_PATH]["spec"]["minReplicas"] == 3 and srec.scaled_up_at is not None
     asked = [e for e in seen if isinstance(e, Said) and "asked the HPA" in e.text]
     said = [e for e in seen if isinstance(e, EffectObserved | Reverted) or e in asked]
@@ -276,10 +280,10 @@ def test_a_step_s_scale_up_raises_the_hpa_s_min_replicas_when_it_says(
 
 def test_a_scale_up_that_cannot_reach_the_hpa_is_chaoskits_failure(registered: Catalog, tmp_path: Path) -> None:
     runner = Runner(Env(FakeKube(), FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
-    pb = _parse(registered, SCALED % "effect")
-    runner.stage.subject = subjects.chaoskits(pb.spec.namespace)
-    rec = RunRecord(pb.name, "chaoskit", pb.spec.namespace, "j", "id", 0.0)
-    srec = _steps(runner).step(resolve_step(pb.spec.fault_steps()[0], NODES, registered.faults), rec)
+    run = _planned(registered, SCALED % "effect")
+    runner.stage.subject = subjects.chaoskits(run.namespace)
+    rec = RunRecord(run.name, "chaoskit", run.namespace, "j", "id", 0.0)
+    srec = _steps(runner).step(run.steps[0], rec)
     assert srec.scaled_up_at is None and "could not raise the HPA's minReplicas to 3" in srec.failures[0]
 
 
@@ -325,7 +329,9 @@ def test_a_load_of_no_loops_deploys_no_load_generator(
 ) -> None:
     kube = ReadyKube()
     runner = Runner(Env(kube, routed_nodes(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
-    runner.stage.deploy(_parse(registered, SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect"))
+    runner.stage.deploy(
+        _planned(registered, SCALED.replace("workload: {}", f"workload: {{load: {load}}}") % "effect").stage
+    )
     assert ("/apis/apps/v1/namespaces/chaoskit-scaled/deployments/load" in kube.objects) == generator
     assert "/apis/apps/v1/namespaces/chaoskit-scaled/deployments/web" in kube.objects
 
@@ -344,17 +350,17 @@ def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(
     }
     kube = FakeKube({lock.path: lease, HPA_PATH: {"spec": {"minReplicas": 1}}})
     env = Env(kube, FakeNodeExec(), "chaoskit")
-    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered).run(pb)
+    rec = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None).run(plan(pb, NODES, registered))
     assert rec.verdict == "error" and "being broken by another run (another-host/run)" in rec.errors[0]
     assert [c for c in kube.calls if c[0] != "GET"] == [("DELETE", "/api/v1/namespaces/chaoskit-scaled")]  # cleanup
 
 
 def test_dry_run_shows_a_step_s_scale_up_and_when_it_comes(registered: Catalog) -> None:
-    (step,) = plan_steps(_parse(registered, SCALED % "recovered"), NODES, registered.faults)
+    (step,) = steps_shown(plan(_parse(registered, SCALED % "recovered"), NODES, registered))
     assert step["scale_up"] == (
         "at recovered: raise HPA chaoskit-scaled/web minReplicas to 3 (gone with the namespace after the run)"
     )
-    assert "scale_up" not in plan_steps(_parse(registered, PLAYBOOK), NODES, registered.faults)[0]
+    assert "scale_up" not in steps_shown(plan(_parse(registered, PLAYBOOK), NODES, registered))[0]
 
 
 SHOP = """\
@@ -404,8 +410,8 @@ def test_a_run_on_your_own_subject_raises_its_hpa_then_puts_it_back_and_touches_
     started: list[Measurement] = []
     seen = type("Seen", (FixedMeasurement,), {"__doc__": "Seen started.", "start": lambda self: started.append(self)})
     catalog = CATALOG.extended(faults=[("test.noop", NoopFault)], measurements=[("test_fixed_delays", seen)])
-    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append, catalog=catalog)
-    rec = runner.run(_parse(catalog, SHOP % ("", 4)))
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, journal, said.append)
+    rec = runner.run(_planned(catalog, SHOP % ("", 4)))
     assert rec.verdict == "passed", rec.errors
     assert rec.subject == "Deployment shop/prices, HPA prices, Service prices"
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2  # put back
@@ -427,10 +433,8 @@ def test_a_scale_up_past_the_subjects_hpa_is_refused_before_anything_is_injected
     registered: Catalog, tmp_path: Path
 ) -> None:
     kube = _shop_kube()
-    runner = Runner(
-        Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered
-    )
-    rec = runner.run(_parse(registered, SHOP % ("", 7)))
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    rec = runner.run(_planned(registered, SHOP % ("", 7)))
     assert rec.verdict == "error" and "at most its maxReplicas (6)" in rec.errors[0] and rec.steps == []
     assert kube.objects[SHOP_HPA]["spec"]["minReplicas"] == 2
 
@@ -440,16 +444,14 @@ def test_a_scale_up_the_subject_has_already_reached_is_refused_before_anything_i
 ) -> None:
     kube = _shop_kube()
     kube.objects["/apis/apps/v1/namespaces/shop/deployments/prices"]["spec"]["replicas"] = 4
-    runner = Runner(
-        Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered
-    )
-    rec = runner.run(_parse(registered, SHOP % ("", 4)))
+    runner = Runner(Env(kube, FakeNodeExec(), "chaoskit"), NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
+    rec = runner.run(_planned(registered, SHOP % ("", 4)))
     assert rec.verdict == "error" and "runs 4 replicas already, so nothing would scale up" in rec.errors[0]
 
 
 def test_dry_run_says_a_subjects_hpa_is_put_back(registered: Catalog) -> None:
     text = SHOP.replace("  measurements:\n    - {name: m, type: test_fixed_delays}\n", "") % (", hpa: prices", 3)
-    (step,) = plan_steps(_parse(registered, text), NODES, registered.faults)
+    (step,) = steps_shown(plan(_parse(registered, text), NODES, registered))
     assert (
         step["scale_up"] == "at effect: raise HPA shop/prices minReplicas to 3 (its minReplicas put back after "
         "the run, or by chaoskit revert)"
@@ -486,9 +488,8 @@ def _probed_run(
         Journal(tmp_path / "j.jsonl"),
         lambda _: None,
         shell=shell,
-        catalog=catalog,
     )
-    return runner.run(_parse(catalog, PROBED))
+    return runner.run(_planned(catalog, PROBED))
 
 
 def test_a_probe_that_holds_is_judged_in_every_phase_and_its_samples_kept(
@@ -579,27 +580,23 @@ def test_simulated_nodes_come_before_the_run_and_go_back_to_the_count_found_afte
     found = {"metadata": {"name": "kwok-node-0", "labels": {"type": "kwok"}}}
     env = Env(FakeKube({"/api/v1/nodes": {"items": [found]}}), FakeNodeExec(), "chaoskit")
     asked: list[int] = []
-    runner = Runner(
-        env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered, simulate=asked.append
-    )
+    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, simulate=asked.append)
     text = (MEASURED % "5s").replace("  diagnose: false", "  diagnose: false\n  simulatedNodes: 100")
-    rec = runner.run(_parse(registered, text))
+    rec = runner.run(_planned(registered, text))
     assert rec.verdict == "passed", rec.errors
     assert asked == [100, 1], "made before the steps, then the one found before put back"
 
 
 def test_dry_run_says_what_the_run_changes_in_the_whole_cluster_and_that_it_is_put_back(registered: Catalog) -> None:
-    from chaoskit.cli.run import _cluster_changes
-
     text = (MEASURED % "5s").replace(
         "  diagnose: false", "  diagnose: false\n  simulatedNodes: 3\n  kubeProxyMode: nftables"
     )
-    said = _cluster_changes(_parse(registered, text))
+    said = cluster_changes(_planned(registered, text).changes)
     assert (
         said["simulatedNodes"].startswith("3 simulated nodes (kwok-node-0..2") and "put back" in said["simulatedNodes"]
     )
     assert "nftables" in said["kubeProxyMode"] and "put back" in said["kubeProxyMode"]
-    assert _cluster_changes(_parse(registered, MEASURED % "5s")) == {}
+    assert cluster_changes(_planned(registered, MEASURED % "5s").changes) == {}
 
 
 def test_a_verdict_is_the_gravest_any_phase_found() -> None:
@@ -625,8 +622,8 @@ def test_an_interrupted_run_stays_interrupted_when_what_it_changed_cannot_be_put
 
     monkeypatch.setattr(stage.subjects, "put_back", away)
     env = Env(FakeKube(), FakeNodeExec(), "chaoskit")
-    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None, catalog=registered)
+    runner = Runner(env, NODES, Journal(tmp_path / "j.jsonl"), lambda _: None)
     runner.stop.set()  # Ctrl-C before the first step
-    rec = runner.run(_parse(registered, MEASURED % "5s"))
+    rec = runner.run(_planned(registered, MEASURED % "5s"))
     assert rec.verdict == "interrupted" and rec.exit_code == 130, rec.errors
     assert any("could not put back what the run changed" in e for e in rec.errors)

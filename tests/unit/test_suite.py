@@ -24,10 +24,11 @@ from chaoskit.reports.run_html import render_run_html
 from chaoskit.reports.run_junit import render_run_junit
 from chaoskit.run.during import names_fault
 from chaoskit.run.peers import Peers
+from chaoskit.run.plan import plan
 from chaoskit.runner import Runner
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node
-from chaoskit.suite import Planned, order, plan, run_suite, startable
+from chaoskit.suite import Planned, order, run_suite, startable
 
 load_catalog()
 NODES = [
@@ -43,7 +44,7 @@ def playbook(name: str, fault: str, node: str = "", params: str = "") -> Planned
         f"apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {{name: {name}}}\nspec:\n  steps:\n"
         f"    - fault: {fault}{target}\n      duration: 10s{params}\n"
     )
-    return plan(Path(f"{name}.yaml"), parse_playbook(text, file=f"{name}.yaml"), NODES)
+    return Planned.of(Path(f"{name}.yaml"), plan(parse_playbook(text, file=f"{name}.yaml"), NODES))
 
 
 def test_node_faults_meet_only_on_the_same_node_and_cluster_faults_meet_everything() -> None:
@@ -90,7 +91,7 @@ def test_slow_sync_and_a_proxy_mode_switch_run_alone_and_flushed_rules_stay_on_t
         "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: nft}\nspec:\n"
         "  kubeProxyMode: nftables\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n"
     )
-    assert plan(Path("nft.yaml"), parse_playbook(text), NODES).alone
+    assert Planned.of(Path("nft.yaml"), plan(parse_playbook(text), NODES)).alone
 
 
 def test_a_playbook_with_simulated_nodes_runs_alone_they_load_the_whole_control_plane() -> None:
@@ -98,7 +99,7 @@ def test_a_playbook_with_simulated_nodes_runs_alone_they_load_the_whole_control_
         "apiVersion: chaoskit.dev/v1alpha1\nkind: Playbook\nmetadata: {name: big}\nspec:\n"
         "  simulatedNodes: 100\n  steps:\n    - fault: kube-proxy.freeze\n      duration: 5s\n"
     )
-    assert plan(Path("big.yaml"), parse_playbook(text), NODES).alone
+    assert Planned.of(Path("big.yaml"), plan(parse_playbook(text), NODES)).alone
 
 
 def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_cluster() -> None:
@@ -109,7 +110,7 @@ def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_c
     api = playbook("api", "apiserver.down")
     queue = order([api, sched, stop_w1, flush_w1, freeze_w2])
     # the API server's outage makes the scheduler exit: scheduler-down must not recover under its back-off
-    assert [p.playbook.name for p in queue] == ["stop-w1", "flush-w1", "freeze-w2", "sched", "api"]
+    assert [p.plan.name for p in queue] == ["stop-w1", "flush-w1", "freeze-w2", "sched", "api"]
     queue = queue[:-1]
     assert startable(queue, [], parallel=4) == [stop_w1, freeze_w2]  # flush-w1 meets stop-w1
     assert startable(queue, [], parallel=1) == [stop_w1]
@@ -120,7 +121,7 @@ def test_overlapping_playbooks_go_first_and_what_runs_alone_waits_for_an_empty_c
     # leaked watches leave the API server answering: only what takes it away goes after every other cluster fault
     leak, etcd = playbook("leak", "apiserver.watch-leak"), playbook("etcd", "apiserver.etcd-timeout")
     cert = playbook("cert", "apiserver.cert-expired")
-    assert [p.playbook.name for p in order([api, cert, etcd, leak, sched])] == ["leak", "sched", "api", "cert", "etcd"]
+    assert [p.plan.name for p in order([api, cert, etcd, leak, sched])] == ["leak", "sched", "api", "cert", "etcd"]
 
 
 class _StubRunner(Runner):
@@ -154,7 +155,7 @@ def test_a_suite_overlaps_what_may_and_its_verdict_is_the_worst_one() -> None:
         "s",
         "chaoskit",
         planned,
-        lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0.2, log, peers),
+        lambda p, peers: _StubRunner(verdicts[p.plan.name], 0.2, log, peers),
         parallel=3,
         say=lambda _: None,
     )
@@ -175,7 +176,7 @@ def test_a_run_that_chaoskit_could_not_do_outranks_a_deviation() -> None:
         "s",
         "chaoskit",
         planned,
-        lambda p, peers: _StubRunner(verdicts[p.playbook.name], 0, [], peers),
+        lambda p, peers: _StubRunner(verdicts[p.plan.name], 0, [], peers),
         parallel=2,
         say=lambda _: None,
     )
