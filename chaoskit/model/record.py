@@ -8,11 +8,13 @@ type of its own where it is made (diagnosers.kit.base.Diagnosis, model.factcheck
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
+from chaoskit.model.figures import seconds
+from chaoskit.model.moments import RUN_SCHEMA, epoch, rfc3339, rfc3339_or_none
 from chaoskit.model.score import run_score
 from chaoskit.model.slo import PhaseResult, ProbeSample
 from chaoskit.model.thresholds import ThresholdResult
@@ -67,6 +69,8 @@ class StepRecord:
     weight: float = 1.0  # in the resilience score
     fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
     stopped_holding_s: float | None = None  # injected -> its effect check said no during the hold
+    injected_at: float | None = None  # wall clock: where the report puts the fault on the run's timelines
+    reverted_at: float | None = None  # wall clock: when its revert began
 
     @property
     def held(self) -> bool:
@@ -75,7 +79,7 @@ class StepRecord:
     @property
     def held_words(self) -> str:
         """The hold as observed: its seconds, and when the fault stopped holding before the revert."""
-        held = f"{self.held_s:.1f}s"
+        held = seconds(self.held_s)
         return held if self.stopped_holding_s is None else f"{held} (then stopped holding)"
 
     @property
@@ -97,7 +101,9 @@ class StepRecord:
             "stopped_holding_s": self.stopped_holding_s,
             "recovery_s": self.recovery_s,
             "named_s": self.named_s,
-            "scaled_up_at": self.scaled_up_at,
+            "scaled_up_at": rfc3339_or_none(self.scaled_up_at),
+            "injected_at": rfc3339_or_none(self.injected_at),
+            "reverted_at": rfc3339_or_none(self.reverted_at),
             "errors": list(self.errors),
             "failures": list(self.failures),
             "weight": self.weight,
@@ -116,7 +122,9 @@ class StepRecord:
             stopped_holding_s=_seconds(data.get("stopped_holding_s")),
             recovery_s=_seconds(data.get("recovery_s")),
             named_s=_seconds(data.get("named_s")),
-            scaled_up_at=_seconds(data.get("scaled_up_at")),
+            scaled_up_at=epoch(data.get("scaled_up_at")),
+            injected_at=epoch(data.get("injected_at")),
+            reverted_at=epoch(data.get("reverted_at")),
             errors=[str(e) for e in data.get("errors") or []],
             failures=[str(f) for f in data.get("failures") or []],
             weight=float(data.get("weight", 1.0)),
@@ -153,7 +161,7 @@ class ProbeRecord:
             "weight": self.weight,
             "ok": self.ok,
             "phases": [p.to_dict() for p in self.phases],
-            "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples],
+            "samples": [[rfc3339(s.at), s.ok, s.value, s.detail] for s in self.samples],
         }
 
     @classmethod
@@ -163,7 +171,7 @@ class ProbeRecord:
             kind=str(data.get("kind") or ""),
             weight=float(data.get("weight", 1.0)),
             phases=[_phase(p) for p in data.get("phases") or []],
-            samples=[ProbeSample(float(s[0]), bool(s[1]), s[2], str(s[3])) for s in data.get("samples") or []],
+            samples=[ProbeSample(_at(s[0]), bool(s[1]), s[2], str(s[3])) for s in data.get("samples") or []],
         )
 
 
@@ -202,15 +210,17 @@ class RunRecord:
         return run_score(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record users read (`-o json`, the journal's run-finished entry)."""
+        """The JSON record users read (`-o json`, the journal's run-finished entry): its moments in RFC 3339, its
+        durations in seconds (the `_s` fields)."""
         return {
+            "schemaVersion": RUN_SCHEMA,
             "playbook": self.playbook,
             "cluster": self.cluster,
             "namespace": self.namespace,
             "journal": self.journal,
             "run_id": self.run_id,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
+            "started_at": rfc3339(self.started_at),
+            "finished_at": rfc3339_or_none(self.finished_at),
             "before": [c.to_dict() for c in self.before],
             "steps": [s.to_dict() for s in self.steps],
             "after": [c.to_dict() for c in self.after],
@@ -219,7 +229,7 @@ class RunRecord:
             "diagnoses": list(self.diagnoses),
             "subject": self.subject,
             "probes": [p.to_dict() for p in self.probes],
-            "probe_windows": dict(self.probe_windows),
+            "probe_windows": windows(self.probe_windows, rfc3339),
             "verdict": self.verdict,
             "errors": list(self.errors),
             "exit_code": self.exit_code,
@@ -228,7 +238,8 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Data) -> RunRecord:
-        """A record read back from JSON (a journal, a report's input); what an older record lacks takes its default."""
+        """A record read back from JSON (a journal, a report's input); what an older record lacks takes its default,
+        and its moments may be RFC 3339 or the epoch seconds records held before schemaVersion."""
         verdict = str(data.get("verdict") or "passed")
         return cls(
             playbook=str(data.get("playbook") or ""),
@@ -236,8 +247,8 @@ class RunRecord:
             namespace=str(data.get("namespace") or ""),
             journal=str(data.get("journal") or ""),
             run_id=str(data.get("run_id") or ""),
-            started_at=float(data.get("started_at") or 0.0),
-            finished_at=float(data.get("finished_at") or 0.0),
+            started_at=epoch(data.get("started_at")) or 0.0,
+            finished_at=epoch(data.get("finished_at")) or 0.0,
             before=[CheckRecord.from_dict(c) for c in data.get("before") or []],
             steps=[StepRecord.from_dict(s) for s in data.get("steps") or []],
             after=[CheckRecord.from_dict(c) for c in data.get("after") or []],
@@ -246,7 +257,7 @@ class RunRecord:
             diagnoses=[dict(d) for d in data.get("diagnoses") or []],
             subject=str(data.get("subject") or ""),
             probes=[ProbeRecord.from_dict(p) for p in data.get("probes") or []],
-            probe_windows=dict(data.get("probe_windows") or {}),
+            probe_windows=windows(data.get("probe_windows") or {}, _at),
             verdict=verdict if verdict in EXIT_CODES else "error",
             errors=[str(e) for e in data.get("errors") or []],
         )
@@ -267,3 +278,22 @@ def _phase(data: Data) -> PhaseResult:
 
 def _seconds(v: object) -> float | None:
     return None if v is None else float(cast(float, v))
+
+
+def _at(value: object) -> float:
+    return epoch(value) or 0.0
+
+
+def windows(data: Data, at: Callable[[Any], Any]) -> dict[str, Any]:
+    """The probes' phase windows (Phases.to_dict()) with each moment passed through `at`: to RFC 3339 and back."""
+    out: dict[str, Any] = dict(data)
+
+    def each(ts: Sequence[Any]) -> list[Any]:
+        return [None if t is None else at(t) for t in ts]  # an open window's end stays open
+
+    for phase in ("before", "after"):
+        if out.get(phase):
+            out[phase] = each(out[phase])
+    out["during"] = [each(w) for w in out.get("during") or []]
+    out["effects"] = each(out.get("effects") or [])
+    return out
