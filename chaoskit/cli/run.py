@@ -30,6 +30,7 @@ from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.playbook import Playbook
+from chaoskit.model.moments import SUITE_SCHEMA, rfc3339, rfc3339_or_none, stamped_name
 from chaoskit.model.probes import probe_words
 from chaoskit.model.record import RunRecord
 from chaoskit.playbook import load_playbook
@@ -140,7 +141,7 @@ def run(
         on_event = _subscribers(progress, len(files) > 1, events_path, stack)
 
         def make_runner(p: Planned, peers: Peers) -> Runner:
-            path = journal_path or default_journal_dir() / f"{p.playbook.name}-{int(time.time())}.jsonl"
+            path = journal_path or default_journal_dir() / stamped_name(p.playbook.name, time.time(), ".jsonl")
             run_emit = stamped(on_event, p.playbook.name)
             run_emit(Said(f"running {p.playbook.name} on {cluster}; journal {path}"))
             # a playbook's simulated nodes: kwok's image built (cached) and loaded into this kind cluster first
@@ -197,25 +198,37 @@ def _subscribers(progress: Progress, several: bool, events_path: Path | None, st
 
 
 def _default_html(suite: str, record: SuiteRecord) -> Path:
-    return state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
+    return state_home() / "reports" / stamped_name(suite, record.started_at, ".html")
+
+
+def suite_json(record: SuiteRecord) -> dict[str, object]:
+    """A suite's record as JSON: its schemaVersion first, its moments in RFC 3339 as each run's are."""
+    data = record.to_dict()
+    moments = {"started_at": rfc3339(record.started_at), "finished_at": rfc3339_or_none(record.finished_at)}
+    return {"schemaVersion": SUITE_SCHEMA, **data, **moments}
 
 
 def _publish(
     record: SuiteRecord, several: bool, junit_path: Path | None, html_path: Path, output: str, progress: Progress
 ) -> None:
-    """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's)."""
-    data = record.runs[0].record.to_dict() if not several and record.runs else record.to_dict()
+    """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's);
+    the report's path last, so `chaoskit run ... | tail -1` names it (in JSON or YAML its `report` field)."""
+    one = record.runs[0].record if not several and record.runs else None
+    data = one.to_dict() if one is not None else suite_json(record)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     for path, text in ((junit_path, render_run_junit), (html_path, render_run_html)):
         if path is not None:
-            path.write_text(text(data))
+            path.write_text(text(one or record))
             progress.info(f"wrote {path}")
-    for run in record.runs:  # where `chaoskit runs open` finds it
-        Journal(Path(run.record.journal)).append("report-written", run_id=run.record.run_id, path=str(html_path))
+    for run in record.runs:  # where `chaoskit runs open` finds it, from whatever directory it is asked in
+        Journal(Path(run.record.journal)).append(
+            "report-written", run_id=run.record.run_id, path=str(html_path.resolve())
+        )
     if output == "table":
         _table(record)
+        click.echo(str(html_path))
     else:
-        emit(data, output)
+        emit({**data, "report": str(html_path)}, output)
 
 
 def _load_all(files: list[Path]) -> list[Playbook]:

@@ -36,3 +36,8 @@ def epoch(value: object) -> float | None:
 def file_stamp(at: float) -> str:
     """A moment for a file name, readable and sortable, with no character a shell or Windows minds: 2026-12-06T201530Z."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H%M%SZ")
+
+
+def stamped_name(name: str, at: float, suffix: str) -> str:
+    """A file name for what a run wrote: scheduler-down-2026-12-06T201530Z.html (spaces made dashes)."""
+    return f"{'-'.join(name.split())}-{file_stamp(at)}{suffix}"
