@@ -29,8 +29,8 @@ from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
 from chaoskit.journal import Journal, default_journal_dir, state_home
-from chaoskit.model.playbook import Playbook
 from chaoskit.model.moments import SUITE_SCHEMA, rfc3339, rfc3339_or_none, stamped_name
+from chaoskit.model.playbook import Playbook
 from chaoskit.model.probes import probe_words
 from chaoskit.model.record import RunRecord
 from chaoskit.playbook import load_playbook

@@ -34,7 +34,8 @@ def epoch(value: object) -> float | None:
 
 
 def file_stamp(at: float) -> str:
-    """A moment for a file name, readable and sortable, with no character a shell or Windows minds: 2026-12-06T201530Z."""
+    """A moment for a file name, readable and sortable, with no character a shell or Windows minds:
+    2026-12-06T201530Z."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H%M%SZ")
 
 

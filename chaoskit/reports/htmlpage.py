@@ -8,8 +8,8 @@ from typing import Any
 from markupsafe import Markup
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.model.timeline import STAGE_COMPONENTS
 from chaoskit.model.record import RunRecord
+from chaoskit.model.timeline import STAGE_COMPONENTS
 from chaoskit.reports.common import TEMPLATES, findings, measurements, worst_first
 from chaoskit.reports.svg import DRAWN, timeline_svg
 

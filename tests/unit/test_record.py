@@ -73,7 +73,8 @@ def test_a_record_from_before_rfc_3339_reads_its_epoch_seconds() -> None:
     data = _full().to_dict()
     data.pop("schemaVersion")
     data |= {"started_at": 100.0, "finished_at": 190.5, "probe_windows": {"during": [[130.0, 170.0]], "effects": []}}
-    data["measurements"][0] |= {"started_at": 100.0, "samples": [{**data["measurements"][0]["samples"][0], "start": 101.0}]}
+    (m,) = data["measurements"]
+    m |= {"started_at": 100.0, "samples": [{**m["samples"][0], "start": 101.0}]}
     old = RunRecord.from_dict(data)
     assert (old.started_at, old.finished_at, old.probe_windows["during"]) == (100.0, 190.5, [[130.0, 170.0]])
     assert old.measurements[0].samples[0].start == 101.0 and old.measurements[0].samples[0].seconds == 0.5
