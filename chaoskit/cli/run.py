@@ -28,6 +28,7 @@ from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
+from chaoskit.figures import seconds
 from chaoskit.journal import Journal, default_journal_dir, state_home
 from chaoskit.model.moments import SUITE_SCHEMA, rfc3339, rfc3339_or_none, stamped_name
 from chaoskit.model.playbook import Playbook
@@ -352,7 +353,7 @@ def _table(suite: SuiteRecord) -> None:
         console.print(
             f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}), resilience score "
             f"{'—' if scored is None else f'{scored:g}/100'}, in "
-            f"{suite.finished_at - suite.started_at:.0f}s"
+            f"{seconds(suite.finished_at - suite.started_at)}"
         )
 
 
@@ -383,7 +384,7 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
 
 
 def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.1f}s"
+    return "—" if v is None else f"{seconds(v)}"
 
 
 def _via_operator(g: Globals, cluster: str, files: list[Path], output: str) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from chaoskit.diagnosers.kit.base import STATUS_ORDER, ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.figures import seconds
 from chaoskit.model.factcheck import observed_words
-from chaoskit.model.figures import seconds
 from chaoskit.model.record import RunRecord
 from chaoskit.model.thresholds import ThresholdResult
 from chaoskit.model.timeline import MeasurementResult

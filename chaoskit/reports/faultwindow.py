@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chaoskit.model.figures import seconds
+from chaoskit.figures import seconds
 from chaoskit.model.record import StepRecord
 from chaoskit.model.timeline import STAGE_COMPONENTS, MeasurementResult, run_level
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.model.figures import seconds
+from chaoskit.figures import seconds
 from chaoskit.model.record import RunRecord
 from chaoskit.reports.common import (
     SEVERITY_MARK,

@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from chaoskit.diagnosers.kit.base import Diagnosis, Finding
-from chaoskit.model.figures import seconds
+from chaoskit.figures import seconds
 from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import STAGE_COMPONENTS, Summary
 from chaoskit.reports.common import TEMPLATES, measurements

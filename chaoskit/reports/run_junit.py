@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
+from chaoskit.figures import seconds
 from chaoskit.model.factcheck import observed_words
-from chaoskit.model.figures import seconds
 from chaoskit.model.record import CheckRecord, RunRecord
 from chaoskit.reports.common import threshold_words
 from chaoskit.reports.runs import Suite, shown

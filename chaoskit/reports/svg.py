@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from chaoskit.figures import seconds
 from chaoskit.measurements.apiserver_recovery_tracker import STAGES as RECOVERY_STAGES
 from chaoskit.measurements.resync_tracker import STAGES as RESYNC_STAGES
-from chaoskit.model.figures import seconds
 from chaoskit.model.record import ProbeRecord
 from chaoskit.model.timeline import (
     HPA_STAGES,

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.model.figures import seconds
+from chaoskit.figures import seconds
 from chaoskit.model.record import RunRecord
 from chaoskit.reports.common import (
     SEVERITY_MARK,
