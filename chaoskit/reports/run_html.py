@@ -28,7 +28,7 @@ VERDICT_COLOUR = {
     "aborted": "#cf222e",
     "interrupted": "#cf222e",
 }
-BESIDE_WIDTH = 720  # the timeline's own width when its stage table sits beside it: its text near 1:1 on a wide page
+BESIDE_WIDTH = 640  # the timeline's own width when its stage table sits beside it: its text near 1:1 on a wide page
 
 
 def _gantt(runs: list[Placed], width: int = 1040) -> str:

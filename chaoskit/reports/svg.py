@@ -41,7 +41,7 @@ PALETTE = (
     "#17BECF",
     "#BCBD22",
 )
-ROW, LABEL, PAD, LEGEND_ROW = 22, 230, 12, 18
+ROW, LABEL, PAD, LEGEND_ROW, LEGEND_COLUMN = 22, 230, 12, 18, 300
 # the measurements whose stages a report draws as a timeline
 DRAWN = ("hpa_scale_up", "node_loss", "rule_sync", "apiserver_recovery", "controller_resync")
 # each measurement's stages in their critical-path order: its colours and its legend follow it
@@ -123,7 +123,9 @@ def timeline_svg(m: MeasurementResult, width: int = 960, faults: Sequence[FaultW
     top = PAD + 24 + (MARK_BAND if marks else 0)
     bottom = top + len(rows) * ROW
     legend_top = bottom + 26
-    height = legend_top + (len(stages) + (1 if faults else 0)) * LEGEND_ROW + PAD
+    columns = max(1, (width - 2 * PAD) // LEGEND_COLUMN)  # the legend in columns: as many rows as it needs, no more
+    legend_rows = -(-len(stages) // columns) + (1 if faults else 0)
+    height = legend_top + legend_rows * LEGEND_ROW + PAD
 
     def x(t: float) -> float:
         return LABEL + PAD + (t - t0) / span * plot
@@ -173,12 +175,12 @@ def timeline_svg(m: MeasurementResult, width: int = 960, faults: Sequence[FaultW
     out += _mark_labels(marks, x, top)
     owners = {s.stage: s.component for s in samples if s.component}  # the measurement's own word first
     for j, (stage, colour) in enumerate(stages.items()):
-        y = legend_top + j * LEGEND_ROW
+        y, lx = legend_top + (j // columns) * LEGEND_ROW, PAD + (j % columns) * LEGEND_COLUMN
         owner = owners.get(stage) or STAGE_COMPONENTS.get(stage, "")
-        out.append(f'<rect x="{PAD}" y="{y}" width="12" height="12" fill="{colour}"/>')
-        out.append(f'<text x="{PAD + 18}" y="{y + 10}" class="legend">{escape(stage)} — {escape(owner)}</text>')
-    if faults:
-        y = legend_top + len(stages) * LEGEND_ROW
+        out.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 18}" y="{y + 10}" class="legend">{escape(stage)} — {escape(owner)}</text>')
+    if faults:  # a row of its own: the faults' words run long
+        y = legend_top + (legend_rows - 1) * LEGEND_ROW
         held = ", ".join(f"{f.fault} on {f.node}" for f in faults)
         out.append(f'<rect x="{PAD}" y="{y}" width="12" height="12" fill="{FAULT_FILL}" stroke="{FAULT_LINE}"/>')
         out.append(f'<text x="{PAD + 18}" y="{y + 10}" class="legend">fault held — {escape(held)}</text>')
