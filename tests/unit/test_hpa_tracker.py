@@ -163,8 +163,7 @@ def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so(
     assert samples[("rules_programmed", "p3@w1")].seconds == pytest.approx(0.55)
     assert samples[("first_request", "p3@w1")].seconds == 0.0
     assert t.clamped(NODES) == [
-        "first_request of p3@w1 (run 2) reported as 0: it answered 0.03s before the rules "
-        "read that first showed its IP"
+        "first_request of p3@w1 (run 2) reported as 0: it answered 0.03s before the rules read that first showed its IP"
     ]
 
 
