@@ -58,7 +58,8 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     "--journal",
     "journal_path",
     type=click.Path(path_type=Path),
-    help="Journal (JSON lines) of a single playbook; default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl "
+    help="Journal (JSON lines) of a single playbook; default "
+    "~/.local/state/chaoskit/journals/<playbook>-<UTC date>.jsonl "
     "(always, for each playbook of a suite).",
 )
 @click.option(
@@ -77,7 +78,8 @@ from chaoskit.suite import Planned, SuiteRecord, order, plan, run_suite
     "--html",
     "html_path",
     "Where to write the self-contained HTML report of every playbook (always written; default "
-    "~/.local/state/chaoskit/reports/<suite>-<time>.html).",
+    "~/.local/state/chaoskit/reports/<suite>-<UTC date>.html, e.g. scheduler-down-2026-12-06T201530Z.html; its path "
+    "printed last).",
 )
 @file_option(
     "--events",
