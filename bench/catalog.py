@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from chaoskit.model.moments import epoch
+
 
 def run_catalog(playbooks: str, parallel: int) -> tuple[dict[str, Any], float, int]:
     t0 = time.monotonic()
@@ -37,7 +39,7 @@ def figures(record: dict[str, Any], wall: float, returncode: int) -> dict[str, A
     alone = sum(r["finished_s"] - r["started_s"] for r in runs if r["radius"] == "cluster")
     return {
         "wall_s": round(wall, 1),
-        "suite_s": round(record["finished_at"] - record["started_at"], 1),
+        "suite_s": round((epoch(record["finished_at"]) or 0.0) - (epoch(record["started_at"]) or 0.0), 1),
         "verdict": record["verdict"],
         "exit_code": returncode,
         "playbooks": len(runs),

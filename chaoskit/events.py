@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, ClassVar
 
+from chaoskit.figures import seconds
+
 
 @dataclass(frozen=True)
 class Event:
@@ -52,7 +54,8 @@ class Armed(Event):
     fires_in_s: float
 
     def words(self) -> str:
-        return f"armed dead-man switch {self.unit} on {self.node} through {self.via} (fires in {self.fires_in_s:.0f}s)"
+        fires = seconds(self.fires_in_s)
+        return f"armed dead-man switch {self.unit} on {self.node} through {self.via} (fires in {fires})"
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class EffectObserved(Event):
     after_s: float
 
     def words(self) -> str:
-        return f"effect observed after {self.after_s:.1f}s"
+        return f"effect observed after {seconds(self.after_s)}"
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class StoppedHolding(Event):
 
     def words(self) -> str:
         return (
-            f"{self.fault} on {self.node} stopped holding after {self.after_s:.1f}s (its effect check says no: the "
+            f"{self.fault} on {self.node} stopped holding after {seconds(self.after_s)} (its effect check says no: the "
             "cluster healed it, or undid it)"
         )
 
@@ -98,7 +101,7 @@ class Reverting(Event):
     held_s: float
 
     def words(self) -> str:
-        return f"reverting {self.fault} on {self.node} after {self.held_s:.1f}s held"
+        return f"reverting {self.fault} on {self.node} after {seconds(self.held_s)} held"
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class Recovered(Event):
     after_s: float
 
     def words(self) -> str:
-        return f"{self.component} healthy again {self.after_s:.1f}s after the revert"
+        return f"{self.component} healthy again {seconds(self.after_s)} after the revert"
 
 
 @dataclass(frozen=True)
@@ -140,9 +143,9 @@ class Diagnosed(Event):
         if self.error:
             return f"diagnosis {self.when} failed: {self.error}"
         if self.named is not None:
-            took = f" after {self.named_after_s:.1f}s" if self.named_after_s is not None else ""
+            took = f" after {seconds(self.named_after_s)}" if self.named_after_s is not None else ""
             return f"diagnosis {'named' if self.named else 'did NOT name'} {self.component} ({self.cause}){took}"
-        line = f"diagnosis {self.when}: {', '.join(self.failing) or 'every component ok'} ({self.seconds:.1f}s)"
+        line = f"diagnosis {self.when}: {', '.join(self.failing) or 'every component ok'} ({seconds(self.seconds)})"
         return f"{line}, shared" if self.shared else line
 
 

@@ -10,6 +10,8 @@ from typing import TextIO
 
 from rich.console import Console
 
+from chaoskit.figures import seconds
+
 
 class Progress:
     def __init__(self, stream: TextIO | None = None, *, quiet: bool = False) -> None:
@@ -32,9 +34,9 @@ class Progress:
         try:
             yield
         except BaseException:
-            self.info(f"[red]✗[/red] {title} failed after {time.monotonic() - start:.1f}s")
+            self.info(f"[red]✗[/red] {title} failed after {seconds(time.monotonic() - start)}")
             raise
-        self.info(f"[green]✓[/green] {title} ({time.monotonic() - start:.1f}s)")
+        self.info(f"[green]✓[/green] {title} ({seconds(time.monotonic() - start)})")
 
 
 def silent() -> Progress:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from chaoskit import figures
 from chaoskit.cluster.install import NAMESPACE
 from chaoskit.cluster.marker import MARKER
 from chaoskit.errors import ToolError, UsageError
@@ -110,7 +111,7 @@ def _taken(component: str, lease: Obj, holder: str) -> str:
         return ""
     return (
         f"{component} is being broken by another run ({spec.get('holderIdentity')}) for "
-        f"{expires - time.time():.0f}s more; two runs cannot inject into the same component at once"
+        f"{figures.seconds(expires - time.time())} more; two runs cannot inject into the same component at once"
     )
 
 

@@ -12,6 +12,7 @@ from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.components import table
 from chaoskit.components.leases import LeaseState
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.model.kwok import named
 from chaoskit.seams.kube import KubeError, condition
 
@@ -105,7 +106,7 @@ class LeadersRenewing(Check):
             if lease.holder.split("_")[0] in skip:  # a holder is "<node>_<uuid>"
                 continue
             if lease.age is None or lease.age > lease.duration / 3:
-                since = "never" if lease.age is None else f"{lease.age:.0f}s ago"
+                since = "never" if lease.age is None else f"{seconds(lease.age)} ago"
                 late.append(f"{component} (renewed {since}, holder {lease.holder or 'none'})")
             else:
                 leading.append(component)

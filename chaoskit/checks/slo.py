@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chaoskit.checks.base import Check, Outcome, register
 from chaoskit.components import apiserver
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.model.duration import PositiveDuration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import params_of
@@ -61,11 +62,10 @@ class Judged:
 
     def words(self) -> str:
         p99 = self.hist.quantile(0.99)
-        shown = "—" if p99 is None else f"{p99:.2f}s"
+        shown = "—" if p99 is None else f"{seconds(p99)}"
         over = self.hist.over(self.limit)
-        return (
-            f"{self.what} p99 {shown} (n={self.hist.count:.0f}{f', {over:.0f} over' if over else ''}; ≤{self.limit:g}s)"
-        )
+        counted = f"n={self.hist.count:.0f}{f', {over:.0f} over' if over else ''}"
+        return f"{self.what} p99 {shown} ({counted}; ≤{seconds(self.limit)})"
 
 
 def api_pairs(metrics: Metrics) -> list[tuple[str, str, str]]:
@@ -156,7 +156,7 @@ class ScalabilitySlos(Check):
         worst = sorted(judged, key=lambda j: -(j.hist.quantile(0.99) or 0.0) / j.limit)[:3]
         said = [
             *(f"breached: {j.words()}" for j in breached),
-            f"over {p.window:g}s, {len(judged)} kinds of API call, the slowest against their limit: "
+            f"over {seconds(p.window)}, {len(judged)} kinds of API call, the slowest against their limit: "
             + ("; ".join(j.words() for j in worst) or "none made"),
             startup.words() if startup else "pod startup: no pod started in the window",
             *([f"kubelet metrics not read on {', '.join(unread)}"] if unread else []),

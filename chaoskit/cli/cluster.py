@@ -26,6 +26,7 @@ from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kwok.converge import READY_TIMEOUT
 from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
+from chaoskit.figures import seconds
 from chaoskit.model.kwok import MAX_SIMULATED_NODES
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube
@@ -86,7 +87,8 @@ def up(g: Globals, cluster: str | None, config_path: Path, image: str, cache_dir
     verb = "created" if result.created else "reused"
     simulated = f", {result.simulated_nodes} simulated nodes" if result.simulated_nodes else ""
     click.echo(
-        f"cluster {result.name} {verb} in {result.seconds:.0f}s{simulated}; kubectl context {result.kubeconfig_context}"
+        f"cluster {result.name} {verb} in {seconds(result.seconds)}{simulated}; "
+        f"kubectl context {result.kubeconfig_context}"
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from chaoskit import figures
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
@@ -74,7 +75,10 @@ def serve_diagnoses(look: Look, where: tuple[str, int], interval: float | None, 
         server, _ = serve(latest, port, host)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc}") from exc
-    say(f"serving http://{host}:{port}/metrics: a look every {seconds:g}s after the last one ended, until Ctrl-C")
+    say(
+        f"serving http://{host}:{port}/metrics: a look every {figures.seconds(seconds)} after the last one ended, "
+        "until Ctrl-C"
+    )
     try:
         with sigterm_as_interrupt():
             keep_looking(look, latest.set, seconds, threading.Event(), say)

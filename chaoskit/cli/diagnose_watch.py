@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 import click
 
+from chaoskit import figures
 from chaoskit.diagnosers.changes import Change, CollectionChanged, FindingChanged, StatusChanged, changes
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.errors import UsageError
@@ -75,7 +76,9 @@ def watch_diagnoses(
     tty = sys.stdout.isatty()
     printer: Printer = JsonLines(_echo) if fmt == "json" else Lines(_echo, tty=tty)
     how_long = f"{count} look(s)" if count else "Ctrl-C"
-    click.echo(f"watching: a look every {seconds:g}s after the last one ended, until {how_long}", err=True)
+    click.echo(
+        f"watching: a look every {figures.seconds(seconds)} after the last one ended, until {how_long}", err=True
+    )
     return watch(look, interval=seconds, count=count, printer=printer)
 
 
@@ -165,7 +168,7 @@ class Lines:
         at = stamp(current.collected_at)
         per_node = _per_node(current, previous)
         if previous is None:
-            self._line(f"{at} {current.cluster}: {self._word(current.status)} ({current.duration_s:.1f}s)")
+            self._line(f"{at} {current.cluster}: {self._word(current.status)} ({figures.seconds(current.duration_s)})")
             width = max((len(r.component) for r in current.reports), default=0)
             node_width = max((len(r.subject) for r in current.reports), default=0)
             for r in current.reports:

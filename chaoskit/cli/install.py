@@ -12,6 +12,7 @@ from chaoskit.cluster import install as ops
 from chaoskit.cluster import selfimage
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kind import Kind
+from chaoskit.figures import seconds
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodecontainers import node_containers
@@ -66,7 +67,7 @@ def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: boo
     local = ops.LocalInstall.for_context(context_of(g, cluster))
     local.save(kube)
     click.echo(
-        f"chaoskit installed in {took:.0f}s: the operator and {len(local.node_exec().nodes)} node agents "
+        f"chaoskit installed in {seconds(took)}: the operator and {len(local.node_exec().nodes)} node agents "
         f"(namespace {ops.NAMESPACE}); credentials in {local.dir}"
     )
 

@@ -14,6 +14,7 @@ from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_env, cluster_option, emit, output_option, stdout_console
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import EXIT_BREACHED, UsageError
+from chaoskit.figures import seconds
 from chaoskit.measurements.background_services import MAX_SERVICES
 from chaoskit.measurements.rule_sync import TYPE
 from chaoskit.measurements.rule_sync_driver import CHANGES, parse_changes, run_changes
@@ -113,13 +114,13 @@ def rule_sync(
         print_result(result, stdout_console(WIDTH))
     if unconverged := [a for a in result.extra.get("actions", []) if not a["converged"]]:
         click.secho(
-            f"{len(unconverged)} change(s) did not converge on every node within {timeout:g}s", fg="red", err=True
+            f"{len(unconverged)} change(s) did not converge on every node within {seconds(timeout)}", fg="red", err=True
         )
         raise click.exceptions.Exit(EXIT_BREACHED)
 
 
 def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}s"
+    return "—" if v is None else f"{seconds(v)}"
 
 
 def precision_cell(sm: Summary) -> str:
@@ -127,8 +128,8 @@ def precision_cell(sm: Summary) -> str:
     if sm.count == 0:
         return ""
     if sm.precision_median == sm.precision:
-        return f"±{sm.precision:g}s"
-    return f"±{sm.precision_median:.2f}s (max {sm.precision:.2f}s)"
+        return f"±{seconds(sm.precision)}"
+    return f"±{seconds(sm.precision_median)} (max {seconds(sm.precision)})"
 
 
 def _missing(count: int) -> str:
@@ -209,7 +210,7 @@ def background_line(background: dict[str, Any]) -> str:
     """How long the background Services took: the API to accept them, then each node's kube-proxy to program them."""
     programmed = ", ".join(f"{node} {_s(s)}" for node, s in background["programmed_s"].items())
     return (
-        f"{background['services']} background Services: accepted by the API in {background['accepted_s']:.1f}s, "
+        f"{background['services']} background Services: accepted by the API in {seconds(background['accepted_s'])}, "
         f"then programmed by kube-proxy in {programmed}"
     )
 
@@ -247,7 +248,7 @@ def cost_table(proxy: dict[str, Any]) -> Table:
             _s(partial["mean"]),
             _s(partial["p90"]),
             "—" if cost["rules"] is None else f"{cost['rules']:.0f}",
-            "—" if cpu is None else f"{cpu:.1f}s in {cost['seconds']:.0f}s",
+            "—" if cpu is None else f"{seconds(cpu)} in {seconds(cost['seconds'])}",
             _mb(cost["rss_bytes"]),
         )
     return table

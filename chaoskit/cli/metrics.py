@@ -24,6 +24,7 @@ from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
 from chaoskit.exporters.prometheus import Exporter, JournalDir
 from chaoskit.exporters.prometheus import serve as serve_exporter
+from chaoskit.figures import seconds
 from chaoskit.journal import default_journal_dir
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube
@@ -158,7 +159,7 @@ def up(
     with progress.step(f"starting prometheus on {address}:{port}"):
         server = prom.start(tools, state_dir, port, address, detach=True)
         took = server.wait_ready()
-    progress.info(f"ready after {took:.1f}s; log {server.log}; data {state_dir / 'data'}")
+    progress.info(f"ready after {seconds(took)}; log {server.log}; data {state_dir / 'data'}")
     click.echo(server.url)
 
 
@@ -230,4 +231,4 @@ def _ago(stamp: str) -> str:
         then = datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", stamp).replace("Z", "+00:00"))
     except ValueError:
         return stamp
-    return f"{time.time() - then.timestamp():.1f}s ago"
+    return f"{seconds(time.time() - then.timestamp())} ago"

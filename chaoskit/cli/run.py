@@ -28,7 +28,9 @@ from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import PlaybookError, Problem, UsageError
 from chaoskit.events import Emit, JsonLines, Said, fan_out, said, speaking, stamped
+from chaoskit.figures import seconds
 from chaoskit.journal import Journal, default_journal_dir, state_home
+from chaoskit.model.moments import SUITE_SCHEMA, rfc3339, rfc3339_or_none, stamped_name
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
 from chaoskit.playbook import load_playbook
@@ -54,7 +56,8 @@ from chaoskit.suite import Planned, SuiteRecord, order, run_suite
     "--journal",
     "journal_path",
     type=click.Path(path_type=Path),
-    help="Journal (JSON lines) of a single playbook; default ~/.local/state/chaoskit/journals/<playbook>-<time>.jsonl "
+    help="Journal (JSON lines) of a single playbook; default "
+    "~/.local/state/chaoskit/journals/<playbook>-<UTC date>.jsonl "
     "(always, for each playbook of a suite).",
 )
 @click.option(
@@ -73,7 +76,8 @@ from chaoskit.suite import Planned, SuiteRecord, order, run_suite
     "--html",
     "html_path",
     "Where to write the self-contained HTML report of every playbook (always written; default "
-    "~/.local/state/chaoskit/reports/<suite>-<time>.html).",
+    "~/.local/state/chaoskit/reports/<suite>-<UTC date>.html, e.g. scheduler-down-2026-12-06T201530Z.html; its path "
+    "printed last).",
 )
 @file_option(
     "--events",
@@ -139,7 +143,7 @@ def run(
         on_event = _subscribers(progress, len(files) > 1, events_path, stack)
 
         def make_runner(p: Planned, peers: Peers) -> Runner:
-            path = journal_path or default_journal_dir() / f"{p.plan.name}-{int(time.time())}.jsonl"
+            path = journal_path or default_journal_dir() / stamped_name(p.plan.name, time.time(), ".jsonl")
             run_emit = stamped(on_event, p.plan.name)
             run_emit(Said(f"running {p.plan.name} on {cluster}; journal {path}"))
             # a playbook's simulated nodes: kwok's image built (cached) and loaded into this kind cluster first
@@ -196,25 +200,37 @@ def _subscribers(progress: Progress, several: bool, events_path: Path | None, st
 
 
 def _default_html(suite: str, record: SuiteRecord) -> Path:
-    return state_home() / "reports" / f"{suite}-{int(record.started_at)}.html"
+    return state_home() / "reports" / stamped_name(suite, record.started_at, ".html")
+
+
+def suite_json(record: SuiteRecord) -> dict[str, object]:
+    """A suite's record as JSON: its schemaVersion first, its moments in RFC 3339 as each run's are."""
+    data = record.to_dict()
+    moments = {"started_at": rfc3339(record.started_at), "finished_at": rfc3339_or_none(record.finished_at)}
+    return {"schemaVersion": SUITE_SCHEMA, **data, **moments}
 
 
 def _publish(
     record: SuiteRecord, several: bool, junit_path: Path | None, html_path: Path, output: str, progress: Progress
 ) -> None:
-    """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's)."""
-    data = record.runs[0].record.to_dict() if not several and record.runs else record.to_dict()
+    """The record as asked: JUnit and HTML files, and the table or the data on stdout (one run's, or the suite's);
+    the report's path last, so `chaoskit run ... | tail -1` names it (in JSON or YAML its `report` field)."""
+    one = record.runs[0].record if not several and record.runs else None
+    data = one.to_dict() if one is not None else suite_json(record)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     for path, text in ((junit_path, render_run_junit), (html_path, render_run_html)):
         if path is not None:
-            path.write_text(text(data))
+            path.write_text(text(one or record))
             progress.info(f"wrote {path}")
-    for run in record.runs:  # where `chaoskit runs open` finds it
-        Journal(Path(run.record.journal)).append("report-written", run_id=run.record.run_id, path=str(html_path))
+    for run in record.runs:  # where `chaoskit runs open` finds it, from whatever directory it is asked in
+        Journal(Path(run.record.journal)).append(
+            "report-written", run_id=run.record.run_id, path=str(html_path.resolve())
+        )
     if output == "table":
         _table(record)
+        click.echo(str(html_path))
     else:
-        emit(data, output)
+        emit({**data, "report": str(html_path)}, output)
 
 
 def _load_all(files: list[Path]) -> list[Playbook]:
@@ -310,7 +326,7 @@ def _table(suite: SuiteRecord) -> None:
         console.print(
             f"suite verdict: [bold]{suite.verdict}[/bold] (exit {suite.exit_code}), resilience score "
             f"{'—' if scored is None else f'{scored:g}/100'}, in "
-            f"{suite.finished_at - suite.started_at:.0f}s"
+            f"{seconds(suite.finished_at - suite.started_at)}"
         )
 
 
@@ -341,7 +357,7 @@ def _run_lines(console: Console, rec: RunRecord, prefix: str) -> None:
 
 
 def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.1f}s"
+    return "—" if v is None else f"{seconds(v)}"
 
 
 def _via_operator(g: Globals, cluster: str, files: list[Path], output: str) -> None:

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from chaoskit.cli.measure_rule_sync import precision_cell
+from chaoskit.figures import seconds
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Stage
 from chaoskit.reports.table import new_table
 
 
 def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}s"
+    return "—" if v is None else f"{seconds(v)}"
 
 
 def print_stages(
@@ -52,5 +53,5 @@ def print_stages(
             style="bold",
         )
     console.print(table)
-    for line in [*result.notes, *(f"gap {g.end - g.start:.1f}s: {g.reason}" for g in result.gaps), *result.errors]:
+    for line in [*result.notes, *(f"gap {seconds(g.end - g.start)}: {g.reason}" for g in result.gaps), *result.errors]:
         console.print(line)

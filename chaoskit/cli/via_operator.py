@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from chaoskit.cluster.experiments import FINAL
 from chaoskit.errors import EXIT_INTERRUPTED, ToolError
+from chaoskit.figures import seconds
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube, KubeError
 
@@ -64,7 +65,7 @@ def follow(kube: Kube, exp: dict[str, Any], progress: Progress, timeout: float =
         progress.info(f"interrupted: deleting {name}; the operator reverts its faults before it goes")
         kube.delete(path)
         raise
-    raise ToolError(f"ChaosExperiment {ns}/{name} did not finish within {timeout:.0f}s")
+    raise ToolError(f"ChaosExperiment {ns}/{name} did not finish within {seconds(timeout)}")
 
 
 def exit_code(status: dict[str, Any]) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 from chaoskit.cluster import gobuild
 from chaoskit.cluster.cache import Cache
 from chaoskit.errors import CommandError, MissingDependency
+from chaoskit.figures import seconds
 from chaoskit.progress import Progress
 from chaoskit.seams.poll import poll
 from chaoskit.seams.shell import Runner, spawn
@@ -144,4 +145,4 @@ def _answers(runner: Runner, argv: list[str]) -> bool:
 def _wait(ready: Callable[[], bool], timeout: float, what: str) -> None:
     if poll(ready, timeout, 0.5, tolerate=()).done:
         return
-    raise MissingDependency(f"{what} did not come up within {timeout:.0f}s; see {LOG_DIR / (what + '.log')}")
+    raise MissingDependency(f"{what} did not come up within {seconds(timeout)}; see {LOG_DIR / (what + '.log')}")

@@ -25,6 +25,7 @@ from chaoskit.cluster.kwok import controller as kwok_controller
 from chaoskit.cluster.kwok.simulate import simulate
 from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.model.kwok import REAL_NODES_SELECTOR, SIMULATED_SELECTOR, is_simulated
 from chaoskit.progress import Progress
 from chaoskit.seams.kube import Kube, condition
@@ -199,7 +200,7 @@ def _wait_until_no_problems(problems: Callable[[], list[str]], timeout: float, i
         return not found
 
     if not poll(none_left, timeout, interval).done:
-        raise ToolError(f"{what} after {timeout:.0f}s: {last[0]}")
+        raise ToolError(f"{what} after {seconds(timeout)}: {last[0]}")
 
 
 def kube_proxy_problems(runner: Runner, cluster: str) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import NodeExec
 
@@ -162,7 +163,7 @@ def parse_lookup(name: str, output: str) -> Lookup:
         if "refused" in err.lower():
             return Lookup(name, server, UNREACHABLE, ms=ms, detail="connection refused: ICMP port unreachable")
         if said["rc"] == "124":
-            return Lookup(name, server, TIMEOUT, ms=ms, detail=f"no reply within {LOOKUP_TIMEOUT:g}s")
+            return Lookup(name, server, TIMEOUT, ms=ms, detail=f"no reply within {seconds(LOOKUP_TIMEOUT)}")
         return Lookup(name, server, "error", ms=ms, detail=err or f"dd exit {said['rc']}, no reply")
     rcode, answers, problem = parse_reply(reply, query_id(name))
     return Lookup(name, server, rcode, answers, ms, problem)

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
+from chaoskit import figures
 from chaoskit.components.rbac import Identity
 from chaoskit.errors import ToolError
 from chaoskit.model.duration import parse_duration
@@ -290,5 +291,5 @@ def set_mode(
         lambda: proxies_ready(kube) and all(running_mode(nodes, n) == mode for n in names),
         timeout,
     )
-    say(f"kube-proxy runs in {mode} mode on every node ({time.monotonic() - start:.1f}s)")
+    say(f"kube-proxy runs in {mode} mode on every node ({figures.seconds(time.monotonic() - start)})")
     return True

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit.components.scheduler import blockers, classify, pinned, reason_of
+from chaoskit.figures import seconds
 from chaoskit.model.timeline import api_time
 
 Obj = Mapping[str, Any]
@@ -189,7 +190,7 @@ def pod_symptoms(
                 continue
             scheduled = _condition(pod, "PodScheduled")
             why = str(scheduled.get("message") or "not scheduled")[:240]
-            text = f"{me} Pending unscheduled for {age:.0f}s: {why}"
+            text = f"{me} Pending unscheduled for {seconds(age)}: {why}"
             groups.setdefault((owner_of(pod), "pending"), []).append(
                 (pod, text, "", _touches(pod, "component/scheduler"))
             )
@@ -199,7 +200,9 @@ def pod_symptoms(
             if ready.get("status") == "True" or since < ready_after:
                 continue
             what = "not started" if status.get("phase") == "Pending" else "not Ready"
-            text = f"{me} {what} for {since:.0f}s on {spec.get('nodeName')}: {ready.get('reason') or ''}".rstrip(": ")
+            text = f"{me} {what} for {seconds(since)} on {spec.get('nodeName')}: {ready.get('reason') or ''}".rstrip(
+                ": "
+            )
             groups.setdefault((owner_of(pod), "not-ready"), []).append((pod, text, "", _touches(pod)))
     out = []
     for (owner, kind), members in groups.items():

@@ -31,6 +31,7 @@ from chaoskit.diagnosers.kit.common import (
     unread,
 )
 from chaoskit.diagnosers.kit.sources import Fetched, Section, Sources
+from chaoskit.figures import seconds
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.scrape import Metrics
 
@@ -204,7 +205,7 @@ class DnsDiagnoser(Diagnoser[DnsEvidence, DnsParams]):
             finding = Finding(
                 "warning",
                 "dns",
-                f"{len(late)} of {len(pods)} CoreDNS pods not ready for over {self.p.not_ready_after:g}s: "
+                f"{len(late)} of {len(pods)} CoreDNS pods not ready for over {seconds(self.p.not_ready_after)}: "
                 f"{pod_state(late[0])}",
                 "cluster DNS answers from fewer replicas than it asks for",
                 (e,),

@@ -20,6 +20,7 @@ from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding,
 from chaoskit.diagnosers.kit.common import HttpAnswer, failing_checks, http_command, metrics_of, rounded, uncollected
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.figures import seconds
 from chaoskit.model.params import FaultParams
 from chaoskit.seams.scrape import Metrics, scrape_command, windowed
 
@@ -254,7 +255,9 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         return Assessed(e, tuple(findings))
 
     def _disk(self, ev: EtcdEvidence) -> Assessed:
-        source = f"etcd_disk_wal_fsync_duration_seconds, etcd_disk_backend_commit_duration_seconds, {ev.window_s:g}s"
+        source = (
+            f"etcd_disk_wal_fsync_duration_seconds, etcd_disk_backend_commit_duration_seconds, {seconds(ev.window_s)}"
+        )
         if not ev.metrics_after:
             return Assessed(Evidence("disk-latency", source, {"error": ev.metrics_after.error}, available=False))
         values: dict[str, float | None] = {}
@@ -289,7 +292,8 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
         )
 
     def _requests(self, ev: EtcdEvidence) -> Assessed:
-        source = f"etcd_request_duration_seconds from {apiserver.URL}/metrics (the API server's side), {ev.window_s:g}s"
+        window = seconds(ev.window_s)
+        source = f"etcd_request_duration_seconds from {apiserver.URL}/metrics (the API server's side), {window}"
         if not ev.api_after:
             return Assessed(Evidence("request-latency", source, {"error": ev.api_after.error}, available=False))
         hist, basis = windowed(
@@ -320,7 +324,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                     Finding(
                         "warning",
                         "etcd",
-                        f"the API server's etcd requests are slow: p99 {p99:.2f}s, on a busy host CPU",
+                        f"the API server's etcd requests are slow: p99 {seconds(p99)}, on a busy host CPU",
                         f"the host's CPU is saturated ({ev.cpu.words()}): etcd and the API server wait for a CPU like "
                         "every "
                         "other process, so each request takes longer although the disk keeps up",
@@ -337,7 +341,7 @@ class EtcdDiagnoser(Diagnoser[EtcdEvidence, EtcdParams]):
                 Finding(
                     "warning",
                     "etcd",
-                    f"the API server's etcd requests are slow: p99 {p99:.2f}s",
+                    f"the API server's etcd requests are slow: p99 {seconds(p99)}",
                     "etcd answers slowly (disk, CPU, a large database) or the path to it drops packets",
                     (e, cpu),
                     ("look at etcd's disk latency and logs ('apply request took too long')",),

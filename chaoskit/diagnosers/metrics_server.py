@@ -15,6 +15,7 @@ from chaoskit.components import metrics_server
 from chaoskit.diagnosers.kit.base import Assessed, Diagnoser, Evidence, Finding, register
 from chaoskit.diagnosers.kit.common import age, condition_of, items
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
+from chaoskit.figures import seconds
 from chaoskit.model.params import FaultParams
 
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
@@ -139,7 +140,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
             if available.get("status") != "True"
             else f"the metrics API does not answer: {ev.node_metrics.error[:160]}"
             if not ev.node_metrics.ok
-            else f"the newest node metrics are {min(ages):.0f}s old"
+            else f"the newest node metrics are {seconds(min(ages))} old"
             if ages and min(ages) > self.p.stale_after
             else ""
         )
@@ -172,7 +173,7 @@ class MetricsServerDiagnoser(Diagnoser[MetricsServerEvidence, MetricsServerParam
             finding = Finding(  # cannot read their pods: those pods' samples are missing
                 "warning",
                 "metrics-server",
-                f"{len(still)} HPA(s) blind for over {self.p.blind_after:g}s though the metrics API answers: "
+                f"{len(still)} HPA(s) blind for over {seconds(self.p.blind_after)} though the metrics API answers: "
                 f"{still[0][:200]}",
                 "metrics-server has no samples for those pods: it cannot reach their nodes' kubelets, or the pods "
                 "set no resource requests for the HPA's utilization target",

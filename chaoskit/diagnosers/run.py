@@ -33,6 +33,7 @@ from chaoskit.diagnosers.subject import COMPONENT as SUBJECT
 from chaoskit.diagnosers.subject import collect as collect_subject
 from chaoskit.diagnosers.subject import report as subject_report
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.registry import load_catalog
 from chaoskit.subject import Subject
 
@@ -122,13 +123,15 @@ def _one(src: Sources, component: str, node: str, *, say: Callable[[str], None])
         report = diagnoser.report(diagnoser.collect(src, node), node)
     except Exception as exc:  # one broken collector must not cost the other components' reports
         report = collection_failed(component, node, exc)
-    say(f"{component} on {node}: {report.status} ({time.monotonic() - t0:.1f}s)")
+    say(f"{component} on {node}: {report.status} ({seconds(time.monotonic() - t0)})")
     return report
 
 
 def _unfinished(component: str, node: str, budget: float, error: BaseException | None) -> ComponentReport:
     """The report of a component whose collection did not end within the budget (or died outside `_one`)."""
-    return collection_failed(component, node, error or TimeoutError(f"not collected within the {budget:g}s budget"))
+    return collection_failed(
+        component, node, error or TimeoutError(f"not collected within the {seconds(budget)} budget")
+    )
 
 
 def collection_failed(component: str, node: str, exc: BaseException) -> ComponentReport:

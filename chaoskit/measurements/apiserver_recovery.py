@@ -16,6 +16,7 @@ from pydantic import Field
 
 from chaoskit.components import apiserver
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.measurements.apiserver_recovery_tracker import STAGES, TYPE, Look, RecoveryTracker
 from chaoskit.measurements.base import Measurement, register
 from chaoskit.model.duration import PositiveDuration
@@ -113,7 +114,7 @@ class ApiserverRecovery(Measurement):
         self.result = MeasurementResult(self.label, TYPE, time.time())
         self.tracker, self.lock, self.stop_event = RecoveryTracker(self.p.watches), threading.Lock(), threading.Event()
         if waited := settled(self.kube, SETTLED_WAIT_S):
-            self.result.notes.append(f"waited {waited:.0f}s for terminating namespaces to go before the baseline")
+            self.result.notes.append(f"waited {seconds(waited)} for terminating namespaces to go before the baseline")
         # two looks before any fault: the open watches to come back to, and one window of the steady LIST rate
         for i in range(2):
             if i:
@@ -152,12 +153,12 @@ class ApiserverRecovery(Measurement):
             res.notes.append("the API server never stopped answering while measured")
             return res
         if back is None:
-            res.errors.append(f"the API server was not back within {self.p.settle:.0f}s of the end")
+            res.errors.append(f"the API server was not back within {seconds(self.p.settle)} of the end")
             return res
         for stage in STAGES:
             r = reached[stage]
             if r is None:
-                res.errors.append(f"{stage} not reached within {self.p.settle:.0f}s of the end")
+                res.errors.append(f"{stage} not reached within {seconds(self.p.settle)} of the end")
                 continue
             # after back, a stage's start is as late as back's bracket and its end as its own
             first = stage == "api_back"
@@ -165,8 +166,8 @@ class ApiserverRecovery(Measurement):
             res.samples.append(Sample(TYPE, stage, "apiserver", SUBJECTS[stage], start, r.at, precision))
         peak = max((w["lists_per_s"] or 0.0 for w in res.extra["windows"]), default=0.0)
         res.notes.append(
-            f"{base.nodes if base else 0} nodes; back {back.at - down.at:.1f}s after the first failed look; "
-            + ", ".join(f"{s} +{r.at - back.at:.1f}s" for s in STAGES[1:] if (r := reached[s]) is not None)
+            f"{base.nodes if base else 0} nodes; back {seconds(back.at - down.at)} after the first failed look; "
+            + ", ".join(f"{s} +{seconds(r.at - back.at)}" for s in STAGES[1:] if (r := reached[s]) is not None)
             + f"; LIST calls peaked at {peak:.0f}/s"
         )
         return res

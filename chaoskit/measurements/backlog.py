@@ -11,6 +11,7 @@ import time
 
 from pydantic import Field
 
+from chaoskit.figures import seconds
 from chaoskit.measurements.backlog_tracker import BacklogTracker
 from chaoskit.measurements.base import Measurement, register
 from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
@@ -67,9 +68,9 @@ class SchedulingBacklog(Measurement):
         res.errors += self.watcher.errors
         if drain["rate"] is not None:
             res.notes.append(
-                f"{drain['drained']} pods bound in {drain['drain_s']:.1f}s after the longest pause "
+                f"{drain['drained']} pods bound in {seconds(drain['drain_s'])} after the longest pause "
                 f"({drain['rate']:.0f}/s); at most {drain['peak_waiting']} waited at once; the last waited "
-                f"{drain['last_wait']:.1f}s"
+                f"{seconds(drain['last_wait'])}"
             )
         return res
 

@@ -23,6 +23,7 @@ import time
 
 from chaoskit.components.table import DATAPLANE
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.hpa_tracker import TYPE, HpaTracker
 from chaoskit.measurements.observed import Observers
@@ -165,7 +166,7 @@ class HpaScaleUp(Measurement):
             res.notes += self.tracker.clamped(self.nodes)
         if settled >= 1:
             left = f"; {in_flight} still on its way" if in_flight else ""
-            res.notes.append(f"stopping waited {settled:.0f}s for pods of a scale-up to reach their end{left}")
+            res.notes.append(f"stopping waited {seconds(settled)} for pods of a scale-up to reach their end{left}")
         res.gaps = self.seen.gaps + self.metrics_gaps
         res.notes += [f"the HPA said {said}" for said in self.tracker.hpa_said]  # why a scale-up did not start
         if not self.tracker.scale_ups:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from chaoskit.figures import seconds
 from chaoskit.measurements.probe import AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
 from chaoskit.model.timeline import (
@@ -234,7 +235,7 @@ class HpaTracker:
                 if o.at >= ready.at:
                     return Stamp(o.at, o.precision), ""
                 return Stamp(ready.at, o.precision), (
-                    f"the node's rules showed its IP {ready.at - o.at:.3f}s before our watch saw its endpoint ready"
+                    f"the node's rules showed its IP {seconds(ready.at - o.at)} before our watch saw its endpoint ready"
                 )
             if held and o.at >= ready.at:
                 break
@@ -288,7 +289,7 @@ class HpaTracker:
                 why = ""
                 if answered < rules.at:
                     first = Stamp(rules.at, first.precision)
-                    why = f"it answered {rules.at - answered:.3f}s before the rules read that first showed its IP"
+                    why = f"it answered {seconds(rules.at - answered)} before the rules read that first showed its IP"
                 out.append(self._sample("first_request", f"{times.name}@{node}", rules, first, times.run, why))
         return out
 
@@ -313,7 +314,7 @@ class HpaTracker:
             run,
         )
         if not why and end.at < start.at:  # two watches' events crossed, or an API timestamp's whole second
-            why = f"its end was seen {start.at - end.at:.3f}s before its start (observations out of order)"
+            why = f"its end was seen {seconds(start.at - end.at)} before its start (observations out of order)"
         elif not why and end.at == start.at:  # the split between the two is not observable, not measured as 0
             why = "its start and end carry one timestamp (" + (
                 "both in one API second)" if sample.precision >= API_PRECISION else "one watch event showed both)"

@@ -22,6 +22,7 @@ from typing import Any
 from chaoskit.components import node_lifecycle
 from chaoskit.components.table import DATAPLANE
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.measurements.base import Measurement, TargetParams, must_get, register
 from chaoskit.measurements.node_loss_tracker import TYPE, NodeLossTracker
 from chaoskit.measurements.observed import Observers
@@ -125,7 +126,7 @@ class NodeLoss(Measurement):
         )
         if settled >= 1:
             left = f"; {in_flight} still on its way" if in_flight else ""
-            res.notes.append(f"stopping waited {settled:.0f}s for replacements to reach every node's rules{left}")
+            res.notes.append(f"stopping waited {seconds(settled)} for replacements to reach every node's rules{left}")
         res.gaps = self.seen.gaps
         if not self.tracker.losses:
             res.notes.append("no node went NotReady while measuring: no samples")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chaoskit.components.node_lifecycle import UNREACHABLE, toleration_of
+from chaoskit.figures import seconds
 from chaoskit.measurements.probe import RulesSeen
 from chaoskit.measurements.watch import Obj
 from chaoskit.model.timeline import (
@@ -174,7 +175,7 @@ class NodeLossTracker:
         out = [
             f"node {x.node} lost (run {x.run})"
             + ("" if x.tainted else ": never tainted unreachable while measured")
-            + ("" if x.back is None else f", Ready again {x.back.at - x.not_ready.at:.0f}s after it went NotReady")
+            + ("" if x.back is None else f", Ready again {seconds(x.back.at - x.not_ready.at)} after it went NotReady")
             for x in self.losses
         ]
         out += [

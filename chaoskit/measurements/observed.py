@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from chaoskit.figures import seconds
 from chaoskit.measurements.base import MissingPiece
 from chaoskit.measurements.probe import NodeProbe
 from chaoskit.measurements.watch import Handler, Obj, Watcher
@@ -51,7 +52,7 @@ class Observers:
             probe.start()
         for w in self.watchers:
             if not w.wait_listed(LISTED_WITHIN):
-                raise MissingPiece(f"could not list {w.path} within {LISTED_WITHIN:g}s: {w.gaps or 'no answer'}")
+                raise MissingPiece(f"could not list {w.path} within {seconds(LISTED_WITHIN)}: {w.gaps or 'no answer'}")
 
     def settle(self, in_flight: Callable[[], int], within: float) -> tuple[float, int]:
         """Wait (up to `within` seconds) while the tracker says something is still on its way: how long it waited,

@@ -17,6 +17,7 @@ from pydantic import Field
 from chaoskit import workloads
 from chaoskit.components import controller_manager
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.measurements.base import Measurement, register
 from chaoskit.measurements.observed import Observers
 from chaoskit.measurements.resync_tracker import STAGES, TYPE, ResyncTracker
@@ -131,13 +132,13 @@ class ControllerResync(Measurement):
             res.errors.append("scaled only after the controller manager led again: hold the fault longer")
         if summary["ready"] < summary["deployments"]:
             late = summary["deployments"] - summary["ready"]
-            res.errors.append(f"{late} Deployments not Ready {self.p.settle:.0f}s on")
+            res.errors.append(f"{late} Deployments not Ready {seconds(self.p.settle)} on")
         if summary["before_leader"]:
             res.errors.append(f"reconciled before a leader was back: {', '.join(summary['before_leader'][:5])}")
         if summary["last_ready_s"] is not None:
             res.notes.append(
-                f"{summary['ready']} Deployments caught up, the last {summary['last_ready_s']:.1f}s after the "
+                f"{summary['ready']} Deployments caught up, the last {seconds(summary['last_ready_s'])} after the "
                 f"controller manager led again ({summary['ready_per_s']:.1f}/s); it was away "
-                f"{t.leads_at - (t.gone_at or t.leads_at):.1f}s after we saw its lease stale"
+                f"{seconds(t.leads_at - (t.gone_at or t.leads_at))} after we saw its lease stale"
             )
         return res

@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import Field
 
 from chaoskit.components.table import DATAPLANE
+from chaoskit.figures import seconds
 from chaoskit.measurements.background_services import MAX_SERVICES, BackgroundServices, resize_and_wait
 from chaoskit.measurements.base import Measurement, MissingPiece, TargetParams, must_get, register
 from chaoskit.measurements.probe import INTERVAL, NodeProbe, Seen, probe_script
@@ -200,6 +201,7 @@ def rounds_note(node: str, loops: dict[str, dict[str, float]]) -> str:
     """How far apart the probe's rounds really were on one node: what its samples' precision is made of."""
     parts = {"requests": ("request rounds", "apart"), "rules": ("rules reads bracketing a change", "wide")}
     said = [
-        f"{parts[loop][0]} median {r['median']:.2f}s, max {r['max']:.2f}s {parts[loop][1]}" for loop, r in loops.items()
+        f"{parts[loop][0]} median {seconds(r['median'])}, max {seconds(r['max'])} {parts[loop][1]}"
+        for loop, r in loops.items()
     ]
-    return f"probe on {node}: {'; '.join(said)} (nominal {INTERVAL:g}s)"
+    return f"probe on {node}: {'; '.join(said)} (nominal {seconds(INTERVAL)})"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, probe_script
 from chaoskit.measurements.rule_sync_sli import scrape_sli
 
@@ -164,7 +165,8 @@ class SyncDelays:
 
     def __str__(self) -> str:
         shown = ", ".join(f"{n} {_shown(self.verdicts[n], d)}" for n, d in sorted(self.delays.items()))
-        return f"rule-sync delays (threshold {self.threshold:g}s, {self.changes} changes, {self.seconds:.1f}s): {shown}"
+        said = f"threshold {seconds(self.threshold)}, {self.changes} changes, {seconds(self.seconds)}"
+        return f"rule-sync delays ({said}): {shown}"
 
 
 def _shown(verdict: bool | None, delay: float | None) -> str:

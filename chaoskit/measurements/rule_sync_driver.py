@@ -15,6 +15,7 @@ from typing import Any
 from chaoskit import workloads
 from chaoskit.env import Env
 from chaoskit.errors import ToolError, UsageError
+from chaoskit.figures import seconds
 from chaoskit.measurements.rule_sync import RuleSync, RuleSyncParams
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.seams.kube import Kube, condition
@@ -166,7 +167,7 @@ def measure_changes(
             numbers = [c.number for c in m.changes()[before:]]
             say(
                 f"{i}/{len(sequence)} {change}: {done}; endpoint changes {numbers}"
-                + ("" if ok else f"; NOT converged on every node within {converge_timeout:.0f}s")
+                + ("" if ok else f"; NOT converged on every node within {seconds(converge_timeout)}")
             )
             actions.append({"action": change, "done": done, "at": started, "changes": numbers, "converged": ok})
             if not ok:
@@ -177,7 +178,7 @@ def measure_changes(
         result = m.stop()
     result.extra["actions"] = actions
     result.notes += [
-        f"{a['action']} ({a['done']}) did not converge within {converge_timeout:.0f}s"
+        f"{a['action']} ({a['done']}) did not converge within {seconds(converge_timeout)}"
         for a in actions
         if not a["converged"]
     ]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaoskit.figures import seconds
 from chaoskit.measurements.probe import FAILED, AnswerSeen, Rounds, RulesSeen, Seen
 from chaoskit.measurements.watch import Obj
 from chaoskit.model.timeline import CLOCK_RESOLUTION, STAGE_COMPONENTS, Clamp, Sample, api_time, clamp_notes
@@ -190,7 +191,7 @@ class RuleSyncTracker:
         """When the node's rules first satisfied `ok` at or after `at` (`at` itself, clamped, if they already did)."""
         state = self._state_at(node, at)
         if state is not None and ok(state.ips):
-            held = "since the probe's first read" if state.since is None else f"for {at - state.at:.3f}s"
+            held = "since the probe's first read" if state.since is None else f"for {seconds(at - state.at)}"
             return End(at, state.precision, f"the node's rules already held it {held} when our watch saw the change")
         obs = self.rules.get(node, [])
         for o in obs[bisect.bisect_right(obs, at, key=lambda o: o.at) :]:
@@ -245,7 +246,9 @@ class RuleSyncTracker:
         if end.at >= change.at:
             return end
         return End(
-            change.at, end.precision, f"an added pod answered {change.at - end.at:.3f}s before our watch saw the change"
+            change.at,
+            end.precision,
+            f"an added pod answered {seconds(change.at - end.at)} before our watch saw the change",
         )
 
     def traffic_follows(self, change: EndpointChange, node: str) -> float | None:

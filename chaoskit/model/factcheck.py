@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from chaoskit import figures
+
 FactVerdict = Literal["confirmed", "mismatch", "inconclusive"]
 Moment = Literal["before", "during", "after"]
 Question = Literal["took_effect", "recovered", "reverted"]
@@ -134,5 +136,5 @@ def observed_words(fact_check: dict[str, Any]) -> str:
     said = []
     for o in fact_check.get("observations") or []:
         asked = ASKED.get((str(o.get("moment")), str(o.get("question"))), f"{o.get('moment')}: {o.get('question')}?")
-        said.append(f"{asked} {ANSWER.get(o.get('answer'), '?')} ({o.get('seconds', 0):.1f}s)")
+        said.append(f"{asked} {ANSWER.get(o.get('answer'), '?')} ({figures.seconds(o.get('seconds', 0))})")
     return " · ".join(said)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from chaoskit.figures import seconds
 from chaoskit.model import rules
 from chaoskit.model.base import API_VERSION, DNS_LABEL, DNS_SUBDOMAIN, HTTP_URL, KIND, Model, raise_rule_problems
 from chaoskit.model.duration import Duration, PositiveDuration
@@ -147,7 +148,7 @@ def probe_words(probe: Probe) -> str:
         criteria += [f"body contains {h.body_contains!r}"] if h.body_contains else []
         criteria += [f"body matches {h.body_matches!r}"] if h.body_matches else []
         what = (
-            f"{h.method} {h.url} (timeout {h.timeout:g}s"
+            f"{h.method} {h.url} (timeout {seconds(h.timeout)}"
             + "".join(f"; {c}" for c in criteria)
             + ")"
             + (f" from {h.node}" if h.node else "")
@@ -175,4 +176,4 @@ def probe_words(probe: Probe) -> str:
         parts += [f">= {src.min:g}"] if src.min is not None else []
         parts += [f"<= {src.max:g}"] if src.max is not None else []
         bounds = "; " + ", ".join(parts)
-    return f"{probe.name}: {what} every {probe.every:g}s{bounds}; judged {', '.join(probe.when)}"
+    return f"{probe.name}: {what} every {seconds(probe.every)}{bounds}; judged {', '.join(probe.when)}"

@@ -8,12 +8,14 @@ type of its own where it is made (diagnosers.kit.base.Diagnosis, model.factcheck
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
 from chaoskit.model.factcheck import FactCheck
+from chaoskit.figures import seconds
+from chaoskit.model.moments import RUN_SCHEMA, epoch, rfc3339, rfc3339_or_none
 from chaoskit.model.score import run_score
 from chaoskit.model.slo import PhaseResult, ProbeSample
 from chaoskit.model.thresholds import ThresholdResult
@@ -107,6 +109,8 @@ class StepRecord:
     weight: float = 1.0  # in the resilience score
     fact_check: dict[str, Any] = field(default_factory=dict)  # FactCheck.to_dict(): each check asked where it says no
     stopped_holding_s: float | None = None  # injected -> its effect check said no during the hold
+    injected_at: float | None = None  # wall clock: where the report puts the fault on the run's timelines
+    reverted_at: float | None = None  # wall clock: when its revert began
 
     @classmethod
     def of(
@@ -117,6 +121,7 @@ class StepRecord:
         rec = cls(step.name, step.fault.name, step.node.name, weight=step.weight)
         if while_held is not None:
             rec.named_s, rec.scaled_up_at = while_held.named_s, while_held.scaled_up_at
+            rec.injected_at, rec.reverted_at = while_held.injected_at, while_held.reverted_at
             rec.errors, rec.failures = list(while_held.errors), list(while_held.failures)
         if result is not None:
             rec.summary, rec.effect_s, rec.held_s = result.summary, result.effect_s, result.held_s
@@ -132,7 +137,7 @@ class StepRecord:
     @property
     def held_words(self) -> str:
         """The hold as observed: its seconds, and when the fault stopped holding before the revert."""
-        held = f"{self.held_s:.1f}s"
+        held = seconds(self.held_s)
         return held if self.stopped_holding_s is None else f"{held} (then stopped holding)"
 
     @property
@@ -154,7 +159,9 @@ class StepRecord:
             "stopped_holding_s": self.stopped_holding_s,
             "recovery_s": self.recovery_s,
             "named_s": self.named_s,
-            "scaled_up_at": self.scaled_up_at,
+            "scaled_up_at": rfc3339_or_none(self.scaled_up_at),
+            "injected_at": rfc3339_or_none(self.injected_at),
+            "reverted_at": rfc3339_or_none(self.reverted_at),
             "errors": list(self.errors),
             "failures": list(self.failures),
             "weight": self.weight,
@@ -173,7 +180,9 @@ class StepRecord:
             stopped_holding_s=_seconds(data.get("stopped_holding_s")),
             recovery_s=_seconds(data.get("recovery_s")),
             named_s=_seconds(data.get("named_s")),
-            scaled_up_at=_seconds(data.get("scaled_up_at")),
+            scaled_up_at=epoch(data.get("scaled_up_at")),
+            injected_at=epoch(data.get("injected_at")),
+            reverted_at=epoch(data.get("reverted_at")),
             errors=[str(e) for e in data.get("errors") or []],
             failures=[str(f) for f in data.get("failures") or []],
             weight=float(data.get("weight", 1.0)),
@@ -210,7 +219,7 @@ class ProbeRecord:
             "weight": self.weight,
             "ok": self.ok,
             "phases": [p.to_dict() for p in self.phases],
-            "samples": [[round(s.at, 3), s.ok, s.value, s.detail] for s in self.samples],
+            "samples": [[rfc3339(s.at), s.ok, s.value, s.detail] for s in self.samples],
         }
 
     @classmethod
@@ -220,7 +229,7 @@ class ProbeRecord:
             kind=str(data.get("kind") or ""),
             weight=float(data.get("weight", 1.0)),
             phases=[_phase(p) for p in data.get("phases") or []],
-            samples=[ProbeSample(float(s[0]), bool(s[1]), s[2], str(s[3])) for s in data.get("samples") or []],
+            samples=[ProbeSample(_at(s[0]), bool(s[1]), s[2], str(s[3])) for s in data.get("samples") or []],
         )
 
 
@@ -259,15 +268,17 @@ class RunRecord:
         return run_score(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record users read (`-o json`, the journal's run-finished entry)."""
+        """The JSON record users read (`-o json`, the journal's run-finished entry): its moments in RFC 3339, its
+        durations in seconds (the `_s` fields)."""
         return {
+            "schemaVersion": RUN_SCHEMA,
             "playbook": self.playbook,
             "cluster": self.cluster,
             "namespace": self.namespace,
             "journal": self.journal,
             "run_id": self.run_id,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
+            "started_at": rfc3339(self.started_at),
+            "finished_at": rfc3339_or_none(self.finished_at),
             "before": [c.to_dict() for c in self.before],
             "steps": [s.to_dict() for s in self.steps],
             "after": [c.to_dict() for c in self.after],
@@ -276,7 +287,7 @@ class RunRecord:
             "diagnoses": list(self.diagnoses),
             "subject": self.subject,
             "probes": [p.to_dict() for p in self.probes],
-            "probe_windows": dict(self.probe_windows),
+            "probe_windows": windows(self.probe_windows, rfc3339),
             "verdict": self.verdict,
             "errors": list(self.errors),
             "exit_code": self.exit_code,
@@ -285,7 +296,8 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Data) -> RunRecord:
-        """A record read back from JSON (a journal, a report's input); what an older record lacks takes its default."""
+        """A record read back from JSON (a journal, a report's input); what an older record lacks takes its default,
+        and its moments may be RFC 3339 or the epoch seconds records held before schemaVersion."""
         verdict = str(data.get("verdict") or "passed")
         return cls(
             playbook=str(data.get("playbook") or ""),
@@ -293,8 +305,8 @@ class RunRecord:
             namespace=str(data.get("namespace") or ""),
             journal=str(data.get("journal") or ""),
             run_id=str(data.get("run_id") or ""),
-            started_at=float(data.get("started_at") or 0.0),
-            finished_at=float(data.get("finished_at") or 0.0),
+            started_at=epoch(data.get("started_at")) or 0.0,
+            finished_at=epoch(data.get("finished_at")) or 0.0,
             before=[CheckRecord.from_dict(c) for c in data.get("before") or []],
             steps=[StepRecord.from_dict(s) for s in data.get("steps") or []],
             after=[CheckRecord.from_dict(c) for c in data.get("after") or []],
@@ -303,7 +315,7 @@ class RunRecord:
             diagnoses=[dict(d) for d in data.get("diagnoses") or []],
             subject=str(data.get("subject") or ""),
             probes=[ProbeRecord.from_dict(p) for p in data.get("probes") or []],
-            probe_windows=dict(data.get("probe_windows") or {}),
+            probe_windows=windows(data.get("probe_windows") or {}, _at),
             verdict=verdict if verdict in EXIT_CODES else "error",
             errors=[str(e) for e in data.get("errors") or []],
         )
@@ -324,3 +336,22 @@ def _phase(data: Data) -> PhaseResult:
 
 def _seconds(v: object) -> float | None:
     return None if v is None else float(cast(float, v))
+
+
+def _at(value: object) -> float:
+    return epoch(value) or 0.0
+
+
+def windows(data: Data, at: Callable[[Any], Any]) -> dict[str, Any]:
+    """The probes' phase windows (Phases.to_dict()) with each moment passed through `at`: to RFC 3339 and back."""
+    out: dict[str, Any] = dict(data)
+
+    def each(ts: Sequence[Any]) -> list[Any]:
+        return [None if t is None else at(t) for t in ts]  # an open window's end stays open
+
+    for phase in ("before", "after"):
+        if out.get(phase):
+            out[phase] = each(out[phase])
+    out["during"] = [each(w) for w in out.get("during") or []]
+    out["effects"] = each(out.get("effects") or [])
+    return out

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from chaoskit.figures import seconds
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.playbook import Threshold
 from chaoskit.model.timeline import MeasurementResult
@@ -82,7 +83,7 @@ def evaluate(threshold: Threshold, results: Mapping[str, MeasurementResult]) -> 
         why = "; ".join(n for n in summary.notes if n.startswith(threshold.stat)) or "no samples"
         return verdict(None, True, f"{threshold.stat} of {stage} not available: {why}")
     if high is not None and observed > high:
-        return verdict(observed, True, f"{threshold.stat} of {stage} is {observed:.3f}s, above {high:g}s")
+        return verdict(observed, True, f"{threshold.stat} of {stage} is {seconds(observed)}, above {seconds(high)}")
     if low is not None and observed < low:
-        return verdict(observed, True, f"{threshold.stat} of {stage} is {observed:.3f}s, below {low:g}s")
-    return verdict(observed, False, f"{threshold.stat} of {stage} is {observed:.3f}s, within limits")
+        return verdict(observed, True, f"{threshold.stat} of {stage} is {seconds(observed)}, below {seconds(low)}")
+    return verdict(observed, False, f"{threshold.stat} of {stage} is {seconds(observed)}, within limits")

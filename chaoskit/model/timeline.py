@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from chaoskit.model.moments import epoch, rfc3339, rfc3339_or_none
+
 CLOCK_RESOLUTION = 0.001  # our clock's resolution as stamps are kept: a watch stage's precision is measured per run
 API_PRECISION = 1.0  # metav1.Time is serialised with whole seconds
 
@@ -247,8 +249,13 @@ class MeasurementResult:
         ]
 
     def to_dict(self) -> dict[str, Any]:
+        """Its moments in RFC 3339, its durations in seconds."""
         return {
             **asdict(self),
+            "started_at": rfc3339(self.started_at),
+            "finished_at": rfc3339_or_none(self.finished_at),
+            "samples": [{**asdict(s), "start": rfc3339(s.start), "end": rfc3339(s.end)} for s in self.samples],
+            "gaps": [{**asdict(g), "start": rfc3339(g.start), "end": rfc3339(g.end)} for g in self.gaps],
             "summaries": {stage: asdict(s) for stage, s in self.summaries().items()},
         }
 
@@ -257,11 +264,18 @@ class MeasurementResult:
         return cls(
             name=data["name"],
             type=data["type"],
-            started_at=float(data["started_at"]),
-            finished_at=float(data.get("finished_at") or 0.0),
-            samples=[Sample(**s) for s in data.get("samples", [])],
-            gaps=[Gap(**g) for g in data.get("gaps", [])],
+            started_at=_at(data["started_at"]),
+            finished_at=epoch(data.get("finished_at")) or 0.0,
+            samples=[Sample(**{**s, "start": _at(s["start"]), "end": _at(s["end"])}) for s in data.get("samples", [])],
+            gaps=[Gap(**{**g, "start": _at(g["start"]), "end": _at(g["end"])}) for g in data.get("gaps", [])],
             errors=list(data.get("errors", [])),
             notes=list(data.get("notes", [])),
             extra=dict(data.get("extra") or {}),
         )
+
+
+def _at(value: object) -> float:
+    at = epoch(value)
+    if at is None:
+        raise ValueError("a moment is missing")
+    return at

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from chaoskit import workloads
+from chaoskit.figures import seconds
 from chaoskit.model.probes import HttpProbe
 from chaoskit.model.slo import ProbeSample
 from chaoskit.probes.base import ProbeError, Prober
@@ -78,7 +79,7 @@ class HttpProber(Prober):
                 break
             time.sleep(0.5)
         raise ProbeError(
-            f"http probe {self.name}: its pod did not start within {START_TIMEOUT:.0f}s "
+            f"http probe {self.name}: its pod did not start within {seconds(START_TIMEOUT)} "
             f"(phase {phase or 'none'}; is chaoskit's workload image in the cluster?)"
         )
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.model.probes import Probe
 from chaoskit.model.record import ProbeRecord
 from chaoskit.model.slo import Phases, ProbeSample, judge
@@ -75,7 +76,7 @@ class ProbeSet:
                 )
                 thread.start()
                 self._threads.append(thread)
-        self.say(f"probing {', '.join(f'{p.name} ({p.kind}, every {p.every:g}s)' for p, _ in self.probes)}")
+        self.say(f"probing {', '.join(f'{p.name} ({p.kind}, every {seconds(p.every)})' for p, _ in self.probes)}")
 
     def _poll(self, probe: Probe, prober: Prober) -> None:
         samples = self.polled[probe.name]

@@ -6,15 +6,15 @@ Every renderer is pure: data in, text out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chaoskit.diagnosers.kit.base import Diagnosis
+    from chaoskit.model.record import RunRecord
 
-Record = Mapping[str, Any]  # RunRecord.to_dict()
-Renderer = Callable[["Diagnosis", Record | None], str]
+Renderer = Callable[["Diagnosis", "RunRecord | None"], str]
 
 # format -> its renderer's module and function, imported on use: the HTML page's jinja2 and JUnit's junitparser cost a
 # `chaoskit diagnose` a tenth of a second it would otherwise spend before its first look
@@ -33,8 +33,8 @@ def renderer(fmt: str) -> Renderer:
     return getattr(import_module(module), name)  # type: ignore[no-any-return]
 
 
-def render(diagnosis: Diagnosis, fmt: str, record: Record | None = None) -> str:
+def render(diagnosis: Diagnosis, fmt: str, record: RunRecord | None = None) -> str:
     return renderer(fmt)(diagnosis, record)
 
 
-__all__ = ["FORMATS", "RENDERERS", "Record", "render"]
+__all__ = ["FORMATS", "RENDERERS", "render"]

@@ -1,18 +1,22 @@
-"""What several renderers share: findings in reading order, status words, run-record fields, number formats."""
+"""What several renderers share: findings in reading order, status words, run-record fields, number formats, and
+paths as a reader's own machine spells them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from chaoskit.diagnosers.kit.base import STATUS_ORDER, ComponentReport, Diagnosis, Evidence, Finding
+from chaoskit.figures import seconds
 from chaoskit.model.factcheck import observed_words
+from chaoskit.model.record import RunRecord
+from chaoskit.model.thresholds import ThresholdResult
 from chaoskit.model.timeline import MeasurementResult
 
-Record = Mapping[str, Any]
 STATUS_MARK = {"ok": "✓", "degraded": "!", "failed": "✗", "unknown": "?"}
 SEVERITY_MARK = {"critical": "✗", "warning": "!", "info": "i"}
 
@@ -43,10 +47,6 @@ def when(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def seconds(v: object) -> str:
-    return "—" if not isinstance(v, int | float) else f"{v:.3g}s" if v < 10 else f"{v:.1f}s"
-
-
 def observed(e: Evidence) -> str:
     """One line of what a check saw: its observed values and metric values, absent ones left out."""
     parts = [f"{k}={v}" for k, v in e.observed.items() if v is not None and v != ""]
@@ -54,18 +54,33 @@ def observed(e: Evidence) -> str:
     return ", ".join(parts)
 
 
-def measurements(record: Record | None, kind: str | None = None) -> list[MeasurementResult]:
-    """The record's measurements (MeasurementResult.to_dict() each), of one type if `kind` is given."""
-    if not record:
+def measurements(record: RunRecord | None, kind: str | None = None) -> list[MeasurementResult]:
+    """The record's measurements, of one type if `kind` is given."""
+    if record is None:
         return []
-    out = [MeasurementResult.from_dict(m) for m in record.get("measurements") or []]
-    return [m for m in out if kind is None or m.type == kind]
+    return [m for m in record.measurements if kind is None or m.type == kind]
 
 
-def threshold_words(t: Record) -> str:
+def threshold_words(t: ThresholdResult) -> str:
     """A threshold as a sentence: "scale-up: max of total ≤ 120s"."""
-    bound = " and ".join(f"{'≥' if k == 'min' else '≤'} {t[k]:g}s" for k in ("min", "max") if t.get(k) is not None)
-    return f"{t.get('measurement')}: {t.get('stat')} of {t.get('stage') or 'total'} {bound}".strip()
+    limits = (("≥", t.min), ("≤", t.max))
+    bound = " and ".join(f"{sign} {seconds(limit)}" for sign, limit in limits if limit is not None)
+    return f"{t.measurement}: {t.stat} of {t.stage or 'total'} {bound}".strip()
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as a report shows it: relative to the working directory when under it, else with ~ for the home
+    directory, so a report mailed or attached to CI names no one's home."""
+    text = str(path)
+    if not text or not os.path.isabs(text):
+        return text
+    here, home = Path.cwd(), Path.home()
+    p = Path(text)
+    if p.is_relative_to(here) and here != home:
+        return str(p.relative_to(here))
+    if p.is_relative_to(home):
+        return str(Path("~") / p.relative_to(home))
+    return text
 
 
 # The HTML pages' templates (package resources under templates/), with the filters they share.
@@ -77,5 +92,11 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
 )
 TEMPLATES.filters.update(
-    explained=explained, seconds=seconds, when=when, observed=observed, threshold=threshold_words, facts=observed_words
+    explained=explained,
+    seconds=seconds,
+    when=when,
+    observed=observed,
+    threshold=threshold_words,
+    facts=observed_words,
+    path=shown_path,
 )

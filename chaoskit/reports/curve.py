@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from chaoskit import figures
 from chaoskit.reports.svg import PALETTE
 
 Point = tuple[float, float]  # (size, seconds)
@@ -64,7 +65,7 @@ def curve_svg(
         y = top * i / 4
         out.append(
             f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#ddd"/>'
-            f'<text x="{LEFT - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:g}s</text>'
+            f'<text x="{LEFT - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{figures.seconds(y)}</text>'
         )
     for x in xs:
         out.append(

@@ -8,12 +8,13 @@ from typing import Any
 from markupsafe import Markup
 
 from chaoskit.diagnosers.kit.base import Diagnosis
+from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import STAGE_COMPONENTS
-from chaoskit.reports.common import TEMPLATES, Record, findings, measurements, worst_first
+from chaoskit.reports.common import TEMPLATES, findings, measurements, worst_first
 from chaoskit.reports.svg import DRAWN, timeline_svg
 
 
-def render_html(diagnosis: Diagnosis, record: Record | None = None) -> str:
+def render_html(diagnosis: Diagnosis, record: RunRecord | None = None) -> str:
     runs: list[dict[str, Any]] = []
     for m in measurements(record):
         svg = timeline_svg(m) if m.type in DRAWN else ""
@@ -22,7 +23,7 @@ def render_html(diagnosis: Diagnosis, record: Record | None = None) -> str:
         d=diagnosis,
         findings=list(findings(diagnosis)),
         reports_worst_first=worst_first(diagnosis),
-        record=record or {},
+        record=record,
         measurements=runs,
         stage_components=STAGE_COMPONENTS,
     )

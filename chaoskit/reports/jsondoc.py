@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from chaoskit.diagnosers.kit.base import Diagnosis
-from chaoskit.reports.common import Record
+from chaoskit.model.record import RunRecord
 
 
-def render_json(diagnosis: Diagnosis, record: Record | None = None) -> str:
+def render_json(diagnosis: Diagnosis, record: RunRecord | None = None) -> str:
     doc: dict[str, Any] = {"diagnosis": diagnosis.to_dict()}
     if record is not None:
-        doc["run"] = dict(record)
+        doc["run"] = record.to_dict()
     return json.dumps(doc, indent=2, default=str) + "\n"

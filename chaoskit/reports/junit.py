@@ -12,7 +12,8 @@ from typing import Any
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Finding
-from chaoskit.reports.common import Record, observed
+from chaoskit.model.record import RunRecord
+from chaoskit.reports.common import observed
 
 
 def _case(report: ComponentReport, check: str, findings: list[Finding], detail: str, available: bool) -> TestCase:
@@ -40,7 +41,7 @@ def _case(report: ComponentReport, check: str, findings: list[Finding], detail: 
     return case
 
 
-def render_junit(diagnosis: Diagnosis, record: Record | None = None) -> str:
+def render_junit(diagnosis: Diagnosis, record: RunRecord | None = None) -> str:
     xml = JUnitXml(f"chaoskit diagnose {diagnosis.cluster}")
     suites: dict[str, TestSuite] = {}
     for report in diagnosis.reports:

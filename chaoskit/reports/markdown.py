@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from chaoskit.diagnosers.kit.base import Diagnosis
+from chaoskit.figures import seconds
+from chaoskit.model.record import RunRecord
 from chaoskit.reports.common import (
     SEVERITY_MARK,
     STATUS_MARK,
-    Record,
     explained,
     findings,
     measurements,
     observed,
-    seconds,
     when,
     worst_first,
 )
@@ -21,17 +21,17 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(diagnosis: Diagnosis, record: Record | None = None) -> str:
+def render_markdown(diagnosis: Diagnosis, record: RunRecord | None = None) -> str:
     lines = [
         f"# chaoskit diagnosis of `{diagnosis.cluster}`: {diagnosis.status}",
         "",
         f"**{_cell(diagnosis.summary())}**",
         "",
-        f"Collected {when(diagnosis.collected_at)} in {diagnosis.duration_s:.1f}s.",
+        f"Collected {when(diagnosis.collected_at)} in {seconds(diagnosis.duration_s)}.",
         "",
     ]
-    if record:
-        lines += [f"Run of playbook `{record.get('playbook', '')}`: **{record.get('verdict', '')}**.", ""]
+    if record is not None:
+        lines += [f"Run of playbook `{record.playbook}`: **{record.verdict}**.", ""]
     lines += ["| component | node | status | findings |", "|---|---|---|---|"]
     for r in worst_first(diagnosis):
         titles = "; ".join(f.title for f in r.findings if f.severity != "info") or "—"

@@ -11,14 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from chaoskit.diagnosers.kit.base import Diagnosis
+from chaoskit.figures import seconds
+from chaoskit.model.record import RunRecord
 from chaoskit.reports.common import (
     SEVERITY_MARK,
     STATUS_MARK,
-    Record,
     explained,
     findings,
     measurements,
-    seconds,
     when,
     worst_first,
 )
@@ -34,7 +34,7 @@ def new_table(*headers: str, **options: Any) -> Table:
     return Table(*headers, **options)
 
 
-def renderables(diagnosis: Diagnosis, record: Record | None = None) -> RenderableType:
+def renderables(diagnosis: Diagnosis, record: RunRecord | None = None) -> RenderableType:
     """What the table view shows, for a Console to print (with colour on a terminal)."""
     summary = new_table(
         "component",
@@ -44,7 +44,7 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
         "findings",
         title=f"chaoskit diagnose "
         f"{diagnosis.cluster} — {diagnosis.status} ({when(diagnosis.collected_at)}, "
-        f"{diagnosis.duration_s:.1f}s)",
+        f"{seconds(diagnosis.duration_s)})",
     )
     for r in worst_first(diagnosis):
         counts = {s: sum(1 for f in r.findings if f.severity == s) for s in ("critical", "warning", "info")}
@@ -77,7 +77,7 @@ def renderables(diagnosis: Diagnosis, record: Record | None = None) -> Renderabl
     return Group(*parts)
 
 
-def render_table(diagnosis: Diagnosis, record: Record | None = None) -> str:
+def render_table(diagnosis: Diagnosis, record: RunRecord | None = None) -> str:
     """The table view as plain text (for a file, or a pipe)."""
     out = io.StringIO()
     Console(file=out, width=140, color_system=None, highlight=False).print(renderables(diagnosis, record))

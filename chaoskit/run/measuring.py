@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel
 
 from chaoskit.env import Env
+from chaoskit.figures import seconds
 from chaoskit.measurements.base import Measurement
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.run.plan import PlannedMeasurement
@@ -45,5 +46,5 @@ def stop_measurements(running: list[Measurement], say: Callable[[str], None]) ->
     for m in running:
         t0 = time.monotonic()
         results[m.label] = m.stop()
-        say(f"measurement {m.label} stopped ({time.monotonic() - t0:.1f}s)")
+        say(f"measurement {m.label} stopped ({seconds(time.monotonic() - t0)})")
     return results

@@ -16,6 +16,7 @@ from chaoskit.components import kube_proxy as kp
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
 from chaoskit.events import Emit, Said
+from chaoskit.figures import seconds
 from chaoskit.journal import Journal
 from chaoskit.measurements.base import TargetParams
 from chaoskit.model.playbook import ScaleUp
@@ -94,7 +95,7 @@ class Stage:
         with ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="chaoskit-routed") as pool:
             late = [n for n, ok in zip(self.nodes, pool.map(routed, self.nodes), strict=True) if not ok]
         if late:  # a node's kube-proxy already broken: the run goes on, and its probes will say so
-            self.say(f"the web Service is not routed from {', '.join(late)} after {timeout:.0f}s; going on")
+            self.say(f"the web Service is not routed from {', '.join(late)} after {seconds(timeout)}; going on")
 
     def resolve_subject(self, stage: StagePlan, rec: RunRecord) -> subjects.Subject:
         """The user's objects, found before anything is injected; their HPA must have room for every scaleUp."""

@@ -85,6 +85,14 @@ class StepRunner:
             held.effect.set()  # after the scale-up: a look at the effect sees the HPA asked for pods
             diagnosing.join()  # the hold lasts until the diagnosis has named the fault (or given up)
 
+        def injected() -> None:
+            srec.injected_at = time.time()  # wall clock: where the report draws the fault on the run's timelines
+            diagnosing.start()
+
+        def reverting() -> None:
+            srec.reverted_at = time.time()
+            held.reverting.set()
+
         self.peers.hold(key, step.fault, step.node.name)  # from before the first apply line: others may see it
         try:
             result: FaultResult = run_fault(
@@ -93,9 +101,9 @@ class StepRunner:
                 journal=self.journal,
                 emit=self.emit,
                 stop=self.stop,
-                on_injected=diagnosing.start,
+                on_injected=injected,
                 on_effect=during,
-                on_revert=held.reverting.set,
+                on_revert=reverting,
             )
         finally:
             # run_fault has set `reverting` (on_revert): a look in flight ends within its budget, unrecorded

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kubernetes.client.exceptions import ApiException
 
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.seams.kubeget import Answer, KubeGet, Refused
 from chaoskit.seams.poll import poll
 
@@ -280,7 +281,7 @@ class Kube:
         polled = poll(check, timeout, interval, tolerate=(KubeError,))
         if not polled.done:
             last = f" (last error: {polled.last_error})" if polled.last_error else ""
-            raise KubeError(f"timed out after {timeout:.0f}s waiting for {what}{last}")
+            raise KubeError(f"timed out after {seconds(timeout)} waiting for {what}{last}")
         return polled.value
 
 

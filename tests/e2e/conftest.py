@@ -20,6 +20,7 @@ import pytest
 from chaoskit import workloads
 from chaoskit.env import Env
 from chaoskit.journal import state_home
+from chaoskit.model.moments import epoch
 from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec
@@ -119,7 +120,7 @@ def catalog(kube: Kube, cluster: str, tmp_path_factory: pytest.TempPathFactory) 
     done = run_catalog(Env.for_kind(kube, cluster), tmp_path_factory.mktemp("catalog"))
     print(f"\n--- chaoskit run playbooks/ (exit {done.returncode}); its progress:\n{done.stderr[-6000:]}")
     assert done.record, done.stderr[-3000:]
-    took = done.record["finished_at"] - done.record["started_at"]
+    took = (epoch(done.record["finished_at"]) or 0.0) - (epoch(done.record["started_at"]) or 0.0)  # RFC 3339
     print(f"\nthe catalog ({len(done.record['runs'])} playbooks) took {took:.0f}s; per playbook:")
     for r in done.record["runs"]:
         print(

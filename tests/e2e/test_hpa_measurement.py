@@ -18,6 +18,7 @@ from chaoskit.measurements.base import TargetParams
 from chaoskit.measurements.hpa_scale_up import HpaScaleUp, MissingPiece
 from chaoskit.measurements.probe import INTERVAL
 from chaoskit.measurements.watch import CALIBRATION_WRITES
+from chaoskit.model.moments import epoch
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
@@ -99,7 +100,7 @@ def test_in_the_catalog_a_hung_controller_manager_stops_the_path_at_the_hpa_unti
     step, moment, result = _measured(catalog, "controller-manager.hung")
     decision = _stage(result, "hpa_decision")
     assert len(decision) == 1 and step["scaled_up_at"] is not None, result.notes
-    assert decision[0].start == pytest.approx(step["scaled_up_at"], abs=1.0)  # asked at the effect, while frozen
+    assert decision[0].start == pytest.approx(epoch(step["scaled_up_at"]), abs=1.0)  # asked at the effect, while frozen
     assert decision[0].end >= moment["reverted"] - 1, "the HPA acted while the controller manager was frozen"
     assert len(_stage(result, "ready")) == 2
     print(f"\nhpa_decision stage under a hung controller manager: {decision[0].seconds:.1f}s")

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from chaoskit.cli import cli
 from chaoskit.cli.diagnose import _record
 from chaoskit.errors import UsageError
+from chaoskit.model.record import RunRecord
 
 
 def test_help_names_the_components_and_the_exit_codes() -> None:
@@ -32,7 +33,7 @@ def test_a_record_comes_from_run_json_or_from_the_journal(tmp_path: Path) -> Non
         {"kind": "run-finished", "at": 2.0, "data": {"verdict": "passed", "record": record}},
     ]
     journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    assert _record(as_json) == record == _record(journal)
+    assert _record(as_json) == RunRecord.from_dict(record) == _record(journal)
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps(entries[0]) + "\n")
     with pytest.raises(UsageError, match="holds no run record"):

@@ -181,7 +181,7 @@ def test_the_loop_prints_a_summary_then_only_what_changed() -> None:
     code = watch(looks, interval=5, count=5, printer=Lines(out.append), sleep=looks.sleep)
     at = [stamp(T0 + s) for s in (0, 14, 28)]
     assert "".join(out).splitlines() == [
-        f"{at[0]} chaoskit: ok (2.0s)",
+        f"{at[0]} chaoskit: ok (2s)",
         f"  etcd     {CP}  ok",
         f"  kubelet  {CP}  ok",
         f"  kubelet  {WORKER}         ok",

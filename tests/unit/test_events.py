@@ -31,22 +31,22 @@ def test_each_event_says_what_the_progress_line_always_said() -> None:
         "armed dead-man switch chaoskit-heal-1 on cp through docker exec (fires in 150s)"
     )
     assert Injected("scheduler.down", "cp", "move it", **step).words() == "injected scheduler.down on cp: move it"
-    assert EffectObserved("scheduler.down", 0.71, **step).words() == "effect observed after 0.7s"
-    assert Reverting("scheduler.down", "cp", 20.04).words() == "reverting scheduler.down on cp after 20.0s held"
+    assert EffectObserved("scheduler.down", 0.71, **step).words() == "effect observed after 0.71s"
+    assert Reverting("scheduler.down", "cp", 20.04).words() == "reverting scheduler.down on cp after 20s held"
     assert Reverted("scheduler.down", "cp").words() == "reverted scheduler.down on cp"
-    assert Recovered("scheduler", 1.23).words() == "scheduler healthy again 1.2s after the revert"
+    assert Recovered("scheduler", 1.23).words() == "scheduler healthy again 1.23s after the revert"
     assert SteadyState("before", "cluster-healthy", True, "/readyz: ok").words() == (
         "steady state before: cluster-healthy ok (/readyz: ok)"
     )
     assert (
         Threshold("scale-up", "max", "total", True, "25 s").words() == "threshold scale-up max total: BREACHED (25 s)"
     )
-    assert Diagnosed("before", (), 5.94).words() == "diagnosis before: every component ok (5.9s)"
+    assert Diagnosed("before", (), 5.94).words() == "diagnosis before: every component ok (5.94s)"
     assert Diagnosed("during x", ("scheduler@cp: failed",), 6.8, shared=True).words() == (
         "diagnosis during x: scheduler@cp: failed (6.8s), shared"
     )
     named = Diagnosed("during x", named=True, component="scheduler", cause="not running", named_after_s=7.61)
-    assert named.words() == "diagnosis named scheduler (not running) after 7.6s"
+    assert named.words() == "diagnosis named scheduler (not running) after 7.61s"
     missed = Diagnosed("during x", named=False, component="kubelet", cause="heartbeat")
     assert missed.words() == "diagnosis did NOT name kubelet (heartbeat)"
     assert Diagnosed("after", error="KubeError: down").words() == "diagnosis after failed: KubeError: down"
@@ -67,7 +67,7 @@ def test_json_lines_carry_the_type_where_and_when_and_every_field() -> None:
     seen: list[Event] = []
     fan_out(JsonLines(out), seen.append)(Reverting("kubelet.stop", "w1", 5.0, step="s", playbook="p", at=12.5))
     (data,) = [json.loads(text) for text in out.getvalue().splitlines()]
-    words = "reverting kubelet.stop on w1 after 5.0s held"
+    words = "reverting kubelet.stop on w1 after 5s held"
     where = {"step": "s", "playbook": "p", "at": 12.5}
     assert data == {"event": "Reverting", **where, "fault": "kubelet.stop", "node": "w1", "held_s": 5.0, "words": words}
     assert len(seen) == 1 and seen[0].reason == "Reverting"

@@ -155,7 +155,7 @@ def test_a_run_gives_each_fact_check_its_exit_code_and_records_it_everywhere(
     assert (rec.verdict, rec.exit_code) == (verdict, exit_code), rec.errors
     data = rec.to_dict()
     assert data["steps"][0]["fact_check"]["verdict"] == fact
-    assert f"fact check: {fact}" in render_run_junit(data)
+    assert f"fact check: {fact}" in render_run_junit(rec)
     exporter = Exporter()
     exporter.observe_record(data)
     assert (

@@ -163,8 +163,7 @@ def test_an_answer_before_the_rules_read_that_showed_the_ip_reads_0_and_says_so(
     assert samples[("rules_programmed", "p3@w1")].seconds == pytest.approx(0.55)
     assert samples[("first_request", "p3@w1")].seconds == 0.0
     assert t.clamped(NODES) == [
-        "first_request of p3@w1 (run 2) reported as 0: it answered 0.030s before the rules "
-        "read that first showed its IP"
+        "first_request of p3@w1 (run 2) reported as 0: it answered 0.03s before the rules read that first showed its IP"
     ]
 
 
@@ -316,7 +315,7 @@ def test_the_hpa_table_states_each_stage_s_precision_one_clock_or_typical_and_wo
     # in a pipe (as here) plain columns: the stage is each row's first word
     rows = {line.split()[0]: line for line in out.getvalue().splitlines() if line.strip()}
     assert "±0.001s" in rows["scheduled"] and "±1s" in rows["hpa_decision"]
-    assert "±0.25s (max 0.60s)" in rows["first_request"]
+    assert "±0.25s (max 0.6s)" in rows["first_request"]
 
 
 def test_a_stage_whose_start_and_end_one_watch_event_showed_reads_0_and_says_so() -> None:

@@ -34,6 +34,6 @@ def test_poll_lets_errors_it_does_not_tolerate_through() -> None:
 
 def test_kube_wait_names_what_it_waited_for_and_the_last_api_error() -> None:
     kube = FakeKube()
-    with pytest.raises(KubeError, match=r"timed out after 0s waiting for the pod \(last error: GET /x: HTTP 404"):
+    with pytest.raises(KubeError, match=r"timed out after 0.01s waiting for the pod \(last error: GET /x: HTTP 404"):
         kube.wait("the pod", lambda: kube.get("/x"), timeout=0.01, interval=0.001)
     assert kube.wait("anything", lambda: 42, timeout=1) == 42

@@ -55,10 +55,39 @@ def _full() -> RunRecord:
     return rec
 
 
+def test_the_record_says_its_schema_and_writes_moments_in_rfc_3339_utc() -> None:
+    data = _full().to_dict()
+    assert data["schemaVersion"] == "chaoskit.dev/run/v1"
+    assert (data["started_at"], data["finished_at"]) == ("1970-01-01T00:01:40.000Z", "1970-01-01T00:03:10.500Z")
+    (m,) = data["measurements"]
+    assert (m["started_at"], m["samples"][0]["start"], m["samples"][0]["end"]) == (
+        "1970-01-01T00:01:40.000Z",
+        "1970-01-01T00:01:41.000Z",
+        "1970-01-01T00:01:41.500Z",
+    )
+    assert data["probes"][0]["samples"][0][0] == "1970-01-01T00:02:30.000Z"
+    assert data["probe_windows"]["during"] == [["1970-01-01T00:02:10.000Z", "1970-01-01T00:02:50.000Z"]]
+    assert data["steps"][0]["scaled_up_at"] == "1970-01-01T00:02:00.000Z"
+    assert RunRecord("p", "c", "ns", "j", "r", 100.0).to_dict()["finished_at"] is None  # not finished: no moment
+
+
+def test_a_record_from_before_rfc_3339_reads_its_epoch_seconds() -> None:
+    data = _full().to_dict()
+    data.pop("schemaVersion")
+    data |= {"started_at": 100.0, "finished_at": 190.5, "probe_windows": {"during": [[130.0, 170.0]], "effects": []}}
+    (m,) = data["measurements"]
+    m |= {"started_at": 100.0, "samples": [{**m["samples"][0], "start": 101.0}]}
+    old = RunRecord.from_dict(data)
+    assert (old.started_at, old.finished_at, old.probe_windows["during"]) == (100.0, 190.5, [[130.0, 170.0]])
+    assert old.measurements[0].samples[0].start == 101.0 and old.measurements[0].samples[0].seconds == 0.5
+    assert RunRecord.from_dict(_full().to_dict()).steps[0].scaled_up_at == 120.0
+
+
 def test_a_record_reads_back_from_its_json_unchanged() -> None:
     data = json.loads(json.dumps(_full().to_dict()))
     assert json.loads(json.dumps(RunRecord.from_dict(data).to_dict())) == data
     assert list(data) == [
+        "schemaVersion",
         "playbook",
         "cluster",
         "namespace",

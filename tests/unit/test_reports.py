@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from html.parser import HTMLParser
-from typing import Any
 from xml.etree import ElementTree
 
 from diagnose_evidence import DOWN, apiserver, http, kubelet, text
@@ -14,6 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from chaoskit.diagnosers.apiserver import ApiServerDiagnoser
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis, Evidence, Finding
 from chaoskit.diagnosers.kubelet import KubeletDiagnoser
+from chaoskit.model.record import ProbeRecord, RunRecord
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.reports import FORMATS, render
 from chaoskit.reports.svg import timeline_svg
@@ -35,34 +35,36 @@ def diagnosis() -> Diagnosis:
     return Diagnosis("chaoskit", (api, worker, runtime), 1796010840.0, 7.5)
 
 
-def hpa_record() -> dict[str, Any]:
+def hpa_record() -> RunRecord:
     m = MeasurementResult("scale-up", "hpa_scale_up", started_at=1796010000.0)
     for i, pod in enumerate(("web-abc12", "web-def34")):
         t = 1796010001.0 + i * 0.5
         for stage in HPA_STAGES:
             m.samples.append(Sample("hpa_scale_up", stage.name, stage.component, pod, t, t + 0.4, 0.001))
             t += 0.4
-    return {
-        "playbook": "hpa-under-scheduler-down",
-        "run_id": "ab12cd34",
-        "verdict": "deviated",
-        "steps": [
-            {
-                "step": "stop-scheduler",
-                "fault": "scheduler.down",
-                "node": "chaoskit-control-plane",
-                "summary": "move the manifest",
-                "effect_s": 2.1,
-                "held_s": 30.0,
-                "recovery_s": 5.2,
-                "errors": [],
-            }
-        ],
-        "measurements": [m.to_dict()],
-        "thresholds": [],
-        "diagnoses": [],
-        "errors": [],
-    }
+    return RunRecord.from_dict(
+        {
+            "playbook": "hpa-under-scheduler-down",
+            "run_id": "ab12cd34",
+            "verdict": "deviated",
+            "steps": [
+                {
+                    "step": "stop-scheduler",
+                    "fault": "scheduler.down",
+                    "node": "chaoskit-control-plane",
+                    "summary": "move the manifest",
+                    "effect_s": 2.1,
+                    "held_s": 30.0,
+                    "recovery_s": 5.2,
+                    "errors": [],
+                }
+            ],
+            "measurements": [m.to_dict()],
+            "thresholds": [],
+            "diagnoses": [],
+            "errors": [],
+        }
+    )
 
 
 class Page(HTMLParser):
@@ -119,11 +121,11 @@ def test_html_draws_the_hpa_critical_path_with_one_row_per_pod_and_a_legend_of_o
 
 
 def test_the_timeline_is_well_formed_svg() -> None:
-    m = MeasurementResult.from_dict(hpa_record()["measurements"][0])
+    m = hpa_record().measurements[0]
     svg = ElementTree.fromstring(timeline_svg(m))
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     titles = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}title")]
-    assert "scheduled (scheduler): 0.400s ±0.001s" in titles
+    assert "scheduled (scheduler): 0.4s ±0.001s" in titles
 
 
 def test_junit_parses_back_with_a_suite_per_component_and_a_case_per_check() -> None:
@@ -175,7 +177,7 @@ def test_html_says_a_threshold_in_words_with_its_result() -> None:
 
     record = hpa_record()
     t = ThresholdResult("scale-up", "max", "total", None, 120.0, 33.3, False, "max of total is 33.300s, within limits")
-    record["thresholds"] = [t.to_dict()]
+    record.thresholds = [t]
     text = " ".join(parse(render(diagnosis(), "html", record)).text)
     assert "scale-up: max of total ≤ 120s" in text and "held" in text and "within limits" in text
     assert "{" not in text.split("scale-up: max")[1][:200]  # no raw dict
@@ -191,9 +193,10 @@ def test_a_probe_chart_draws_answers_by_latency_passes_without_a_value_green_and
     }
     cond = {"name": "up", "kind": "k8s", "samples": [[10.0, True, None, "Available is True"]]}
     windows = {"during": [[10.5, 11.5]], "effects": [10.5]}
-    chart = probe_svg(http, windows)
+    chart = probe_svg(ProbeRecord.from_dict(http), windows)
     assert chart.count('fill="#0072B2"') == 1 and chart.count('fill="#cf222e"') == 1 and "fault held" in chart
-    assert 'fill="#2da44e"' in probe_svg(cond, windows) and 'fill="#cf222e"' not in probe_svg(cond, windows)
+    drawn = probe_svg(ProbeRecord.from_dict(cond), windows)
+    assert 'fill="#2da44e"' in drawn and 'fill="#cf222e"' not in drawn
 
 
 def test_a_rule_sync_timeline_has_a_row_per_change_and_node() -> None:

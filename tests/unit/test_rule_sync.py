@@ -307,7 +307,7 @@ def test_rules_already_holding_the_change_before_our_watch_saw_it_read_0_and_say
     assert sample(t, "rules_programmed", "1@w1").precision == pytest.approx(SINCE + READ)
     (note,) = t.clamped(NODES)
     assert note == (
-        "rules_programmed of 1@w1 (run 1) reported as 0: the node's rules already held it for 0.020s when "
+        "rules_programmed of 1@w1 (run 1) reported as 0: the node's rules already held it for 0.02s when "
         "our watch saw the change"
     )
 
@@ -320,7 +320,7 @@ def test_an_added_pod_answering_before_our_watch_saw_the_change_reads_0_and_says
     rules(t, "w1", 9.97, ABC)
     assert t.traffic_follows(t.changes[0], "w1") == 10.0
     assert any(
-        "traffic_follows of 1@w1 (run 1) reported as 0: an added pod answered 0.040s before" in n
+        "traffic_follows of 1@w1 (run 1) reported as 0: an added pod answered 0.04s before" in n
         for n in t.clamped(["w1"])
     )
 
@@ -337,7 +337,7 @@ def test_probe_rounds_are_the_spacing_of_every_request_round_and_of_the_rules_re
     }
     note = rounds_note("w1", t.probe_rounds()["w1"])
     assert note == (
-        "probe on w1: request rounds median 0.15s, max 1.10s apart; rules reads bracketing a change "
+        "probe on w1: request rounds median 0.15s, max 1.1s apart; rules reads bracketing a change "
         "median 0.17s, max 0.17s wide (nominal 0.1s)"
     )
 
@@ -498,7 +498,7 @@ def test_the_table_shows_a_dash_with_the_reason_for_a_percentile_with_too_few_sa
     print_result(res, Console(file=out, width=200))
     text = out.getvalue()
     assert "p50 needs ≥2, p90 needs ≥10 samples" in text
-    assert "—" in text and "0.40s" in text
+    assert "—" in text and "0.4s" in text
 
 
 def test_probe_reports_failed_requests_only_when_asked_and_reads_only_live_nft_verdicts() -> None:

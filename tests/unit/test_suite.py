@@ -28,7 +28,7 @@ from chaoskit.run.plan import plan
 from chaoskit.runner import Runner
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodeexec import FakeNodeExec, Node
-from chaoskit.suite import Planned, order, run_suite, startable
+from chaoskit.suite import Planned, SuiteEntry, SuiteRecord, order, run_suite, startable
 
 load_catalog()
 NODES = [
@@ -290,7 +290,7 @@ def test_leases_are_per_node_for_node_faults_and_per_namespace_for_a_quota() -> 
     assert sched.lock_name("cp", sched.Params()) == "scheduler"
 
 
-def _suite_record() -> dict[str, object]:
+def _suite_record() -> SuiteRecord:
     ok = RunRecord("kubelet-stop", "chaoskit", "ns", "j.jsonl", "r1", 0.0, finished_at=80.0)
     ok.before = [CheckRecord("cluster-healthy", True, "3 nodes Ready", 0.1)]
     ok.steps = [
@@ -326,19 +326,12 @@ def _suite_record() -> dict[str, object]:
         )
     ]
     bad.errors = []
-    return {
-        "suite": "playbooks",
-        "cluster": "chaoskit",
-        "started_at": 0.0,
-        "finished_at": 200.0,
-        "parallel": 3,
-        "verdict": "deviated",
-        "exit_code": 1,
-        "runs": [
-            {"file": "a.yaml", "radius": "node chaoskit-worker2", "started_s": 0.0, "finished_s": 80.0, **ok.to_dict()},
-            {"file": "b.yaml", "radius": "cluster", "started_s": 80.0, "finished_s": 200.0, **bad.to_dict()},
-        ],
-    }
+    suite = SuiteRecord("playbooks", "chaoskit", 0.0, 3, finished_at=200.0)
+    suite.runs = [
+        SuiteEntry("a.yaml", "node chaoskit-worker2", 0.0, 80.0, ok),
+        SuiteEntry("b.yaml", "cluster", 80.0, 200.0, bad),
+    ]
+    return suite
 
 
 def test_junit_has_a_suite_per_playbook_and_a_case_per_check_step_and_threshold(tmp_path: Path) -> None:
@@ -358,7 +351,7 @@ def test_chaoskits_own_failure_is_a_junit_error_not_a_failure(tmp_path: Path) ->
     rec = RunRecord("p", "c", "ns", "j", "r", 0.0, verdict="error")
     rec.steps = [StepRecord("1-x", "kubelet.stop", "n", failures=["could not arm the dead-man switch"])]
     path = tmp_path / "j.xml"
-    path.write_text(render_run_junit(rec.to_dict()))
+    path.write_text(render_run_junit(rec))
     (case,) = [c for s in JUnitXml.fromfile(str(path)) for c in s if c.name.startswith("step")]
     assert isinstance(case.result[0], Error) and "dead-man" in case.result[0].message
 
@@ -377,8 +370,8 @@ def test_the_html_page_shows_every_playbook_when_it_ran_and_thresholds_in_words(
     assert "{'measurement'" not in page  # never a raw dict
 
 
-@pytest.mark.parametrize("record", [_suite_record()["runs"][0]])  # type: ignore[index]
-def test_one_run_renders_on_its_own(record: dict[str, object]) -> None:
+@pytest.mark.parametrize("record", [_suite_record().runs[0].record])
+def test_one_run_renders_on_its_own(record: RunRecord) -> None:
     assert "kubelet-stop" in render_run_html(record) and "<testsuite" in render_run_junit(record)
 
 
@@ -410,7 +403,7 @@ def test_junit_has_a_case_per_judged_probe_phase_and_the_score_as_a_property(tmp
         )
     ]
     path = tmp_path / "j.xml"
-    path.write_text(render_run_junit(rec.to_dict()))
+    path.write_text(render_run_junit(rec))
     (suite,) = JUnitXml.fromfile(str(path))
     cases = {c.name: c for c in suite}
     assert not cases["probe storefront before"].result

@@ -16,6 +16,7 @@ from typing import Any
 
 from chaoskit.cluster.prometheus.install import Install
 from chaoskit.errors import ToolError
+from chaoskit.figures import seconds
 from chaoskit.journal import state_home
 from chaoskit.seams.shell import Process, spawn
 
@@ -57,7 +58,7 @@ class Server:
             if not self.alive():
                 raise PrometheusError(f"prometheus exited before becoming ready; log {self.log}:\n{self._tail()}")
             if time.monotonic() - start > timeout:
-                raise PrometheusError(f"prometheus not ready after {timeout:.0f}s; log {self.log}:\n{self._tail()}")
+                raise PrometheusError(f"prometheus not ready after {seconds(timeout)}; log {self.log}:\n{self._tail()}")
             time.sleep(0.2)
         return time.monotonic() - start
 

@@ -29,6 +29,7 @@ from chaoskit.components.admission import (
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding, Severity
 from chaoskit.diagnosers.kit.common import items, rounded
 from chaoskit.diagnosers.kit.sources import Fetched, Sources
+from chaoskit.figures import seconds
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.scrape import Metrics
 
@@ -165,7 +166,7 @@ def trouble(w: Webhook, c: Calls, log: str, now: float, slow_s: float) -> Troubl
     # no call outlasts its timeout: a quantile past it is only the bucket's interpolation (10 s calls in le=25)
     p99 = min(c.p99, float(w.timeout_s)) if c.p99 is not None else None
     return Trouble(
-        f"p99 {p99:.1f}s over {slow_s:g}s, {c.count:g} call(s)" if p99 is not None and c.slow(slow_s) else "",
+        f"p99 {seconds(p99)} over {seconds(slow_s)}, {c.count:g} call(s)" if p99 is not None and c.slow(slow_s) else "",
         c.timed_out(w.timeout_s),
         c.fail_open,
         c.refused,
@@ -185,7 +186,7 @@ def assess_admission(
     e = Evidence(
         "admission-webhooks",
         "GET validating/mutating webhook configurations; their Services' EndpointSlices; FailedCreate events; "
-        f"apiserver_admission_webhook_* from /metrics, two scrapes {ev.window_s:g}s apart; kube-apiserver's log",
+        f"apiserver_admission_webhook_* from /metrics, two scrapes {seconds(ev.window_s)} apart; kube-apiserver's log",
         {
             "webhooks": len(hooks),
             "unread": "; ".join(unread) or None,
@@ -278,7 +279,7 @@ def _chain_finding(pods: Chain, deadline_s: float, e: Evidence, namespaces: list
         "warning",
         "apiserver",
         f"Admission webhooks on {pods.operation} {pods.resource} may hold a request {pods.worst_s}s, past the API "
-        f"server's {deadline_s:g}s deadline",
+        f"server's {seconds(deadline_s)} deadline",
         "mutating webhooks are called one after another (their timeouts add up) and validating ones side by side "
         f"(the longest counts): when their backends hang, a {pods.operation} of {pods.resource} times out even "
         f"where every webhook is failurePolicy Ignore; the chain: {', '.join(order)}",

@@ -7,12 +7,13 @@ from chaoskit.components import apiserver, flowcontrol
 from chaoskit.diagnosers.apiserver.evidence import API, HEALTH_PATHS, MUTATING, ApiServerEvidence, ApiServerParams
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding, Severity
 from chaoskit.diagnosers.kit.common import items, rounded
+from chaoskit.figures import seconds
 from chaoskit.seams.scrape import Labels, counter_delta, windowed
 
 
 def errors(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
     now, before = ev.metrics_after, ev.metrics_before
-    source = f"apiserver_request_total from {API}/metrics, two scrapes {ev.window_s:g}s apart"
+    source = f"apiserver_request_total from {API}/metrics, two scrapes {seconds(ev.window_s)} apart"
     if not now:
         return Assessed(Evidence("request-errors", source, {"error": now.error or "no samples"}, available=False))
     total = counter_delta(
@@ -40,7 +41,7 @@ def errors(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
             Finding(
                 severity,
                 "apiserver",
-                f"{ratio:.1%} of API requests failed with 5xx in the last {ev.window_s:g}s",
+                f"{ratio:.1%} of API requests failed with 5xx in the last {seconds(ev.window_s)}",
                 "the API server answers with server errors: usually its storage (etcd) failing or slow, or overload",
                 (e,),
                 ("check /readyz?verbose and etcd health", "crictl logs of kube-apiserver for the failing requests"),
@@ -50,7 +51,7 @@ def errors(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
 
 
 def latency(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
-    source = f"apiserver_request_duration_seconds from {API}/metrics, window of {ev.window_s:g}s"
+    source = f"apiserver_request_duration_seconds from {API}/metrics, window of {seconds(ev.window_s)}"
     if not ev.metrics_after:
         return Assessed(Evidence("request-latency", source, {"error": ev.metrics_after.error}, available=False))
     classes = {
@@ -74,7 +75,7 @@ def latency(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
         values[f"{name}_count"] = hist.count
         values[f"{name}_over_slo"] = hist.over(limit)
         if hist.slow(limit, p.min_slow):
-            slow.append(f"{name} p99 {p99:.2f}s > {limit:g}s")
+            slow.append(f"{name} p99 {seconds(p99)} > {seconds(limit)}")
     e = Evidence("request-latency", source, {"window_s": ev.window_s}, metrics=rounded(values.items()))
     if not slow:
         return Assessed(e)
@@ -196,7 +197,7 @@ def _list(labels: Labels) -> bool:
 def fairness(p: ApiServerParams, ev: ApiServerEvidence) -> Assessed:
     """API Priority and Fairness: a FlowSchema whose requests were rejected (429) in the window, or pile up in its
     priority level's queues, names the clients that flood the API server (a request surge) by their FlowSchema."""
-    source = f"{flowcontrol.REJECTED}, {flowcontrol.IN_QUEUE} from {API}/metrics, window of {ev.window_s:g}s"
+    source = f"{flowcontrol.REJECTED}, {flowcontrol.IN_QUEUE} from {API}/metrics, window of {seconds(ev.window_s)}"
     if not ev.metrics_after:
         return Assessed(Evidence("priority-and-fairness", source, {"error": ev.metrics_after.error}, available=False))
     found = flowcontrol.pressure(ev.metrics_before, ev.metrics_after)

@@ -68,6 +68,7 @@ from chaoskit.diagnosers.kit.controllers import (
 from chaoskit.diagnosers.kit.leases import assess_leader_lease
 from chaoskit.diagnosers.kit.sources import Sources, window_wait
 from chaoskit.diagnosers.kit.staticpod import ProcessState, assess_process, process_commands
+from chaoskit.figures import seconds
 from chaoskit.seams.scrape import Metrics, scrape_command
 
 
@@ -188,7 +189,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
 
     def _controllers(self, ev: ControllerManagerEvidence) -> Assessed:
         source = (
-            f"workqueue_* from {METRICS_URL} twice, {ev.window_s:g}s apart; {HEALTHZ}; GET {REPLICASETS}, "
+            f"workqueue_* from {METRICS_URL} twice, {seconds(ev.window_s)} apart; {HEALTHZ}; GET {REPLICASETS}, "
             f"{HPAS}, {SERVICES}, {SLICES}"
         )
         healthy = ev.healthz.answered and ev.healthz.code == 200
@@ -225,7 +226,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
         missing = missing_controllers(ev.healthz.body)
         flags = flags_of(ev.cmdline)
         e = controllers_evidence(source, queues, missing, lagging, flags, ev.metrics_after)
-        renewed = "lease renewed" + ("" if lease is None or lease.age is None else f" {lease.age:.0f}s ago")
+        renewed = "lease renewed" + ("" if lease is None or lease.age is None else f" {seconds(lease.age)} ago")
         return Assessed(e, tuple(stuck_findings(queues, missing, lagging, flags, ev.window_s, renewed, e)))
 
     def _workqueues(self, ev: ControllerManagerEvidence) -> Assessed:
@@ -266,7 +267,7 @@ class ControllerManagerDiagnoser(Diagnoser[ControllerManagerEvidence, Controller
                     "warning",
                     "controller-manager",
                     "controller work in progress for too long: "
-                    f"{', '.join(f'{q} ({s:.0f}s)' for q, s in stuck.items())}",
+                    f"{', '.join(f'{q} ({seconds(s)})' for q, s in stuck.items())}",
                     "a controller's worker is stuck on one item (a deadlock or a call that never returns)",
                     (e,),
                     (

@@ -19,6 +19,7 @@ from chaoskit.diagnosers.kit.common import (
     condition_of,
     items,
 )
+from chaoskit.figures import seconds
 
 NOT_OBSERVED = "not observed"
 
@@ -137,7 +138,7 @@ def _deployment_problem(d: dict[str, Any], now: float, after: float) -> str:
         default=None,
     )
     if min(have) < wanted and stalled is not None and stalled > after:
-        return f"{have[1]}/{wanted} available, {have[0]} updated, no progress for {stalled:.0f}s"
+        return f"{have[1]}/{wanted} available, {have[0]} updated, no progress for {seconds(stalled)}"
     return ""
 
 
@@ -150,7 +151,7 @@ def _hpa_problem(h: dict[str, Any], now: float, after: float) -> str:
     desired, current = status.get("desiredReplicas"), status.get("currentReplicas")
     since = age(status.get("lastScaleTime"), now)
     if desired is not None and current is not None and desired != current and since is not None and since > after:
-        return f"desired {desired} replicas, current {current}, {since:.0f}s after the last scale"
+        return f"desired {desired} replicas, current {current}, {seconds(since)} after the last scale"
     return ""
 
 

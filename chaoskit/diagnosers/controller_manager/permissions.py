@@ -10,6 +10,7 @@ from chaoskit.components.rbac import FRESH_S, SA, Refusal, granted, refusals
 from chaoskit.diagnosers.controller_manager.evidence import ControllerManagerEvidence
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import items
+from chaoskit.figures import seconds
 
 
 def summary(refused: list[Refusal]) -> tuple[str, ...]:
@@ -81,7 +82,7 @@ def permissions(ev: ControllerManagerEvidence) -> Assessed:
             Finding(
                 "warning",
                 "controller-manager",
-                f"{who} is forbidden to {last.words()} (403 in the last {FRESH_S:g}s)",
+                f"{who} is forbidden to {last.words()} (403 in the last {seconds(FRESH_S)})",
                 "the API server's authorizer refuses a controller's request, and no ClusterRoleBinding grants it "
                 "now: its role lacks the rule, or its binding names another subject",
                 (e,),

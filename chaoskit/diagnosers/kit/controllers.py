@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chaoskit import figures
 from chaoskit.components.controller_manager.controllers import Controller
 from chaoskit.components.controller_manager.workqueues import StuckQueue, depths
 from chaoskit.components.node_lifecycle import UNREACHABLE
@@ -108,7 +109,7 @@ def namespaces_stuck_terminating(namespaces: Iterable[Obj], now: float, after: f
     for ns in namespaces:
         since = age(ns.get("metadata", {}).get("deletionTimestamp"), now)
         if since is not None and since > after:
-            out.append(f"{ns['metadata']['name']}: Terminating for {since:.0f}s")
+            out.append(f"{ns['metadata']['name']}: Terminating for {figures.seconds(since)}")
     return out
 
 
@@ -123,7 +124,7 @@ def nodes_not_marked_lost(nodes: Iterable[Obj], leases: Iterable[Obj], now: floa
         tainted = any(t.get("key") == UNREACHABLE for t in n.get("spec", {}).get("taints") or [])
         silent = age(renewed.get(str(meta.get("name"))) or meta.get("creationTimestamp"), now)
         if ready.get("status") == "True" and not tainted and silent is not None and silent > after:
-            out.append(f"node {named(n)}: no heartbeat for {silent:.0f}s, still Ready and untainted")
+            out.append(f"node {named(n)}: no heartbeat for {figures.seconds(silent)}, still Ready and untainted")
     return out
 
 
@@ -157,7 +158,7 @@ def _idle(
     return Finding(
         "critical",
         "controller-manager",
-        f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {window:g}s"
+        f"{who} does no work: its queue holds {q.depth:g} item(s) and none was taken in {figures.seconds(window)}"
         + (f" ({q.added:g} more added)" if q.added else "")
         + (f"; {len(behind)} object(s) behind their spec ({behind[0]})" if behind else ""),
         f"kube-controller-manager is up and leading ({lease}) and /healthz is ok, but this one controller "

@@ -6,6 +6,7 @@ from chaoskit.components.leases import LeaseState
 from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import api_unavailable, iso
 from chaoskit.diagnosers.kit.sources import Fetched
+from chaoskit.figures import seconds
 
 
 def lease_evidence(lease: LeaseState, check: str, path: str) -> Evidence:
@@ -32,14 +33,14 @@ def assess_leader_lease(
     e = lease_evidence(lease, "leader-lease", path)
     if not lease.stale(grace):
         return Assessed(e)
-    since = "never renewed" if lease.age is None else f"last renewed {lease.age:.0f}s ago"
+    since = "never renewed" if lease.age is None else f"last renewed {seconds(lease.age)} ago"
     return Assessed(
         e,
         (
             Finding(
                 "critical",
                 component,
-                f"No {lease_name} is leading: lease {since} (duration {lease.duration:g}s, holder "
+                f"No {lease_name} is leading: lease {since} (duration {seconds(lease.duration)}, holder "
                 f"{lease.holder or 'none'})",
                 f"the leader stopped renewing (down, frozen or cut off from the API server) and no other instance took "
                 f"over; {effect}",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from chaoskit import figures
 from chaoskit.diagnosers.kit.batch import NodeBatches
 from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, Outcome, leashed
 from chaoskit.env import Env
@@ -171,7 +172,7 @@ class ApiAccess:
         if not outcome.finished:
             if wait < self.timeout:  # cut short by the budget: no verdict on the API server
                 raise ApiUnavailable(f"{what}: no answer before the diagnosis's time budget ran out")
-            self._trip(f"{what}: no answer within {self.timeout:g}s")
+            self._trip(f"{what}: no answer within {figures.seconds(self.timeout)}")
             raise ApiUnavailable(f"API server unreachable: {self._down}")
         if outcome.error is None:
             return outcome.value  # type: ignore[return-value]
@@ -247,7 +248,7 @@ def section_script(commands: Mapping[str, str], chains: Sequence[Sequence[str]] 
         lines.append(f'd="$d" timeout -k 1 {limit:g} sh -c {shlex.quote(chr(10).join(steps))} &')
     lines.append("wait")
     # a file with no exit code last: its job was killed before that command ended
-    cut = f"chaoskit: cut off after {limit:g}s"
+    cut = f"chaoskit: cut off after {figures.seconds(limit)}"
     join = (
         "FNR == 1 && NR > 1 && !ended { print cut; print rc } { print; ended = index($0, rc) == 1 }"
         " END { if (NR && !ended) { print cut; print rc } }"

@@ -41,6 +41,7 @@ from chaoskit.diagnosers.kube_proxy.evidence import (
     wiped_after_a_sync,
 )
 from chaoskit.diagnosers.kube_proxy.rules import rules
+from chaoskit.figures import seconds
 from chaoskit.seams.scrape import scrape_command
 
 
@@ -161,7 +162,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                     Finding(
                         "warning",
                         "kube-proxy",
-                        f"kube-proxy on {ev.node} syncs at most every {ev.min_sync_period:g}s (minSyncPeriod)",
+                        f"kube-proxy on {ev.node} syncs at most every {seconds(ev.min_sync_period)} (minSyncPeriod)",
                         "endpoint changes (an HPA scale-up's new pods) reach this node's rules up to minSyncPeriod "
                         "late",
                         (e,),
@@ -207,7 +208,7 @@ class KubeProxyDiagnoser(Diagnoser[KubeProxyEvidence, KubeProxyParams]):
                 Finding(
                     "critical" if waiting > self.p.lag_critical else "warning",
                     "kube-proxy",
-                    f"kube-proxy on {ev.node} has not synced a change queued {waiting:.0f}s ago",
+                    f"kube-proxy on {ev.node} has not synced a change queued {seconds(waiting)} ago",
                     "kube-proxy's rule sync is hung or throttled (last_queued ≫ last_synced): new endpoints get no "
                     "traffic "
                     "from this node and removed ones keep getting it",

@@ -22,6 +22,7 @@ from chaoskit.diagnosers.kube_proxy.evidence import (
     compare,
     no_service_rule_after_a_sync,
 )
+from chaoskit.figures import seconds
 
 
 def in_flight(p: KubeProxyParams, ev: KubeProxyEvidence) -> float:
@@ -92,9 +93,9 @@ def _rule_findings(p: KubeProxyParams, ev: KubeProxyEvidence, diff: RuleDiff, e:
                 "info",
                 "kube-proxy",
                 f"rules on {ev.node} catch up with the Services: {len(missing_services)} missing "
-                f"({want_services[missing_services[0]]}), in a change kube-proxy queued {waiting:.1f}s ago",
+                f"({want_services[missing_services[0]]}), in a change kube-proxy queued {seconds(waiting)} ago",
                 "the rules were read while kube-proxy's next sync was due: a queued change may wait "
-                f"{in_flight(p, ev):.0f}s (its minSyncPeriod and one sync) before it is late",
+                f"{seconds(in_flight(p, ev))} (its minSyncPeriod and one sync) before it is late",
                 (e,),
                 (),
             )
@@ -121,9 +122,9 @@ def _rule_findings(p: KubeProxyParams, ev: KubeProxyEvidence, diff: RuleDiff, e:
                 "kube-proxy",
                 f"rules on {ev.node} catch up with the EndpointSlices: {len(missing_endpoints)} endpoint(s) "
                 "missing, "
-                f"{len(stale)} stale, in a change kube-proxy queued {waiting:.1f}s ago",
+                f"{len(stale)} stale, in a change kube-proxy queued {seconds(waiting)} ago",
                 "the rules were read while kube-proxy's next sync was due: a queued change may wait "
-                f"{in_flight(p, ev):.0f}s (its minSyncPeriod and one sync) before it is late",
+                f"{seconds(in_flight(p, ev))} (its minSyncPeriod and one sync) before it is late",
                 (e,),
                 (),
             )

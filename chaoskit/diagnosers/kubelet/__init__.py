@@ -39,6 +39,7 @@ from chaoskit.diagnosers.kubelet.evidence import (
 )
 from chaoskit.diagnosers.kubelet.node import client_cert, forbidden, pleg, pressure
 from chaoskit.diagnosers.kubelet.partition import partition
+from chaoskit.figures import seconds
 from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY, cert_dates_command, expiry, parse_not_after
 from chaoskit.seams.scrape import scrape_command
 
@@ -244,7 +245,7 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
         e = lease_evidence(lease, "heartbeat", path)
         if not lease.stale(self.p.heartbeat_grace):
             return Assessed(e)
-        since = "never" if lease.age is None else f"{lease.age:.0f}s ago"
+        since = "never" if lease.age is None else f"{seconds(lease.age)} ago"
         return Assessed(
             e,
             (
@@ -252,8 +253,8 @@ class KubeletDiagnoser(Diagnoser[KubeletEvidence, KubeletParams]):
                     "critical",
                     "kubelet",
                     f"kubelet on {ev.node} stopped heartbeating: node lease renewed {since}",
-                    f"kubelet renews its lease every 10 s; past {lease.duration:g}s the node controller marks the node "
-                    "NotReady (Unknown) and, after the toleration period, evicts its pods",
+                    f"kubelet renews its lease every 10 s; past {seconds(lease.duration)} the node controller marks "
+                    "the node NotReady (Unknown) and, after the toleration period, evicts its pods",
                     (e,),
                     (f"systemctl status kubelet and journalctl -u kubelet on {ev.node}",),
                 ),

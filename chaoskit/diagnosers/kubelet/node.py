@@ -21,6 +21,7 @@ from chaoskit.diagnosers.kubelet.evidence import (
     node_condition,
     recent,
 )
+from chaoskit.figures import seconds
 
 
 def pressure(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
@@ -174,7 +175,7 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
                     "critical",
                     "kubelet",
                     f"PLEG is not healthy on {ev.node}"
-                    + (f" (last active {since:.0f}s ago)" if since is not None else ""),
+                    + (f" (last active {seconds(since)} ago)" if since is not None else ""),
                     "kubelet's pod lifecycle event generator cannot relist containers: the container runtime does "
                     "not "
                     "answer (frozen or overloaded containerd) — the node goes NotReady and pods stop starting",
@@ -193,7 +194,7 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
                 Finding(
                     "warning",
                     "kubelet",
-                    f"PLEG on {ev.node} last active {since:.0f}s ago (relists every 1 s)",
+                    f"PLEG on {ev.node} last active {seconds(since)} ago (relists every 1 s)",
                     "relisting is slow or stalled: the container runtime answers slowly",
                     (e,),
                     (f"crictl info on {ev.node}",),

@@ -12,6 +12,7 @@ from chaoskit.diagnosers.kit.base import Assessed, Evidence, Finding
 from chaoskit.diagnosers.kit.common import HttpAnswer, age, items
 from chaoskit.diagnosers.kit.sources import Section
 from chaoskit.diagnosers.kubelet.evidence import API_ERRORS, KubeletEvidence, KubeletParams, recent
+from chaoskit.figures import seconds
 from chaoskit.model.timeline import api_time
 
 ANY_SERVER = f"https://<api-server>:{apiserver.PORT}"  # when kubelet.conf could not be read
@@ -56,17 +57,17 @@ def eviction_schedule(pods: list[dict[str, Any]], node: dict[str, Any], now: flo
         deleted = api_time(meta.get("deletionTimestamp"))
         tolerated = toleration_of(pod)
         if deleted is not None:
-            lines.append(f"{name}: evicted {now - deleted:.0f}s ago, Terminating until the node answers again")
+            lines.append(f"{name}: evicted {seconds(now - deleted)} ago, Terminating until the node answers again")
         elif tolerated is None:
             lines.append(f"{name}: tolerates {UNREACHABLE} for ever: never evicted")
         elif tainted_at is None:
-            lines.append(f"{name}: evicted {tolerated:.0f}s after the node is tainted {UNREACHABLE}")
+            lines.append(f"{name}: evicted {seconds(tolerated)} after the node is tainted {UNREACHABLE}")
         else:
             due = tainted_at + tolerated - now
             lines.append(
-                f"{name}: evicted in {due:.0f}s (toleration {tolerated:.0f}s)"
+                f"{name}: evicted in {seconds(due)} (toleration {seconds(tolerated)})"
                 if due > 0
-                else f"{name}: eviction due {-due:.0f}s ago (toleration {tolerated:.0f}s)"
+                else f"{name}: eviction due {seconds(-due)} ago (toleration {seconds(tolerated)})"
             )
     return tuple(lines)
 
@@ -93,7 +94,7 @@ def partition(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
         {"pods_waiting": len(schedule)},
         log_lines=schedule,
     )
-    heartbeat = "" if renewed is None else f"; its heartbeat lease was last renewed {renewed:.0f}s ago"
+    heartbeat = "" if renewed is None else f"; its heartbeat lease was last renewed {seconds(renewed)} ago"
     return Assessed(
         e,
         (
