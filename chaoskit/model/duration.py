@@ -15,6 +15,11 @@ from chaoskit.model.kinds import yaml_kind
 _NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
 # units in falling order, each at most once; "m(?!s)" keeps "5ms" from reading as 5 minutes and a stray "s"
 DURATION_PATTERN = rf"^(?:{_NUMBER}|(?=[.\d])(?:{_NUMBER}h)?(?:{_NUMBER}m(?!s))?(?:{_NUMBER}s)?(?:{_NUMBER}ms)?)$"
+_N = r"(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+# the same spellings without lookaround, for Go's RE2 (a CRD's OpenAPI pattern): each unit starts one alternative
+DURATION_PATTERN_RE2 = (
+    rf"^(?:{_N}|{_N}h(?:{_N}m)?(?:{_N}s)?(?:{_N}ms)?|{_N}m(?:{_N}s)?(?:{_N}ms)?|{_N}s(?:{_N}ms)?|{_N}ms)$"
+)
 _PARTS = re.compile(rf"({_NUMBER})(ms|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _EXAMPLES = "like 500ms, 20s, 1m30s, 2h or a number of seconds"

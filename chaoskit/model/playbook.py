@@ -25,6 +25,7 @@ from chaoskit.model.base import (
 )
 from chaoskit.model.duration import Duration, PositiveDuration
 from chaoskit.model.kwok import MAX_SIMULATED_NODES
+from chaoskit.model.limits import DEFAULT_MAX_HOLD, DEFAULT_MAX_STEPS, limit_problems
 from chaoskit.model.probes import Probe
 
 API_VERSION = "chaoskit.dev/v1alpha1"
@@ -258,6 +259,21 @@ class Threshold(Model):
         return self
 
 
+class Limits(Model):
+    """Sanity limits a playbook raises for itself, where its reviewers see it (see chaoskit.model.limits)."""
+
+    max_hold: PositiveDuration = Field(
+        default=DEFAULT_MAX_HOLD,
+        description=f"The longest a fault step may hold its fault (its duration); default {DEFAULT_MAX_HOLD / 60:g}m.",
+    )
+    max_steps: int = Field(
+        default=DEFAULT_MAX_STEPS,
+        ge=1,
+        le=10_000,
+        description=f"The most fault steps, those of concurrent groups one by one; default {DEFAULT_MAX_STEPS}.",
+    )
+
+
 class Spec(Model):
     """What to run."""
 
@@ -307,12 +323,16 @@ class Spec(Model):
     thresholds: list[Threshold] = Field(
         default_factory=list, description="Limits on measurements; a breach is a verdict (exit 1), never an error."
     )
+    limits: Limits = Field(
+        default_factory=Limits,
+        description="Raise the sanity limits on how long a fault is held and how many fault steps run.",
+    )
 
     @model_validator(mode="after")
     def _names(self) -> Spec:
         steps = [_named(step, f"{i + 1}") for i, step in enumerate(self.steps)]
         _set(self, "steps", steps)
-        raise_rule_problems(rules.spec_problems(self.model_dump()))
+        raise_rule_problems(rules.spec_problems(self.model_dump()) + limit_problems(self.model_dump()))
         return self
 
     def fault_steps(self) -> list[FaultStep]:

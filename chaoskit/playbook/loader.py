@@ -4,12 +4,14 @@ catalog, with every problem reported at once. Loading has no side effects."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path as FilePath
 
 from pydantic import ValidationError
 
 from chaoskit.errors import PlaybookError, Problem
-from chaoskit.model.paths import dotted
+from chaoskit.model.limits import limit_problems
+from chaoskit.model.paths import Path, dotted
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.rules import document_problems
 from chaoskit.playbook.catalog import catalog_problems
@@ -51,7 +53,7 @@ def parse_playbook(
     except ValidationError as exc:
         playbook, error = None, exc
         problems += located(exc, model=Playbook, data=doc.data, at=(), locations=doc.locations, file=file)
-    for path, message in document_problems(doc.data):
+    for path, message in document_problems(doc.data) + _limit_problems(doc.data):
         line, col = doc.locations.find(path)
         problems.append(Problem(file, line, col, dotted(path), message))
     problems += catalog_problems(
@@ -62,6 +64,11 @@ def parse_playbook(
     if problems or playbook is None:
         raise PlaybookError(_in_order(problems))
     return playbook
+
+
+def _limit_problems(doc: object) -> list[tuple[Path, str]]:
+    spec = doc.get("spec") if isinstance(doc, Mapping) else None
+    return limit_problems(spec, ("spec",)) if isinstance(spec, Mapping) else []
 
 
 def _in_order(problems: list[Problem]) -> list[Problem]:

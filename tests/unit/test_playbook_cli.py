@@ -72,7 +72,7 @@ def test_json_output_lists_the_problems_on_stdout(catalog: Catalog, bad: Path) -
 
 def test_json_output_of_valid_playbooks_is_ok(catalog: Catalog) -> None:
     code, out, _ = _run(catalog, "-o", "json", EXAMPLE)
-    assert (code, json.loads(out)) == (EXIT_OK, {"ok": True, "valid": [EXAMPLE], "problems": []})
+    assert (code, json.loads(out)) == (EXIT_OK, {"ok": True, "valid": [EXAMPLE], "problems": [], "notes": []})
 
 
 def test_validate_without_files_is_a_usage_error(catalog: Catalog) -> None:

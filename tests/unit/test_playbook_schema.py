@@ -14,6 +14,7 @@ from ruamel.yaml import YAML
 from chaoskit.cli import cli
 from chaoskit.model.playbook import Spec
 from chaoskit.playbook import playbook_json_schema
+from chaoskit.registry import CHECKS, FAULTS, MEASUREMENTS, Catalog, Registered, Registry, load_catalog
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +80,28 @@ def test_cli_prints_the_schema_as_json() -> None:
     assert result.exit_code == 0
     assert json.loads(result.output) == playbook_json_schema()
     assert json.loads(result.output)["title"] == "chaoskit Playbook (chaoskit.dev/v1alpha1)"
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "names"),
+    [("FaultStep", "fault", FAULTS), ("Check", "check", CHECKS), ("MeasurementRef", "type", MEASUREMENTS)],
+)
+def test_catalog_names_are_enums_so_an_editor_completes_them(
+    schema: dict[str, Any], model: str, field: str, names: Registry[Registered]
+) -> None:
+    load_catalog()
+    assert schema["$defs"][model]["properties"][field]["enum"] == names.names()
+
+
+def test_a_fault_name_typo_is_refused_by_the_schema(schema: dict[str, Any]) -> None:
+    doc = _example()
+    doc["spec"]["steps"][0]["fault"] = "kubelet.stpo"
+    assert any("kubelet.stpo" in e.message for e in Draft202012Validator(schema).iter_errors(doc))
+
+
+def test_a_catalog_of_its_own_gives_its_own_names() -> None:
+    mine = Catalog(Registry("fault"), Registry("check"), Registry("measurement"))
+    mine.faults.add("mine.down", type("Down", (), {"__doc__": "Mine.", "Params": Spec}))
+    schema = playbook_json_schema(mine)
+    assert schema["$defs"]["FaultStep"]["properties"]["fault"]["enum"] == ["mine.down"]
+    assert "enum" not in schema["$defs"]["Check"]["properties"]["check"]  # none registered: any name, as before
