@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from chaoskit.errors import EXIT_BREACHED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL
-from chaoskit.model.factcheck import FactCheck
 from chaoskit.figures import seconds
+from chaoskit.model.factcheck import FactCheck
 from chaoskit.model.moments import RUN_SCHEMA, epoch, rfc3339, rfc3339_or_none
 from chaoskit.model.score import run_score
 from chaoskit.model.slo import PhaseResult, ProbeSample

@@ -175,6 +175,7 @@ def test_a_step_record_is_made_of_the_step_as_planned_before_its_result_is_known
 def test_a_step_record_of_its_result_keeps_what_its_hold_wrote_after_the_engines_own() -> None:
     while_held = StepRecord.of(_Step())
     while_held.named_s, while_held.scaled_up_at = 7.5, 1234.0
+    while_held.injected_at, while_held.reverted_at = 1230.0, 1240.0
     while_held.errors, while_held.failures = ["held: probe"], ["could not raise the HPA's minReplicas to 3"]
     rec = StepRecord.of(_Step(), _Outcome(), while_held=while_held)
     assert rec.to_dict() == {
@@ -187,10 +188,12 @@ def test_a_step_record_of_its_result_keeps_what_its_hold_wrote_after_the_engines
         "stopped_holding_s": None,
         "recovery_s": 4.5,
         "named_s": 7.5,
-        "scaled_up_at": 1234.0,
+        "scaled_up_at": "1970-01-01T00:20:34.000Z",
         "errors": ["no recovery within 180s", "held: probe"],
         "failures": ["could not raise the HPA's minReplicas to 3"],
         "weight": 2.0,
         "fact_check": FactCheck.of([]).to_dict(),
+        "injected_at": "1970-01-01T00:20:30.000Z",
+        "reverted_at": "1970-01-01T00:20:40.000Z",
     }
     assert while_held.errors == ["held: probe"]  # the hold's own record is left as it was
