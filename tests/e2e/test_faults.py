@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.components.kube_proxy import node_names, running_mode, set_mode
+from chaoskit.components.kube_proxy import proxied_nodes, running_mode, set_mode
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
@@ -135,7 +135,7 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, fault), duration=5)
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"))
     assert result.held, result.errors
-    assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
+    assert {running_mode(env.nodes, n) for n in proxied_nodes(env.kube)} == {proxy_mode}  # the fault kept the mode
     wait_healthy(env)
     print(
         f"\n{name} ({proxy_mode}, {MODE_PARAMS.get(name, {})}): effect {result.effect_s:.1f}s, recovered "
