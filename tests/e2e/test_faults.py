@@ -29,6 +29,7 @@ from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.run.during import names_fault
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
 
@@ -150,7 +151,7 @@ def no_op_of(fault: Fault, params: BaseModel) -> Fault:
     class NoOp(type(fault)):  # type: ignore[misc]
         effect_timeout = fault.no_op_wait(params)
 
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             plan: FaultPlan = super().plan(node, params)
             return plan.no_op()
 
