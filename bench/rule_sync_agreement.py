@@ -18,7 +18,7 @@ import uuid
 from itertools import cycle, islice
 from typing import Any
 
-from chaoskit.components.kube_proxy import node_names, running_mode
+from chaoskit.components.kube_proxy import proxied_nodes, running_mode
 from chaoskit.env import connect
 from chaoskit.measurements.rule_sync_driver import CHANGES, run_changes
 from chaoskit.model.timeline import MeasurementResult, summarize
@@ -66,7 +66,7 @@ def main() -> None:
     args = ap.parse_args()
     env = connect(args.name, via="docker")
     kube = env.kube
-    modes = sorted({running_mode(env.nodes, n) for n in node_names(kube)})
+    modes = sorted({running_mode(env.nodes, n) for n in proxied_nodes(kube)})
     sequence = list(islice(cycle(CHANGES), args.changes))
     result = run_changes(env, f"chaoskit-bench-rule-sync-{uuid.uuid4().hex[:5]}", sequence, say=Progress().info)
     figures = agreement(result)

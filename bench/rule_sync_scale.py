@@ -33,7 +33,7 @@ from chaoskit.components.kube_proxy import (
     PROXY_MODES,
     ProxyModeUnsupported,
     configured_mode,
-    node_names,
+    proxied_nodes,
     set_mode,
 )
 from chaoskit.env import Env, connect
@@ -85,7 +85,7 @@ def main() -> None:
     say = Progress().info
     env = connect(args.name, via="docker")
     kube = env.kube
-    nodes = node_names(kube)
+    nodes = proxied_nodes(kube)
     start_mode = configured_mode(kube)
     workload = Workload(kube, f"chaoskit-bench-scale-{uuid.uuid4().hex[:5]}", initial_replicas(CHANGES))
     background = BackgroundServices(kube)

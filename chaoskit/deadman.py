@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chaoskit.errors import ChaoskitError, CommandError, ToolError
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec
 
 HEAL_DIR = "/var/lib/chaoskit/heal"
 RETRY_FIRST_S = 2  # the first retry comes this soon after a failed attempt...
@@ -33,7 +33,7 @@ class Switch:
     """One armed revert on one node."""
 
     id: str  # unique per injection; names the unit and the script
-    node: str
+    node: Node
     revert: tuple[str, ...]  # shell lines, run in order; each must be idempotent
     deadline_s: float  # seconds from arming until the node heals itself
     fault: str = ""  # what the give-up marker names
@@ -65,7 +65,7 @@ class Switch:
         )
         marker = shlex.quote(f"fault={self.fault}\ninjection={self.id}\nrun={self.run}\n")
         return f"""#!/bin/sh
-# chaoskit heal {self.id} on {self.node}: {self.fault}, run {self.run}
+# chaoskit heal {self.id} on {self.node.name}: {self.fault}, run {self.run}
 log={self.log_path}
 give_up_at=$(( $(date +%s) + {self.retry_for_s} ))
 delay={RETRY_FIRST_S}
@@ -139,19 +139,21 @@ def line_argv(line: str) -> list[str]:
     return ["timeout", "-k", "5", str(LINE_TIMEOUT_S), "sh", "-c", line]
 
 
-def run_line(nodes: NodeExec, node: str, line: str) -> CommandError | None:
+def run_line(nodes: NodeExec, node: Node, line: str) -> CommandError | None:
     """Run one revert line on `node`; the error when it failed or hung, None when it succeeded."""
     argv = line_argv(line)
     try:  # chaoskit stops waiting a little after the node's own `timeout` would have cut the line off
         done = nodes.run(node, argv, check=False, timeout=LINE_TIMEOUT_S + 15)
     except CommandError as exc:
-        return CommandError(argv, exc.returncode, exc.output, note=f"on {node}: no answer within {LINE_TIMEOUT_S}s")
+        return CommandError(
+            argv, exc.returncode, exc.output, note=f"on {node.name}: no answer within {LINE_TIMEOUT_S}s"
+        )
     if done.returncode != 0:
-        return CommandError(argv, done.returncode, done.output, note=f"on {node}")
+        return CommandError(argv, done.returncode, done.output, note=f"on {node.name}")
     return None
 
 
-def first_failure(nodes: NodeExec, node: str, lines: Sequence[str]) -> CommandError | None:
+def first_failure(nodes: NodeExec, node: Node, lines: Sequence[str]) -> CommandError | None:
     """Run every line on `node` (a partial heal beats none); the first line's error, or None when all succeeded."""
     failures = []
     for i, line in enumerate(lines):
@@ -180,13 +182,13 @@ def heal(nodes: NodeExec, switch: Switch) -> None:
     raise failed
 
 
-def armed(nodes: NodeExec, node: str) -> list[str]:
+def armed(nodes: NodeExec, node: Node) -> list[str]:
     """IDs of switches still armed on a node (not yet healed, or given up)."""
     out = nodes.run(node, ["sh", "-c", f"ls {HEAL_DIR} 2>/dev/null || true"]).stdout
     return sorted(name.removesuffix(".sh") for name in out.split() if name.endswith(".sh"))
 
 
-def fire(nodes: NodeExec, node: str, run: str) -> list[str]:
+def fire(nodes: NodeExec, node: Node, run: str) -> list[str]:
     """Start now, without waiting for their deadlines, the switches a run armed on a node; their IDs.
 
     What recovery falls back on when the run's journal is lost: the node still holds each revert it armed."""

@@ -37,7 +37,7 @@ from chaoskit.journal import Injection, Journal
 from chaoskit.model.factcheck import SAID, FactCheck, Moment, Observation, Question
 from chaoskit.model.record import held
 from chaoskit.safety import holder_id, release_run_locks
-from chaoskit.seams.nodeexec import verify_argv
+from chaoskit.seams.nodeexec import named, verify_argv
 from chaoskit.seams.poll import poll
 from chaoskit.step import ResolvedStep
 
@@ -169,7 +169,7 @@ class _Injection:
         self.result = FaultResult(self.fault.name, self.node, new_injection_id(), self.plan.summary)
         self.switch = Switch(
             self.result.injection_id,
-            self.node,
+            step.node,
             self.plan.revert,
             step.deadline,
             fault=self.fault.name,
@@ -198,7 +198,7 @@ class _Injection:
         try:
             arm(self.env.nodes, self.switch)  # before the first apply line
         except ChaoskitError as exc:
-            self.env.nodes.run(node, self.switch.disarm_argv(), check=False)  # whatever part of it was installed
+            self.env.nodes.run(step.node, self.switch.disarm_argv(), check=False)  # whatever part of it was installed
             self.journal.append("reverted", id=inj_id, note="nothing applied: arming the dead-man switch failed")
             self.result.failures.append(f"could not arm the dead-man switch on {node}, so nothing was injected: {exc}")
             return False
@@ -210,7 +210,7 @@ class _Injection:
         """The setup lines, the effect check asked where it must say no, the handoffs, then the apply lines."""
         fault, node, plan, env = self.fault, self.node, self.plan, self.env
         for line in plan.setup:  # what the checks read, made before they are first asked; it breaks nothing
-            done = env.nodes.run(node, ["sh", "-c", line], check=False)
+            done = env.nodes.run(self.step.node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(
                     f"{fault.name} on {node}: setting up `{line}` failed (exit {done.returncode}): {done.output}"
@@ -230,7 +230,7 @@ class _Injection:
         hand_over(env, plan, self.step.nodes)  # files made on another node (a certificate signed where the CA key is)
         self.injected = True
         for i, line in enumerate(plan.apply, 1):
-            done = env.nodes.run(node, ["sh", "-c", line], check=False)
+            done = env.nodes.run(self.step.node, ["sh", "-c", line], check=False)
             if done.returncode != 0:
                 raise InjectError(f"{fault.name} on {node}: `{line}` failed (exit {done.returncode}): {done.output}")
             kill_point(f"applied-{i}")
@@ -269,7 +269,7 @@ class _Injection:
         """Whether the plan's verify lines all pass on the node now (each bounded: a hung tool is no answer)."""
         for line in self.plan.verify:
             argv = verify_argv(line, VERIFY_TIMEOUT_S)
-            done = self.env.nodes.run(self.node, argv, check=False, timeout=VERIFY_TIMEOUT_S + 15)
+            done = self.env.nodes.run(self.step.node, argv, check=False, timeout=VERIFY_TIMEOUT_S + 15)
             if done.returncode in (124, 125):  # timed out, or the way into the node failed: no answer
                 raise ToolError(f"a verify line gave no answer (exit {done.returncode}): {line[:120]}")
             if done.returncode != 0:
@@ -376,7 +376,7 @@ def revert_journal(env: Env, journal: Journal, say: Callable[[str], None] = lamb
     out = RevertOutcome()
     verify_again = journal.reverted()  # before this revert adds to them: what it heals was verified just now
     for inj in journal.pending():
-        switch = Switch(inj.id, inj.node, inj.revert, 0, fault=inj.fault, run=str(journal.path))
+        switch = Switch(inj.id, named(inj.node), inj.revert, 0, fault=inj.fault, run=str(journal.path))
         try:
             heal(env.nodes, switch)
         except ChaoskitError as exc:
@@ -416,7 +416,7 @@ def _verify_again(env: Env, inj: Injection, out: RevertOutcome, say: Callable[[s
     """Ask an injection journaled reverted its verify lines again: a fault found holding is reported, not healed (its
     component may be another run's by now)."""
     for line in inj.verify:
-        if (failed := run_line(env.nodes, inj.node, line)) is not None:
+        if (failed := run_line(env.nodes, named(inj.node), line)) is not None:
             say(f"{inj.fault} on {inj.node} ({inj.id}) still holds, though journaled reverted: {failed}")
             out.held.append((inj, str(failed)))
             return

@@ -60,7 +60,7 @@ class Runner:
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
-        self.stage = Stage(env, journal, emit, nodes=[n.name for n in nodes])
+        self.stage = Stage(env, journal, emit, nodes=list(nodes))
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
         # spec.simulatedNodes: through the API only by default (kwok's image already in the cluster, as in the
         # operator); the command line builds and loads the image into a kind cluster first

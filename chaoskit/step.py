@@ -46,15 +46,15 @@ class ResolvedStep:
 
     @cached_property
     def plan(self) -> FaultPlan:
-        return self.fault.plan(self.node.name, self.params)
+        return self.fault.plan(self.node, self.params)
 
     @property
     def lock(self) -> str:
-        return self.fault.lock_name(self.node.name, self.params)
+        return self.fault.lock_name(self.node, self.params)
 
     @property
     def radius(self) -> Radius:
-        return self.fault.radius(self.node.name, self.params)
+        return self.fault.radius(self.node, self.params)
 
 
 def resolve(

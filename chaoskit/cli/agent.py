@@ -12,6 +12,7 @@ import click
 from chaoskit.cli import Globals
 from chaoskit.cli.options import cluster_option, context_of, node_exec
 from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import named
 
 
 @click.group()
@@ -43,7 +44,8 @@ def serve(node: str, tls_dir: Path, port: int | None) -> None:
 @click.pass_obj
 def exec_(g: Globals, cluster: str, node: str, argv: tuple[str, ...]) -> None:
     """Run ARGV on NODE in the node's namespaces, through its agent (--via agent is implied)."""
-    done = node_exec(Globals(g.kubeconfig, g.context, g.namespace, "agent"), cluster).run(node, argv, check=False)
+    nodes = node_exec(Globals(g.kubeconfig, g.context, g.namespace, "agent"), cluster)
+    done = nodes.run(named(node, nodes.list_nodes()), argv, check=False)
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     sys.exit(done.returncode)

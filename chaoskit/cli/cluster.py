@@ -25,7 +25,7 @@ from chaoskit.cluster.assets import default_kind_config
 from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.cluster.kwok.converge import READY_TIMEOUT
 from chaoskit.cluster.kwok.simulate import simulate
-from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, node_names, running_mode, set_mode
+from chaoskit.components.kube_proxy import PROXY_MODES, configured_mode, proxied_nodes, running_mode, set_mode
 from chaoskit.figures import seconds
 from chaoskit.model.kwok import MAX_SIMULATED_NODES
 from chaoskit.progress import Progress
@@ -187,5 +187,5 @@ def proxy_mode(g: Globals, mode: str | None, cluster: str) -> None:
     if mode is not None:
         set_mode(kube, nodes, mode, say=Progress().info)
     click.echo(f"configured: {configured_mode(kube)}")
-    for node in node_names(kube):
-        click.echo(f"{node}: {running_mode(nodes, node) or 'not answering'}")
+    for node in proxied_nodes(kube):
+        click.echo(f"{node.name}: {running_mode(nodes, node) or 'not answering'}")

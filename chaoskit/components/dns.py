@@ -24,7 +24,7 @@ from typing import Any
 from chaoskit.errors import ToolError
 from chaoskit.figures import seconds
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec
 
 # --- where it is -----------------------------------------------------------------------------------------------------
 NAMESPACE = "kube-system"
@@ -235,13 +235,13 @@ def judge(lookup: Lookup, expected: str | None) -> str:
     return ""
 
 
-def lookup(nodes: NodeExec, node: str, name: str, server: str = "") -> Lookup:
+def lookup(nodes: NodeExec, node: Node, name: str, server: str = "") -> Lookup:
     """One lookup of `name` from inside `node`, sent to `server` (kubelet's clusterDNS when "")."""
     done = nodes.run(node, ["sh", "-c", lookup_command(name, server)], check=False, timeout=LOOKUP_TIMEOUT + 10)
     return parse_lookup(name, done.stdout)
 
 
-def service_lookup(kube: Kube, nodes: NodeExec, node: str, name: str = API_NAME) -> tuple[Lookup, str]:
+def service_lookup(kube: Kube, nodes: NodeExec, node: Node, name: str = API_NAME) -> tuple[Lookup, str]:
     """A lookup of one of LOOKUPS' Service names from `node`, sent to the kube-dns Service's ClusterIP, and what is
     wrong with it ("" when it answered that Service's ClusterIP). The API not answering is no verdict: ToolError."""
     server = cluster_ip(kube.get(SERVICE_PATH))

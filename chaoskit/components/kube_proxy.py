@@ -29,7 +29,7 @@ from chaoskit.errors import ToolError
 from chaoskit.model.duration import parse_duration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube, condition
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec, api_nodes
 
 PROCESS = "kube-proxy"
 # whom the API server sees in its requests, and kubeadm's binding of it to system:node-proxier
@@ -47,7 +47,7 @@ PROXY_MODE_URL = f"{LOCAL}/proxyMode"  # kube-proxy says which proxier it runs
 HEALTHZ = f"http://127.0.0.1:{HEALTHZ_PORT}/healthz"
 
 
-def healthz_answers(nodes: NodeExec, node: str) -> bool:
+def healthz_answers(nodes: NodeExec, node: Node) -> bool:
     """kube-proxy's /healthz on `node` says 200 (it runs and synced within its deadline)."""
     done = nodes.run(
         node, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", HEALTHZ], check=False
@@ -70,7 +70,7 @@ def min_sync_period(configz: str) -> float | None:
         return None
 
 
-def running_min_sync_period(nodes: NodeExec, node: str) -> float | None:
+def running_min_sync_period(nodes: NodeExec, node: Node) -> float | None:
     """The minSyncPeriod the kube-proxy on `node` runs with, from its /configz (asked on the node itself)."""
     done = nodes.run(node, ["curl", "-s", "--max-time", "3", CONFIGZ_URL], check=False)
     return min_sync_period(done.stdout)
@@ -111,7 +111,7 @@ def service_rule_count(namespace: str = "") -> str:
     )
 
 
-def service_rules(nodes: NodeExec, node: str, namespace: str = "") -> int | None:
+def service_rules(nodes: NodeExec, node: Node, namespace: str = "") -> int | None:
     """Service entries in the node's rules (iptables KUBE-SERVICES rules or nftables service-ips elements), all or
     one namespace's."""
     done = nodes.run(node, ["sh", "-c", service_rule_count(namespace)], check=False, timeout=30)
@@ -121,7 +121,7 @@ def service_rules(nodes: NodeExec, node: str, namespace: str = "") -> int | None
         return None
 
 
-def fewest_service_rules(nodes: NodeExec, node: str, looks: int, every: float) -> int | None:
+def fewest_service_rules(nodes: NodeExec, node: Node, looks: int, every: float) -> int | None:
     """The fewest Service entries among `looks` reads of the node's rules `every` seconds apart, in one round-trip:
     rules that something keeps removing show as gone in one of them, however soon kube-proxy writes them back."""
     loop = f"for i in $(seq {looks}); do {{ {service_rule_count()}; }}; sleep {every:g}; done"
@@ -168,7 +168,7 @@ def endpoint_ips_command(namespace: str, service: str, port_name: str, protocol:
     return f"{{ {nft}; {ipt}; }}"
 
 
-def endpoint_ips(nodes: NodeExec, node: str, namespace: str, service: str, port_name: str) -> list[str]:
+def endpoint_ips(nodes: NodeExec, node: Node, namespace: str, service: str, port_name: str) -> list[str]:
     """The endpoint IPs `node`'s rules lead one Service port to now: a pod Ready in the API is among them only once
     that node's kube-proxy has synced it (a few hundred ms when idle, seconds on a busy node)."""
     read = endpoint_ips_command(namespace, service, port_name)
@@ -230,13 +230,13 @@ def with_mode(conf: str, mode: str) -> str:
     return conf.rstrip("\n") + f"\nmode: {mode}\n"
 
 
-def running_mode(nodes: NodeExec, node: str) -> str:
+def running_mode(nodes: NodeExec, node: Node) -> str:
     """The proxier the kube-proxy on `node` runs, from its own endpoint ('' if it does not answer)."""
     done = nodes.run(node, ["curl", "-s", "--max-time", "3", PROXY_MODE_URL], check=False)
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def ipvs_unsupported(nodes: NodeExec, node: str) -> str | None:
+def ipvs_unsupported(nodes: NodeExec, node: Node) -> str | None:
     """Why IPVS cannot run on `node`, or None when the kernel has ip_vs."""
     probe = "test -e /proc/net/ip_vs || test -d /sys/module/ip_vs || modprobe ip_vs 2>/dev/null"
     if nodes.run(node, ["sh", "-c", probe], check=False).returncode == 0:
@@ -248,9 +248,9 @@ def ipvs_unsupported(nodes: NodeExec, node: str) -> str | None:
     )
 
 
-def node_names(kube: Kube) -> list[str]:
-    """The nodes kube-proxy runs on: every node but the simulated ones (kwok's, which run nothing)."""
-    return sorted(n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"])
+def proxied_nodes(kube: Kube) -> list[Node]:
+    """The nodes kube-proxy runs on, by name: every node but the simulated ones (kwok's, which run nothing)."""
+    return api_nodes(kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"])
 
 
 def kube_proxy_pods(kube: Kube) -> tuple[int, list[dict[str, Any]]]:
@@ -272,23 +272,23 @@ def set_mode(
     """Switch every kube-proxy to `mode` and wait until each one runs it; False when it already did."""
     if mode not in PROXY_MODES:
         raise ProxyModeUnsupported(f"unknown kube-proxy mode {mode!r}; one of {', '.join(PROXY_MODES)}")
-    names = node_names(kube)
+    proxied = proxied_nodes(kube)
     if mode == "ipvs":
-        for name in names:
-            reason = ipvs_unsupported(nodes, name)
+        for node in proxied:
+            reason = ipvs_unsupported(nodes, node)
             if reason:
                 raise ProxyModeUnsupported(reason)
-    if configured_mode(kube) == mode and all(running_mode(nodes, n) == mode for n in names):
+    if configured_mode(kube) == mode and all(running_mode(nodes, n) == mode for n in proxied):
         return False
     cm = kube.get(CONFIGMAP)
     kube.patch(CONFIGMAP, {"data": {CONFIG_KEY: with_mode(cm["data"][CONFIG_KEY], mode)}})
     for pod in kube.get(PODS, labelSelector=POD_SELECTOR)["items"]:
         kube.delete(f"{PODS}/{pod['metadata']['name']}", propagation="Background")
-    say(f"kube-proxy switching to {mode} mode on {len(names)} nodes")
+    say(f"kube-proxy switching to {mode} mode on {len(proxied)} nodes")
     start = time.monotonic()
     kube.wait(
         f"every kube-proxy to run in {mode} mode",
-        lambda: proxies_ready(kube) and all(running_mode(nodes, n) == mode for n in names),
+        lambda: proxies_ready(kube) and all(running_mode(nodes, n) == mode for n in proxied),
         timeout,
     )
     say(f"kube-proxy runs in {mode} mode on every node ({figures.seconds(time.monotonic() - start)})")

@@ -50,7 +50,7 @@ class Handoff:
 @dataclass(frozen=True)
 class FaultPlan:
     fault: str
-    node: str
+    node: Node
     apply: tuple[str, ...]
     undo: tuple[str, ...]  # idempotent: the switch and a manual revert may both run it
     # each fails while the fault holds on the node, and when its tool cannot answer: an unanswered look is no proof
@@ -70,7 +70,7 @@ class FaultPlan:
 
     def steps(self) -> dict[str, list[str]]:
         """What --dry-run shows: every line in the order it runs, and the reverse with what proves it."""
-        made = [f"on the first {h.source} node: {h.make} > {self.node}:{h.path}" for h in self.handoffs]
+        made = [f"on the first {h.source} node: {h.make} > {self.node.name}:{h.path}" for h in self.handoffs]
         return {
             **({"setup": list(self.setup)} if self.setup else {}),
             **({"handoffs": made} if made else {}),
@@ -153,14 +153,14 @@ class Fault(ABC):
     cuts_api: ClassVar[bool] = False
 
     @abstractmethod
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         """Pure: the lines that break `node` and the lines that heal it."""
 
-    def radius(self, node: str, params: BaseModel) -> Radius:
+    def radius(self, node: Node, params: BaseModel) -> Radius:
         """Where this fault on `node` reaches; a namespace-scoped fault overrides this to name its namespace."""
-        return Radius(self.scope, node if self.scope == "node" else "", self.component)
+        return Radius(self.scope, node.name if self.scope == "node" else "", self.component)
 
-    def lock_name(self, node: str, params: BaseModel) -> str:
+    def lock_name(self, node: Node, params: BaseModel) -> str:
         """The component lease two runs must not both hold: per node or namespace when the damage stays there."""
         where = self.radius(node, params).where
         return f"{self.component}-{where}" if where else self.component
@@ -193,7 +193,7 @@ class IncompleteFault(TypeError):
     pass
 
 
-PLACEHOLDER_NODE = "chaoskit-placeholder"  # what `register` plans a fault on, as a dry run would: never reached
+PLACEHOLDER_NAME = "chaoskit-placeholder"  # the node `register` plans a fault on, as a dry run would: never reached
 
 
 def register(cls: FaultT) -> FaultT:
@@ -218,7 +218,7 @@ def register(cls: FaultT) -> FaultT:
 def _default_plan(cls: type[Fault]) -> FaultPlan:
     """The fault planned with its default params on a placeholder node; a fault that cannot plan so is refused."""
     try:
-        return cls().plan(PLACEHOLDER_NODE, cls.Params())
+        return cls().plan(Node(PLACEHOLDER_NAME, cls.target_role), cls.Params())
     except Exception as exc:  # whatever planning raised: the fault cannot be shown to revert
         raise IncompleteFault(f"{cls.__qualname__} cannot plan with its default params: {exc!r}") from exc
 
@@ -235,11 +235,11 @@ def hand_over(env: Env, plan: FaultPlan, nodes: Sequence[Node]) -> None:
     line, which expects the file.
     """
     for h in plan.handoffs:
-        source = pick(nodes, h.source, h.source).name
+        source = pick(nodes, h.source, h.source)
         made = env.nodes.run(source, ["sh", "-c", h.make], check=False)
         if made.returncode != 0 or not made.stdout.strip():
             raise HandoffError(
-                f"{plan.fault}: making {h.path} on {source} failed (exit {made.returncode}): "
+                f"{plan.fault}: making {h.path} on {source.name} failed (exit {made.returncode}): "
                 f"{made.stderr.strip()[-500:]}"
             )
         folder = h.path.rsplit("/", 1)[0] or "/"
@@ -318,22 +318,22 @@ def kubectl(*argv: str) -> str:
     return sh("kubectl", f"--kubeconfig={ADMIN_KUBECONFIG}", *argv)
 
 
-def node_sh(env: Env, node: str, script: str, timeout: float = 30) -> Completed:
+def node_sh(env: Env, node: Node, script: str, timeout: float = 30) -> Completed:
     """Run a shell snippet on a node for a check; never raises on a non-zero exit."""
     return env.nodes.run(node, ["sh", "-c", script], check=False, timeout=timeout)
 
 
-def process_running(env: Env, node: str, process: str) -> bool:
+def process_running(env: Env, node: Node, process: str) -> bool:
     """Whether `process` runs on `node`: pgrep exits 0 for one, 1 (saying nothing) for none; anything else is a look
     that could not be made, no answer either way."""
     done = env.nodes.run(node, ["pgrep", "-x", comm(process)], check=False)
     if done.returncode == 0 or (done.returncode == 1 and not done.stderr.strip()):
         return done.returncode == 0
     said = (done.stderr or done.stdout).strip()[-200:] or f"exit {done.returncode}"
-    raise ToolError(f"could not tell whether {process} runs on {node}: {said}")
+    raise ToolError(f"could not tell whether {process} runs on {node.name}: {said}")
 
 
-def local_healthz(env: Env, node: str, port: int, path: str = "/healthz") -> bool:
+def local_healthz(env: Env, node: Node, port: int, path: str = "/healthz") -> bool:
     """A control-plane component's own health endpoint, asked from inside its node."""
     done = env.nodes.run(node, ["curl", "-sk", "--max-time", "3", f"https://127.0.0.1:{port}{path}"], check=False)
     return done.returncode == 0 and done.stdout.strip() == "ok"

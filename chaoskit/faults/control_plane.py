@@ -16,6 +16,7 @@ from chaoskit.components.leases import LeaseState
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, absent, every, in_place, kubectl, local_healthz, process_running, sh
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.nodeexec import Node
 
 PARKED = "/etc/kubernetes/chaoskit-parked"
 POD_GONE_WAIT_S = 60  # kubelet is done with a static pod's old instance within seconds; past this, go on anyway
@@ -53,14 +54,14 @@ def static_pod_back(manifest_path: str, parked: str) -> str:
     return every(in_place(manifest_path), absent(parked))
 
 
-def started_at(env: Env, node: str, process: str) -> float | None:
+def started_at(env: Env, node: Node, process: str) -> float | None:
     """When the newest process named `process` on `node` started (epoch seconds, to the second); None if none runs."""
     done = env.nodes.run(node, ["ps", "-o", "etimes=", "-C", comm(process)], check=False)
     ages = [int(a) for a in done.stdout.split() if a.isdigit()]
     return time.time() - min(ages) if done.returncode == 0 and ages else None
 
 
-def leads_now(env: Env, node: str, process: str, lease_path: str) -> bool:
+def leads_now(env: Env, node: Node, process: str, lease_path: str) -> bool:
     """The process running now holds its leader lease: acquired after it started (not the one stopped before), and
     renewed within half the lease's duration."""
     started = started_at(env, node, process)
@@ -85,7 +86,7 @@ class StaticPodDown(Fault):
     # comes back under the kubelet's crash-loop back-off, up to 300 s
     recovery_timeout = 300.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         running, parked = manifest(self.process), f"{PARKED}/{self.process}.yaml"
         return FaultPlan(
             self.name,
@@ -112,12 +113,12 @@ class ProcessFrozen(Fault):
 
     process: str
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name,
             node,
             apply=(sh("pkill", "-STOP", "-x", comm(self.process)),),
             undo=(continue_command(self.process),),
             verify=(thawed_check(self.process),),
-            summary=f"SIGSTOP every {self.process} process on {node}",
+            summary=f"SIGSTOP every {self.process} process on {node.name}",
         )

@@ -17,6 +17,7 @@ from chaoskit.errors import ToolError
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, failing, kubectl, register
 from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.nodeexec import Node
 
 STATE = "/var/lib/chaoskit"
 SAVED_REPLICAS = f"{STATE}/coredns.replicas"  # CoreDNS's replicas before the fault, for the revert
@@ -47,7 +48,7 @@ class CorefileParams(DnsParams):
     )
 
 
-def service_answers(env: Env, node: str) -> tuple[dns.Lookup, str] | None:
+def service_answers(env: Env, node: Node) -> tuple[dns.Lookup, str] | None:
     """The lookup of the API server's Service name from `node`, sent to the kube-dns Service's ClusterIP, and what is
     wrong with its answer ("" when it is the Service's ClusterIP); None when the API cannot say where to ask."""
     try:
@@ -56,7 +57,7 @@ def service_answers(env: Env, node: str) -> tuple[dns.Lookup, str] | None:
         return None
 
 
-def answers_right(env: Env, node: str) -> bool:
+def answers_right(env: Env, node: Node) -> bool:
     got = service_answers(env, node)
     return got is not None and not got[1]
 
@@ -84,7 +85,7 @@ class DnsDown(Fault):
     effect_timeout = 60.0
     recovery_timeout = 120.0  # the pods start and pass CoreDNS's readiness, then kube-proxy programs them
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, DnsParams)
         deploy = ("-n", p.namespace, "deployment", p.deployment)
         replicas = kubectl("get", *deploy, "-o", "jsonpath={.spec.replicas}")
@@ -170,7 +171,7 @@ class DnsMisconfigured(Fault):
     effect_timeout = 60.0
     recovery_timeout = 180.0  # the revert's rollout, then the new pods' first answers
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, CorefileParams)
         cm = ("-n", p.namespace, "configmap", p.configmap)
         current = kubectl("get", *cm, "-o", "jsonpath={.data.Corefile}")

@@ -45,7 +45,7 @@ from chaoskit.model.duration import Duration
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT
-from chaoskit.seams.nodeexec import VERIFY_TRIES
+from chaoskit.seams.nodeexec import VERIFY_TRIES, Node
 
 # A running kube-proxy programs an endpoint change within its minSyncPeriod (1 s on kind) plus one sync (well under a
 # second at this size); a node whose rules have not taken one up after this long does not follow the cluster.
@@ -58,12 +58,12 @@ def rules_probe_name(node: str) -> str:
     return f"chaoskit-rules-{node}"[:63].rstrip("-")
 
 
-def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
+def rules_follow(env: Env, node: Node, wait: float = FOLLOW_S) -> bool:
     """Whether `node`'s Service rules take up a fresh endpoint of chaoskit's probe Service within `wait` seconds.
 
     The probe (kube-system, no selector, its EndpointSlice written here with documentation addresses nobody answers
     at) is made on first use; `forget_rules_probe` deletes it."""
-    name = rules_probe_name(node)
+    name = rules_probe_name(node.name)
     slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}"
     found = env.kube.find(slice_path)
     taken = [ip for ep in (found or {}).get("endpoints") or [] for ip in ep.get("addresses", [])]
@@ -83,8 +83,8 @@ def rules_follow(env: Env, node: str, wait: float = FOLLOW_S) -> bool:
         time.sleep(0.2)
 
 
-def forget_rules_probe(env: Env, node: str) -> None:
-    name = rules_probe_name(node)
+def forget_rules_probe(env: Env, node: Node) -> None:
+    name = rules_probe_name(node.name)
     env.kube.delete(f"/api/v1/namespaces/{PROBE_NAMESPACE}/services/{name}", propagation="Background")
     env.kube.delete(
         f"/apis/discovery.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/endpointslices/{name}", propagation="Background"
@@ -124,7 +124,7 @@ def kubernetes_cluster_ip(env: Env) -> str:
     return str(env.kube.get("/api/v1/namespaces/default/services/kubernetes")["spec"]["clusterIP"])
 
 
-def cluster_ip_serves_api(env: Env, node: str) -> bool:
+def cluster_ip_serves_api(env: Env, node: Node) -> bool:
     """Whether the `kubernetes` Service's ClusterIP, dialled from `node`, reaches the real API server.
 
     The CA is verified: without kube-proxy's DNAT the packets leave by the default route, where something else
@@ -184,7 +184,7 @@ class KubeProxyFlushRules(Fault):
     effect_timeout = 30.0
     recovery_timeout = 90.0  # syncPeriod (30 s) plus kube-proxy's 5 s wait for the other canaries
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         delete_canaries = " && ".join(
             f"if iptables -t {t} -S {kp.CANARY} >/dev/null 2>&1; then iptables -w 5 -t {t} -X {kp.CANARY}; fi"
             for t in kp.CANARY_TABLES
@@ -211,8 +211,8 @@ class KubeProxyFlushRules(Fault):
         apply = (
             f'mode=$(curl -s --max-time 3 {kp.PROXY_MODE_URL}); case "$mode" in'
             + "".join(f" {mode}) {flush[mode]} && {keep_flushed[mode]};;" for mode in flush)
-            + f" *) echo \"kube-proxy on {node} runs in mode '$mode': flush-rules knows iptables and nftables\" >&2;"
-            " exit 1;; esac"
+            + f" *) echo \"kube-proxy on {node.name} runs in mode '$mode': flush-rules knows iptables and"
+            ' nftables" >&2; exit 1;; esac'
         )
         stop_unit = (
             f"systemctl stop {FLUSH_UNIT}.service 2>/dev/null; systemctl reset-failed {FLUSH_UNIT}.service"
@@ -229,11 +229,11 @@ class KubeProxyFlushRules(Fault):
                     within(
                         RULES_BACK_WAIT_S,
                         RULES_BACK,
-                        f"kube-proxy's Service rules on {node} are still flushed, or iptables/nft could not say",
+                        f"kube-proxy's Service rules on {node.name} are still flushed, or iptables/nft could not say",
                     ),
                 ),
             ),
-            summary=f"flush kube-proxy's Service rules on {node} (iptables KUBE-SERVICES or nftables service-ips)",
+            summary=f"flush kube-proxy's Service rules on {node.name} (iptables KUBE-SERVICES or nftables service-ips)",
             params=params,
         )
 
@@ -339,7 +339,7 @@ class KubeProxySlowSync(Fault):
     def __init__(self) -> None:
         self.measured: list[SyncDelays] = []  # every effect measurement, for the report and the tests
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, SlowSyncParams)
         period = go_duration(p.min_sync_period)
         get_cm = kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "yaml")

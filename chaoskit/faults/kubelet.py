@@ -26,6 +26,7 @@ from chaoskit.faults.base import (
 from chaoskit.faults.control_plane import ProcessFrozen
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_KEY, expired_check, expired_client_pem
+from chaoskit.seams.nodeexec import Node
 
 
 def node_ready(env: Env, node: str) -> bool | None:
@@ -48,21 +49,21 @@ class KubeletStopped(Fault):
     target_role = "worker"
     effect_timeout = 120.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name,
             node,
             apply=(sh("systemctl", "stop", "kubelet"),),
             undo=(sh("systemctl", "start", "kubelet"),),
             verify=(failing("systemctl is-active --quiet kubelet", "kubelet is not active"),),
-            summary=f"systemctl stop kubelet on {node}",
+            summary=f"systemctl stop kubelet on {node.name}",
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return node_ready(env, plan.node) is not True
+        return node_ready(env, plan.node.name) is not True
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return node_ready(env, plan.node) is True
+        return node_ready(env, plan.node.name) is True
 
 
 @register
@@ -134,7 +135,7 @@ class DiskPressure(Fault):
     effect_timeout = 90.0  # kubelet's eviction manager looks every 10 s, after cadvisor's filesystem stats
     recovery_timeout = 180.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, DiskPressureParams)
         basis_points = round(p.free_percent * 100)
         return FaultPlan(
@@ -148,18 +149,18 @@ class DiskPressure(Fault):
             ),
             undo=(sh("rm", "-f", FILL),),
             verify=(absent(FILL),),
-            summary=f"fallocate {KUBELET_DIR} on {node} until {p.free_percent:g}% of it is free",
+            summary=f"fallocate {KUBELET_DIR} on {node.name} until {p.free_percent:g}% of it is free",
             params=p,
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return node_condition(env, plan.node, "DiskPressure") == "True" and node_tainted(
-            env, plan.node, DISK_PRESSURE_TAINT
+        return node_condition(env, plan.node.name, "DiskPressure") == "True" and node_tainted(
+            env, plan.node.name, DISK_PRESSURE_TAINT
         )
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return node_condition(env, plan.node, "DiskPressure") == "False" and not node_tainted(
-            env, plan.node, DISK_PRESSURE_TAINT
+        return node_condition(env, plan.node.name, "DiskPressure") == "False" and not node_tainted(
+            env, plan.node.name, DISK_PRESSURE_TAINT
         )
 
 
@@ -171,7 +172,7 @@ SINCE = "/run/chaoskit/kubelet-cert-expired.since"  # when the fault restarted k
 EXPIRED_ERROR = "certificate.*(is|has) expired"
 
 
-def kubelet_errors_since_injection(env: Env, node: str) -> int:
+def kubelet_errors_since_injection(env: Env, node: Node) -> int:
     """Lines of kubelet's own journal on `node` since the fault restarted it that say its certificate expired."""
     read = (
         f'[ -s {SINCE} ] && journalctl -u kubelet --since "@$(cat {SINCE})" --no-pager -o cat'
@@ -211,9 +212,9 @@ class KubeletCertExpired(Fault):
     effect_timeout = 120.0  # the node-monitor grace period, as for kubelet.stop
     recovery_timeout = 120.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         new = f"{EXPIRED_PEM}.new"
-        sign_here = f"umask 077 && {{ {expired_client_pem(node)}; }} > {new} && mv {new} {EXPIRED_PEM}"
+        sign_here = f"umask 077 && {{ {expired_client_pem(node.name)}; }} > {new} && mv {new} {EXPIRED_PEM}"
         return FaultPlan(
             self.name,
             node,
@@ -223,7 +224,8 @@ class KubeletCertExpired(Fault):
                 "injection was not reverted (chaoskit revert)' >&2; exit 1; fi",
                 # handed over from the control-plane node; that node itself signs in place
                 f"[ -s {EXPIRED_PEM} ] || if [ -r {CA_KEY} ]; then {sign_here}; else echo 'no expired certificate was"
-                f" handed over to {node} from the control-plane node, and no CA key here to sign one' >&2; exit 1; fi",
+                f" handed over to {node.name} from the control-plane node, and no CA key here to sign one' >&2;"
+                " exit 1; fi",
                 f"{expired_check(EXPIRED_PEM)} && openssl pkey -in {EXPIRED_PEM} -noout || {{ echo '{EXPIRED_PEM}"
                 " is not an expired certificate and its key' >&2; exit 1; }",
                 f"mv {CLIENT_PEM} {PARKED_PEM} && mv {EXPIRED_PEM} {CLIENT_PEM}",
@@ -236,13 +238,13 @@ class KubeletCertExpired(Fault):
             ),
             # the original back (kubelet-client-current.pem is a symlink to it), unexpired, and nothing parked
             verify=(every(absent(PARKED_PEM, EXPIRED_PEM), unexpired(CLIENT_PEM)),),
-            summary=f"restart kubelet on {node} with a client certificate that expired yesterday",
+            summary=f"restart kubelet on {node.name} with a client certificate that expired yesterday",
             params=params,
-            handoffs=(Handoff("control-plane", expired_client_pem(node), EXPIRED_PEM),),
+            handoffs=(Handoff("control-plane", expired_client_pem(node.name), EXPIRED_PEM),),
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        return kubelet_errors_since_injection(env, plan.node) > 0 and node_ready(env, plan.node) is not True
+        return kubelet_errors_since_injection(env, plan.node) > 0 and node_ready(env, plan.node.name) is not True
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        return node_ready(env, plan.node) is True
+        return node_ready(env, plan.node.name) is True

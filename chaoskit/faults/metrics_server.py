@@ -13,6 +13,7 @@ from chaoskit.model.base import DNS_LABEL, DNS_SUBDOMAIN
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.kube import KubeError
+from chaoskit.seams.nodeexec import Node
 
 SAVED = "/var/lib/chaoskit/metrics-server.replicas"  # its replicas before the fault, for the revert
 
@@ -73,7 +74,7 @@ class MetricsServerDown(Fault):
     effect_timeout = 60.0
     recovery_timeout = 120.0  # the pod starts, then its first scrape of every kubelet
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, MetricsServerParams)
         deploy = ("-n", p.namespace, "deployment", p.deployment)
         replicas = kubectl("get", *deploy, "-o", "jsonpath={.spec.replicas}")

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from chaoskit.components import kubelet
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, listed_nowhere, node_sh, register
+from chaoskit.seams.nodeexec import Node
 
 TABLE = "chaoskit-partition"  # an nftables table of chaoskit's own in the node's network namespace
 KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # where kubelet reads the API server's address
@@ -75,7 +76,7 @@ class NodePartitioned(Fault):
     effect_timeout = 90.0  # half the lease duration: 10 s on chaoskit's cluster, 20 s stock
     recovery_timeout = 180.0  # kubelet's broken connections time out on their own before it reconnects
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name,
             node,
@@ -87,15 +88,15 @@ class NodePartitioned(Fault):
             undo=(f"nft delete table inet {TABLE} 2>/dev/null; true",),
             # read from a listing nft gave: a failing `nft list table` is no proof the table is gone
             verify=(listed_nowhere("nft list tables", f"^table inet {TABLE}$", f"nftables table {TABLE}"),),
-            summary=f"drop all traffic between {node} and the API server's node (nftables table {TABLE})",
+            summary=f"drop all traffic between {node.name} and the API server's node (nftables table {TABLE})",
             params=params,
         )
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
-        age, duration = kubelet.heartbeat(env.kube, plan.node)
+        age, duration = kubelet.heartbeat(env.kube, plan.node.name)
         stale = age is None or age > stale_after(duration)
         return stale and node_sh(env, plan.node, "systemctl is-active --quiet kubelet").returncode == 0
 
     def recovered(self, env: Env, plan: FaultPlan) -> bool:
-        age, duration = kubelet.heartbeat(env.kube, plan.node)
-        return age is not None and age <= stale_after(duration) and kubelet.node_ready(env.kube, plan.node) is True
+        age, duration = kubelet.heartbeat(env.kube, plan.node.name)
+        return age is not None and age <= stale_after(duration) and kubelet.node_ready(env.kube, plan.node.name) is True

@@ -221,7 +221,7 @@ class Unschedulable(Fault):
     effect_timeout = 60.0
     recovery_timeout = 120.0  # namespace deletion
 
-    def radius(self, node: str, params: BaseModel) -> Radius:
+    def radius(self, node: Node, params: BaseModel) -> Radius:
         p = params_of(params, UnschedulableParams)
         if p.reason == "taint":  # a tainted node takes no other playbook's new pods either
             return super().radius(node, params)
@@ -233,7 +233,7 @@ class Unschedulable(Fault):
             return p  # no node of its own: its pods fit none
         return p.model_copy(update={"node": pick(nodes, p.node, WORKER).name})
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, UnschedulableParams)
         ns = p.namespace
         manifest = json.dumps(unschedulable_deployment(p), separators=(",", ":"))

@@ -22,7 +22,7 @@ from typing import Any
 from chaoskit.components.kube_proxy import service_rules
 from chaoskit.errors import ToolError
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec
 
 Obj = dict[str, Any]
 BENCHMARK_NET = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544: never anyone's address
@@ -152,16 +152,16 @@ class BackgroundServices:
 
 
 def programmed_everywhere(
-    nodes: NodeExec, names: Sequence[str], namespace: str, expected: int, timeout: float, interval: float = 2.0
+    nodes: NodeExec, on: Sequence[Node], namespace: str, expected: int, timeout: float, interval: float = 2.0
 ) -> dict[str, float | None]:
-    """Per node, seconds until its rules held exactly `expected` Services of `namespace` (None: not within
+    """Per node name, seconds until its rules held exactly `expected` Services of `namespace` (None: not within
     `timeout`). The count is kube-proxy's work read in the node, never the objects chaoskit wrote."""
     started = time.monotonic()
-    done: dict[str, float | None] = dict.fromkeys(names)
+    done: dict[str, float | None] = dict.fromkeys(n.name for n in on)
     while True:
-        for node in [n for n, v in done.items() if v is None]:
+        for node in [n for n in on if done[n.name] is None]:
             if service_rules(nodes, node, namespace) == expected:
-                done[node] = time.monotonic() - started
+                done[node.name] = time.monotonic() - started
         if all(v is not None for v in done.values()) or time.monotonic() - started > timeout:
             return done
         time.sleep(interval)
@@ -169,7 +169,7 @@ def programmed_everywhere(
 
 def resize_and_wait(
     nodes: NodeExec,
-    names: Sequence[str],
+    on: Sequence[Node],
     background: BackgroundServices,
     n: int,
     timeout: float = PROGRAM_TIMEOUT,
@@ -178,6 +178,6 @@ def resize_and_wait(
     """Resize `background` to `n` Services and wait until every node's kube-proxy programmed the change; returns
     how long the API took to accept the requests and each node's kube-proxy to program them after that."""
     accepted = background.resize(n, say)
-    say(f"waiting for kube-proxy on {', '.join(names)} to hold {n} background Services")
-    programmed = programmed_everywhere(nodes, names, background.namespace, n, timeout)
+    say(f"waiting for kube-proxy on {', '.join(node.name for node in on)} to hold {n} background Services")
+    programmed = programmed_everywhere(nodes, on, background.namespace, n, timeout)
     return {"services": n, "namespace": background.namespace, "accepted_s": accepted, "programmed_s": programmed}

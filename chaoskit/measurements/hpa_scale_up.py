@@ -31,6 +31,7 @@ from chaoskit.measurements.probe import NodeProbe, probe_script
 from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import Gap, MeasurementResult, api_time
+from chaoskit.seams.nodeexec import api_nodes
 from chaoskit.subject import PLURAL
 
 SETTLE = 60.0  # how long stop() waits for pods of a scale-up still on their way to their first request
@@ -79,7 +80,8 @@ class HpaScaleUp(Measurement):
         self.seen.watchers = self._watchers(p, hpa_name, plural, selector)
         # a probe per node that has a dataplane: a simulated node runs no kube-proxy and nothing to exec into
         real = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
-        self.nodes = sorted(n["metadata"]["name"] for n in real)
+        self.real = api_nodes(real)
+        self.nodes: list[str] = [n.name for n in self.real]
         port = svc["spec"]["ports"][0]
         script = probe_script(
             ns,
@@ -90,7 +92,7 @@ class HpaScaleUp(Measurement):
             port_name=port.get("name", ""),
         )
         seen = self.seen.locked_one(self.tracker.seen)
-        self.seen.probes = [NodeProbe(self.env.nodes, n, script, seen) for n in self.nodes]
+        self.seen.probes = [NodeProbe(self.env.nodes, n, script, seen) for n in self.real]
         self.metrics_gaps: list[Gap] = []
         self.poller = threading.Thread(target=self._poll_metrics, name="metrics poll", daemon=True)
         self.poller.start()

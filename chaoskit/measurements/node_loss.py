@@ -31,6 +31,7 @@ from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import api_nodes
 from chaoskit.subject import PLURAL
 
 SETTLE = 90.0  # how long stop() waits for the replacements of evicted pods still on their way to every node's rules
@@ -69,7 +70,8 @@ class NodeLoss(Measurement):
         self.result.extra["settings"] = self._settings(workload)
         # the lost node and the probes are real nodes: a simulated one has no dataplane and is never partitioned
         real = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
-        self.nodes = sorted(n["metadata"]["name"] for n in real)
+        self.real = api_nodes(real)
+        self.nodes: list[str] = [n.name for n in self.real]
         self.seen = o = Observers()
         t, stop = self.tracker, o.stop_event
         o.watchers = [
@@ -90,7 +92,7 @@ class NodeLoss(Measurement):
             ns, p.service, cluster_ip, int(port["port"]), requests=False, port_name=port.get("name", "")
         )
         rules = o.locked_one(self._rules)
-        o.probes = [NodeProbe(self.env.nodes, n, script, rules) for n in self.nodes]
+        o.probes = [NodeProbe(self.env.nodes, n, script, rules) for n in self.real]
         o.start()
         self.watch_delay = WatchDelaySampler(kube).start()  # last: a failed start leaves none running
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chaoskit.components.kube_proxy import endpoint_ips_command
-from chaoskit.seams.nodeexec import NodeExec, Stream
+from chaoskit.seams.nodeexec import Node, NodeExec, Stream
 
 INTERVAL = 0.1  # the pause between two rounds of each loop (a round itself takes longer: see `precision`)
 REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k
@@ -162,12 +162,12 @@ def parse_line(node: str, line: str) -> Seen | None:
 class NodeProbe:
     """Runs the probe loop in one node and hands every parsed line to `on_seen` until stopped."""
 
-    def __init__(self, nodes: NodeExec, node: str, script: str, on_seen: Callable[[Seen], None]) -> None:
+    def __init__(self, nodes: NodeExec, node: Node, script: str, on_seen: Callable[[Seen], None]) -> None:
         self.nodes, self.node, self.on_seen = nodes, node, on_seen
         self.marker = f"chaoskit-probe-{uuid.uuid4().hex[:10]}"  # what stop() finds the loop by inside the node
         self.script = f": {self.marker}; {script}"
         self.stream: Stream | None = None
-        self.thread = threading.Thread(target=self._read, name=f"probe-{node}", daemon=True)
+        self.thread = threading.Thread(target=self._read, name=f"probe-{node.name}", daemon=True)
         self.cpu_seconds: float | None = None  # what the loops and every command they ran cost the node, at stop
 
     def start(self) -> None:
@@ -177,7 +177,7 @@ class NodeProbe:
     def _read(self) -> None:
         assert self.stream is not None
         for line in self.stream:
-            seen = parse_line(self.node, line)
+            seen = parse_line(self.node.name, line)
             if seen is not None:
                 self.on_seen(seen)
 

@@ -51,6 +51,7 @@ from chaoskit.measurements.watch import Obj, WatchDelaySampler, Watcher
 from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import params_of
 from chaoskit.model.timeline import MeasurementResult
+from chaoskit.seams.nodeexec import api_nodes
 
 __all__ = ["TYPE", "MissingPiece", "RuleSync", "RuleSyncParams"]
 
@@ -92,9 +93,8 @@ class RuleSync(Measurement):
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         # kube-proxy runs on the real nodes only: a simulated one has no rules to read
-        self.nodes = sorted(
-            n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]
-        )
+        self.real = api_nodes(kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"])
+        self.nodes: list[str] = [n.name for n in self.real]
         self.background = BackgroundServices(kube, p.endpoints_per_service)
         try:
             if p.services:
@@ -105,7 +105,7 @@ class RuleSync(Measurement):
             raise
 
     def _grow_background(self, services: int) -> None:
-        grown = resize_and_wait(self.env.nodes, self.nodes, self.background, services, say=self.say)
+        grown = resize_and_wait(self.env.nodes, self.real, self.background, services, say=self.say)
         self.result.extra["background"] = grown
         if slow := [n for n, s in grown["programmed_s"].items() if s is None]:
             self.result.errors.append(f"kube-proxy on {', '.join(slow)} did not program {services} Services in time")
@@ -130,7 +130,7 @@ class RuleSync(Measurement):
                 f"traffic_follows not measured: Service {ns}/{p.service} is not known to answer "
                 "with its pod's name (first_request is off); rules_programmed only"
             )
-        self.probes = [NodeProbe(self.env.nodes, n, script, self._seen) for n in self.nodes]
+        self.probes = [NodeProbe(self.env.nodes, n, script, self._seen) for n in self.real]
         self.watcher = Watcher(
             kube,
             f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -153,7 +153,7 @@ class RuleSync(Measurement):
 
     def mark(self) -> None:
         """Scrape kube-proxy's SLI in every node now: the driver calls it between changes, for per-change figures."""
-        self.snapshots.append([scrape_sli(self.env.nodes, node, time.time()) for node in self.nodes])
+        self.snapshots.append([scrape_sli(self.env.nodes, node, time.time()) for node in self.real])
 
     def changes(self) -> list[EndpointChange]:
         with self.lock:
@@ -186,7 +186,7 @@ class RuleSync(Measurement):
             res.extra["changes"] = [c.to_dict() for c in self.tracker.changes]
             res.extra["nodes"] = self.nodes
             res.extra["probe_rounds"] = rounds = self.tracker.probe_rounds()
-            res.extra["probe_cpu_seconds"] = {probe.node: probe.cpu_seconds for probe in self.probes}
+            res.extra["probe_cpu_seconds"] = {probe.node.name: probe.cpu_seconds for probe in self.probes}
             if len(self.snapshots) >= 2:
                 res.extra["kube_proxy"] = compare_sli(self.tracker, self.nodes, self.snapshots)
         res.notes += [rounds_note(node, loops) for node, loops in rounds.items()]

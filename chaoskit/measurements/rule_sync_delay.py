@@ -27,6 +27,7 @@ from chaoskit.env import Env
 from chaoskit.figures import seconds
 from chaoskit.measurements.probe import NodeProbe, RulesSeen, probe_script
 from chaoskit.measurements.rule_sync_sli import scrape_sli
+from chaoskit.seams.nodeexec import named
 
 NAMESPACE = "kube-system"  # always there: nothing to create or wait out when deleting
 SERVICE = "chaoskit-slow-sync-probe"
@@ -196,12 +197,14 @@ def node_probe(env: Env, node: str, cluster_ip: str, on_rules: OnRules) -> Rules
         if isinstance(s, RulesSeen):
             on_rules(s.node, s.at, s.ips)
 
-    return NodeProbe(env.nodes, node, probe_script(NAMESPACE, SERVICE, cluster_ip, PORT, port_name=PORT_NAME), seen)
+    return NodeProbe(
+        env.nodes, named(node), probe_script(NAMESPACE, SERVICE, cluster_ip, PORT, port_name=PORT_NAME), seen
+    )
 
 
 def kube_proxy_synced(env: Env, node: str) -> bool:
     """kube-proxy's own metrics on the node say it finished a rule sync since it started."""
-    return scrape_sli(env.nodes, node, time.time()).last_sync is not None
+    return scrape_sli(env.nodes, named(node), time.time()).last_sync is not None
 
 
 def measure(

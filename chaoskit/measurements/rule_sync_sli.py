@@ -23,7 +23,7 @@ from chaoskit.components.kube_proxy import (
 )
 from chaoskit.components.kube_proxy import NETWORK_PROGRAMMING as PROGRAMMING
 from chaoskit.measurements.rule_sync_tracker import RuleSyncTracker
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec
 from chaoskit.seams.scrape import Histogram, Metric, Metrics, NodeScraper, ScrapeError
 
 SCRAPE_TIMEOUT = 3.0  # a frozen kube-proxy does not answer: do not hold the measurement up for it
@@ -177,9 +177,9 @@ def _stretch(tracker: RuleSyncTracker, node: str, before: SliSnapshot, after: Sl
     }
 
 
-def scrape_sli(nodes: NodeExec, node: str, at: float) -> SliSnapshot:
+def scrape_sli(nodes: NodeExec, node: Node, at: float) -> SliSnapshot:
     """kube-proxy's figures on `node`, scraped inside it; a snapshot holding the error when it does not answer."""
     try:
-        return sli_snapshot(node, at, NodeScraper(nodes, node, timeout=SCRAPE_TIMEOUT).scrape(METRICS_URL))
+        return sli_snapshot(node.name, at, NodeScraper(nodes, node, timeout=SCRAPE_TIMEOUT).scrape(METRICS_URL))
     except ScrapeError as exc:
-        return SliSnapshot(node, at, error=str(exc)[:300])
+        return SliSnapshot(node.name, at, error=str(exc)[:300])

@@ -22,6 +22,7 @@ from chaoskit.measurements.base import TargetParams
 from chaoskit.model.playbook import ScaleUp
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.run.plan import StagePlan
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.poll import poll
 
 ROUTED_TIMEOUT_S = 30.0  # a busy node's kube-proxy syncs a new endpoint within seconds; a broken one never
@@ -35,7 +36,7 @@ class Stage:
     journal: Journal
     emit: Emit
     subject: subjects.Subject | None = None
-    nodes: list[str] = field(default_factory=list)  # the nodes chaoskit reaches, whose rules must route the workload
+    nodes: list[Node] = field(default_factory=list)  # the nodes chaoskit reaches, whose rules must route the workload
 
     def say(self, text: str) -> None:
         self.emit(Said(text))
@@ -85,7 +86,7 @@ class Stage:
         """Wait until every node's rules lead the web Service to its pod: a probe's first request (or the load's)
         from a node whose kube-proxy has not synced the pod yet is refused, and would count against the system."""
 
-        def routed(node: str) -> bool:
+        def routed(node: Node) -> bool:
             return poll(
                 lambda: kp.endpoint_ips(self.env.nodes, node, ns, "web", workloads.PORT_NAME), timeout, 0.2
             ).done
@@ -93,7 +94,7 @@ class Stage:
         if not self.nodes:
             return
         with ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="chaoskit-routed") as pool:
-            late = [n for n, ok in zip(self.nodes, pool.map(routed, self.nodes), strict=True) if not ok]
+            late = [n.name for n, ok in zip(self.nodes, pool.map(routed, self.nodes), strict=True) if not ok]
         if late:  # a node's kube-proxy already broken: the run goes on, and its probes will say so
             self.say(f"the web Service is not routed from {', '.join(late)} after {seconds(timeout)}; going on")
 

@@ -81,11 +81,11 @@ class AgentNodeExec:
     def list_nodes(self) -> list[Node]:
         return ordered([Node(n.name, n.role) for n in self.nodes])
 
-    def _node(self, node: str) -> AgentNode:
+    def _node(self, node: Node) -> AgentNode:
         for n in self.nodes:
-            if n.name == node:
+            if n.name == node.name:
                 return n
-        raise CommandError(shown(node, []), 255, "", note=f"no agent known for node {node!r}")
+        raise CommandError(shown(node.name, []), 255, "", note=f"no agent known for node {node.name!r}")
 
     def _connect(self, node: AgentNode, timeout: float | None) -> _Connection:
         host, _, port = node.address.rpartition(":")
@@ -110,7 +110,7 @@ class AgentNodeExec:
 
     def run(
         self,
-        node: str,
+        node: Node,
         argv: Sequence[str],
         *,
         input: bytes | None = None,
@@ -124,16 +124,16 @@ class AgentNodeExec:
         try:
             done = json.loads(response.read())
         except (OSError, ValueError) as exc:
-            raise CommandError(shown(node, argv), 255, "", note=f"no answer from the agent: {exc}") from exc
+            raise CommandError(shown(node.name, argv), 255, "", note=f"no answer from the agent: {exc}") from exc
         finally:
             conn.close()
         result = Completed(tuple(argv), int(done["returncode"]), done["stdout"], done["stderr"])
         if done.get("timed_out"):
-            raise CommandError(shown(node, argv), -1, result.output, note=f"timed out after {timeout}s")
+            raise CommandError(shown(node.name, argv), -1, result.output, note=f"timed out after {timeout}s")
         if check and result.returncode != 0:
-            raise CommandError(shown(node, argv), result.returncode, result.output)
+            raise CommandError(shown(node.name, argv), result.returncode, result.output)
         return result
 
-    def lines(self, node: str, argv: Sequence[str]) -> LineStream:
+    def lines(self, node: Node, argv: Sequence[str]) -> LineStream:
         conn, response = self._post(self._node(node), "/v1/lines", {"argv": list(argv)}, None, argv)
         return LineStream(conn, response)

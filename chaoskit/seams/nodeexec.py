@@ -9,9 +9,9 @@ a command to paste and its output tail.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from chaoskit.errors import UsageError
 from chaoskit.seams.nodecontainers import node_containers
@@ -29,12 +29,27 @@ def verify_argv(line: str, timeout: float) -> list[str]:
 
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm's mark of what role "control-plane" is
+ROLES = {True: "control-plane", False: "worker"}  # a node's role by whether it has CONTROL_PLANE_LABEL
 
 
 @dataclass(frozen=True)
 class Node:
     name: str
-    role: str  # "control-plane" or "worker"
+    role: str  # "control-plane" or "worker"; "" for a node known only by its name (`named`)
+
+
+def named(name: str, nodes: Sequence[Node] = ()) -> Node:
+    """The node a name read elsewhere stands for (a journal's, the command line's, a pod's nodeName): the one so named
+    among `nodes`, else the name alone, so a command sent to a node gone since fails there as it would have."""
+    return next((n for n in nodes if n.name == name), Node(name, ""))
+
+
+def api_nodes(objs: Iterable[Mapping[str, Any]]) -> list[Node]:
+    """The API server's Node objects as nodes to run commands on, by name, each its role by kubeadm's label."""
+    return sorted(
+        (Node(o["metadata"]["name"], ROLES[CONTROL_PLANE_LABEL in (o["metadata"].get("labels") or {})]) for o in objs),
+        key=lambda n: n.name,
+    )
 
 
 def ordered(nodes: list[Node]) -> list[Node]:
@@ -76,7 +91,7 @@ class NodeExec(Protocol):
 
     def run(
         self,
-        node: str,
+        node: Node,
         argv: Sequence[str],
         *,
         input: bytes | None = None,
@@ -84,7 +99,7 @@ class NodeExec(Protocol):
         check: bool = True,
     ) -> Completed: ...
 
-    def lines(self, node: str, argv: Sequence[str]) -> Stream:
+    def lines(self, node: Node, argv: Sequence[str]) -> Stream:
         """Start a long-running command on the node and read its stdout line by line."""
         ...
 
@@ -123,17 +138,17 @@ class DockerNodeExec:
 
     def run(
         self,
-        node: str,
+        node: Node,
         argv: Sequence[str],
         *,
         input: bytes | None = None,
         timeout: float | None = None,
         check: bool = True,
     ) -> Completed:
-        return self.runner.run(["docker", "exec", "-i", node, *argv], input=input, timeout=timeout, check=check)
+        return self.runner.run(["docker", "exec", "-i", node.name, *argv], input=input, timeout=timeout, check=check)
 
-    def lines(self, node: str, argv: Sequence[str]) -> Stream:
-        return PopenStream(["docker", "exec", node, *argv])
+    def lines(self, node: Node, argv: Sequence[str]) -> Stream:
+        return PopenStream(["docker", "exec", node.name, *argv])
 
 
 @dataclass
@@ -156,7 +171,7 @@ class FakeNodeExec:
 
     def run(
         self,
-        node: str,
+        node: Node,
         argv: Sequence[str],
         *,
         input: bytes | None = None,
@@ -164,13 +179,13 @@ class FakeNodeExec:
         check: bool = True,
     ) -> Completed:
         if argv and argv[-1] == VERIFY_MARK:
-            self.runner.calls.append((node, *argv))
-            return Completed((node, *argv), 0 if self.verify_passes else 1, "" if self.verify_passes else "holds")
-        return self.runner.run([node, *argv], input=input, timeout=timeout, check=check)
+            self.runner.calls.append((node.name, *argv))
+            return Completed((node.name, *argv), 0 if self.verify_passes else 1, "" if self.verify_passes else "holds")
+        return self.runner.run([node.name, *argv], input=input, timeout=timeout, check=check)
 
-    def lines(self, node: str, argv: Sequence[str]) -> Stream:
-        self.runner.calls.append((node, *argv))
-        return ListStream(list(self.streams.get(node, [])))
+    def lines(self, node: Node, argv: Sequence[str]) -> Stream:
+        self.runner.calls.append((node.name, *argv))
+        return ListStream(list(self.streams.get(node.name, [])))
 
 
 @dataclass

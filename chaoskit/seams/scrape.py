@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from chaoskit.errors import CommandError, ToolError
 from chaoskit.seams.certs import KUBELET_CLIENT_CERT, KUBELET_CLIENT_KEY
-from chaoskit.seams.nodeexec import NodeExec
+from chaoskit.seams.nodeexec import Node, NodeExec
 from chaoskit.seams.shell import Asks
 
 __all__ = [
@@ -119,7 +119,7 @@ class NodeScraper:
     """
 
     nodes: NodeExec
-    node: str
+    node: Node
     timeout: float = 5.0
     ca_file: str | None = None
     client_cert: str | None = None
@@ -147,8 +147,8 @@ class NodeScraper:
             done = self.nodes.run(self.node, self.argv(url), input=header, timeout=self.timeout + 10)
         except CommandError as exc:
             tail = exc.output.strip().splitlines()[-1:] or ["no output"]
-            raise ScrapeError(f"GET {url} on node {self.node}: curl exit {exc.returncode}: {tail[0]}") from exc
-        return parse(done.stdout, f"{url} on node {self.node}")
+            raise ScrapeError(f"GET {url} on node {self.node.name}: curl exit {exc.returncode}: {tail[0]}") from exc
+        return parse(done.stdout, f"{url} on node {self.node.name}")
 
 
 @dataclass

@@ -209,7 +209,7 @@ def _recover(cfg: Config, body: kopf.Body, path: str, cluster: str, journal_path
         outcome = revert_journal(cfg.env(cluster), Journal(journal_path))
     elif run:
         env = cfg.env(cluster)
-        fired = [i for n in env.nodes.list_nodes() for i in fire(env.nodes, n.name, run)]
+        fired = [i for n in env.nodes.list_nodes() for i in fire(env.nodes, n, run)]
     _patch(cfg, path, interrupted_status(outcome, _now(), fired))
     message = f"operator restarted mid-run; reverted {len(outcome.reverted)} fault(s)"
     if outcome.left:

@@ -23,7 +23,7 @@ from chaoskit.journal import state_home
 from chaoskit.model.moments import epoch
 from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.catalog import Catalog, run_catalog
 
@@ -82,7 +82,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def process_state(node: str, process: str) -> str:
     """The ps state letter of `process` on kind node `node` ("T": stopped); "" when it is not running."""
     out = DockerNodeExec(SubprocessRunner()).run(
-        node, ["sh", "-c", f"ps -o stat= -p $(pgrep -x {process} | head -n1)"], check=False
+        named(node), ["sh", "-c", f"ps -o stat= -p $(pgrep -x {process} | head -n1)"], check=False
     )
     return out.stdout.strip()[:1]
 

@@ -14,7 +14,7 @@ from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.seams.kube import Kube, KubeError, condition
 from chaoskit.seams.nodecontainers import CLUSTER_LABEL as KIND_CLUSTER
 from chaoskit.seams.nodecontainers import ROLE_LABEL as KIND_ROLE
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
 
@@ -51,7 +51,7 @@ def test_a_node_answers_a_burst_of_dns_queries_through_its_relay(node: str) -> N
         "for i in $(seq 1 100); do (getent hosts chaoskit-control-plane >/dev/null && echo ok || echo lost) & "
         "done; wait"
     )
-    out = DockerNodeExec(SubprocessRunner()).run(node, ["bash", "-c", burst], timeout=60).stdout.split()
+    out = DockerNodeExec(SubprocessRunner()).run(named(node), ["bash", "-c", burst], timeout=60).stdout.split()
     assert out.count("ok") == 100, f"{out.count('lost')} of 100 lookups lost on {node}"
 
 
@@ -108,8 +108,10 @@ def _dataplane(kube: Kube, ns: str, nodes: list[str]) -> str:
     slices = kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices")["items"]
     lines = [f"endpoints: {[e.get('addresses') for s in slices for e in s.get('endpoints') or []]}"]
     for node in nodes:
-        routes = nodes_exec.run(node, ["ip", "route"], check=False, timeout=10).stdout.strip().replace("\n", "; ")
-        lines.append(f"{node}: {kp.service_rules(nodes_exec, node)} Service rules; routes: {routes}")
+        routes = (
+            nodes_exec.run(named(node), ["ip", "route"], check=False, timeout=10).stdout.strip().replace("\n", "; ")
+        )
+        lines.append(f"{node}: {kp.service_rules(nodes_exec, named(node))} Service rules; routes: {routes}")
     return "\n".join(lines)
 
 

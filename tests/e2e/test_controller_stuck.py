@@ -37,6 +37,7 @@ from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, api_time
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import named
 from chaoskit.seams.scrape import Metrics, scrape_command
 from chaoskit.step import resolve
 from tests.e2e.catalog import Catalog, Holding, observe
@@ -70,7 +71,7 @@ def env(kube: Kube, cluster: str) -> Env:
 
 
 def _sh(env: Env, script: str) -> str:
-    return env.nodes.run(f"{env.cluster}-control-plane", ["sh", "-c", script], check=False, timeout=30).stdout
+    return env.nodes.run(named(f"{env.cluster}-control-plane"), ["sh", "-c", script], check=False, timeout=30).stdout
 
 
 def _lease(env: Env) -> tuple[str, float]:

@@ -6,18 +6,18 @@ import time
 import uuid
 
 from chaoskit.deadman import Switch, arm, armed, heal
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, Node, named
 from chaoskit.seams.shell import SubprocessRunner
 
 NODE_SUFFIX = "-worker"
 
 
-def _marker(nodes: DockerNodeExec, node: str, path: str) -> bool:
+def _marker(nodes: DockerNodeExec, node: Node, path: str) -> bool:
     return nodes.run(node, ["test", "-e", path], check=False).returncode == 0
 
 
 def test_an_armed_switch_heals_the_node_at_its_deadline_without_chaoskit(cluster: str) -> None:
-    nodes, node = DockerNodeExec(SubprocessRunner()), f"{cluster}{NODE_SUFFIX}"
+    nodes, node = DockerNodeExec(SubprocessRunner()), named(f"{cluster}{NODE_SUFFIX}")
     sid = uuid.uuid4().hex[:8]
     marker = f"/var/lib/chaoskit/e2e-healed-{sid}"
     arm(nodes, Switch(sid, node, (f"touch {marker}",), deadline_s=3))
@@ -31,7 +31,7 @@ def test_an_armed_switch_heals_the_node_at_its_deadline_without_chaoskit(cluster
 
 
 def test_healing_early_runs_the_revert_once_and_disarms_the_timer(cluster: str) -> None:
-    nodes, node = DockerNodeExec(SubprocessRunner()), f"{cluster}{NODE_SUFFIX}"
+    nodes, node = DockerNodeExec(SubprocessRunner()), named(f"{cluster}{NODE_SUFFIX}")
     sid = uuid.uuid4().hex[:8]
     counter = f"/var/lib/chaoskit/e2e-count-{sid}"
     sw = Switch(sid, node, (f"echo x >> {counter}",), deadline_s=4)

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from chaoskit.checks.cluster import ClusterHealthy
-from chaoskit.components.kube_proxy import node_names, running_mode, set_mode
+from chaoskit.components.kube_proxy import proxied_nodes, running_mode, set_mode
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
@@ -29,6 +29,7 @@ from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.run.during import names_fault
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodecontainers import node_containers
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.shell import SubprocessRunner
 from chaoskit.step import resolve
 
@@ -135,7 +136,7 @@ def test_kube_proxy_fault_holds_in_every_proxy_mode(name: str, proxy_mode: str, 
     step = resolve(fault, params, env.nodes.list_nodes(), target=_node(env.cluster, fault), duration=5)
     result = run_fault(env, step, journal=Journal(tmp_path / "j.jsonl"))
     assert result.held, result.errors
-    assert {running_mode(env.nodes, n) for n in node_names(env.kube)} == {proxy_mode}  # the fault kept the mode
+    assert {running_mode(env.nodes, n) for n in proxied_nodes(env.kube)} == {proxy_mode}  # the fault kept the mode
     wait_healthy(env)
     print(
         f"\n{name} ({proxy_mode}, {MODE_PARAMS.get(name, {})}): effect {result.effect_s:.1f}s, recovered "
@@ -150,7 +151,7 @@ def no_op_of(fault: Fault, params: BaseModel) -> Fault:
     class NoOp(type(fault)):  # type: ignore[misc]
         effect_timeout = fault.no_op_wait(params)
 
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             plan: FaultPlan = super().plan(node, params)
             return plan.no_op()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chaoskit.deadman import armed
 from chaoskit.journal import Journal
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
 
@@ -75,7 +75,7 @@ def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: P
     assert "reverted 1 injection" in done.stdout
     assert _state(node) not in ("T", "")
     assert Journal(journal).pending() == []
-    assert armed(DockerNodeExec(SubprocessRunner()), node) == []
+    assert armed(DockerNodeExec(SubprocessRunner()), named(node)) == []
     kubectl = ["docker", "exec", f"{cluster}-control-plane", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
     lease = subprocess.run(
         [*kubectl, "-n", "kube-system", "get", "lease", "chaoskit-lock-kube-proxy"], capture_output=True
@@ -122,7 +122,9 @@ def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str
     nodes = DockerNodeExec(SubprocessRunner())
 
     def scheduler_gone() -> bool:
-        return nodes.run(f"{cluster}-control-plane", ["pgrep", "-x", "kube-scheduler"], check=False).returncode != 0
+        return (
+            nodes.run(named(f"{cluster}-control-plane"), ["pgrep", "-x", "kube-scheduler"], check=False).returncode != 0
+        )
 
     try:
         _wait("both faults to hold", lambda: _state(f"{cluster}-worker") == "T" and scheduler_gone(), 90)
@@ -135,4 +137,4 @@ def test_ctrl_c_during_concurrent_faults_reverts_both_and_exits_130(cluster: str
     assert Journal(journal).pending() == [], "every injection must be reverted before exiting"
     assert _state(f"{cluster}-worker") not in ("T", "")
     _wait("the scheduler to come back", lambda: not scheduler_gone(), 120)
-    assert armed(nodes, f"{cluster}-worker") == [] and armed(nodes, f"{cluster}-control-plane") == []
+    assert armed(nodes, named(f"{cluster}-worker")) == [] and armed(nodes, named(f"{cluster}-control-plane")) == []

@@ -17,6 +17,7 @@ import pytest
 
 from chaoskit.components.node_lifecycle import UNREACHABLE
 from chaoskit.model.timeline import NODE_LOSS_STAGES
+from chaoskit.seams.nodeexec import named
 from tests.e2e.catalog import Catalog, Holding, observe
 
 PLAYBOOK = "node-partitioned"
@@ -35,7 +36,7 @@ def both_sides_of_the_partition(h: Holding) -> dict[str, Any]:
         pods = h.env.kube.get(f"/api/v1/namespaces/{h.namespace}/pods", fieldSelector=f"spec.nodeName={node}")
         deleted = [p["metadata"]["name"] for p in pods["items"] if p["metadata"].get("deletionTimestamp")]
         if deleted:
-            listed = h.env.nodes.run(node, ["crictl", "pods", "-o", "json", "--state", "ready"], check=False)
+            listed = h.env.nodes.run(named(node), ["crictl", "pods", "-o", "json", "--state", "ready"], check=False)
             running = {p["metadata"]["name"] for p in json.loads(listed.stdout or "{}").get("items", [])}
             seen["deleted_yet_running"] = sorted(set(deleted) & running) or seen["deleted_yet_running"]
     seen["observed_until"] = time.time()

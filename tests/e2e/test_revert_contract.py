@@ -25,7 +25,7 @@ from chaoskit.faults.base import local_healthz
 from chaoskit.faults.kube_proxy import KubeProxySlowSync, SlowSyncParams
 from chaoskit.journal import Injection, Journal
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
 from tests.e2e.test_faults import wait_healthy
@@ -56,20 +56,20 @@ def _revert_leaves_nothing(journal: Path, cluster: str) -> None:
 
 
 def _etcd_rules(node: str) -> int:
-    out = NODES.run(node, ["sh", "-c", f"iptables -S OUTPUT | grep -c -- {ETCD_TAG} || true"]).stdout
+    out = NODES.run(named(node), ["sh", "-c", f"iptables -S OUTPUT | grep -c -- {ETCD_TAG} || true"]).stdout
     return int(out.strip() or 0)
 
 
 def _api_ready(env: Env, node: str) -> bool:
-    return local_healthz(env, node, 6443, "/readyz")
+    return local_healthz(env, named(node), 6443, "/readyz")
 
 
 def _exists(node: str, path: str) -> bool:
-    return NODES.run(node, ["test", "-e", path], check=False).returncode == 0
+    return NODES.run(named(node), ["test", "-e", path], check=False).returncode == 0
 
 
 def _scheduler_running(cp: str) -> bool:
-    return NODES.run(cp, ["pgrep", "-x", "kube-scheduler"], check=False).returncode == 0
+    return NODES.run(named(cp), ["pgrep", "-x", "kube-scheduler"], check=False).returncode == 0
 
 
 def _injecting(fault: str, cluster: str, journal: Path, *args: str) -> subprocess.Popen[str]:
@@ -115,30 +115,30 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
             lambda: not _exists(cp, f"{MANIFESTS}/kube-scheduler.yaml") and not _scheduler_running(cp),
             60,
         )
-        NODES.run(cp, ["sh", "-c", READ_ONLY])  # the parked manifest cannot go back: its folder is read-only
+        NODES.run(named(cp), ["sh", "-c", READ_ONLY])  # the parked manifest cannot go back: its folder is read-only
         try:
             out, err = finished(proc, 120)
             assert proc.returncode == 4, f"a failed revert is chaoskit's failure (exit 4)\n{out}\n{err[-2000:]}"
             assert "Read-only file system" in out and "retries it on the node" in out
             (inj,) = Journal(journal).pending()
-            switch = Switch(inj.id, cp, inj.revert, 0)
+            switch = Switch(inj.id, named(cp), inj.revert, 0)
             time.sleep(6)  # the switch's first attempt comes at once, the next 2 s after it failed
             failing = attempts(NODES, switch)
             assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
-            assert inj.id in armed(NODES, cp), "a failed revert never disarms the switch"
+            assert inj.id in armed(NODES, named(cp)), "a failed revert never disarms the switch"
             assert not _scheduler_running(cp)
             blocked = chaoskit("revert", str(journal), "--cluster", cluster)
             assert blocked.returncode == 4 and f"left: scheduler.down on {cp}" in blocked.stdout, blocked.stdout
         finally:
             lifted = time.time()
-            NODES.run(cp, ["umount", MANIFESTS], check=False)
+            NODES.run(named(cp), ["umount", MANIFESTS], check=False)
     finally:
         if proc.poll() is None:
             proc.kill()
     _wait("the switch to bring the scheduler back", lambda: _scheduler_running(cp), 90)
     log = attempts(NODES, switch)
     assert log[-1].endswith("exit 0") and all(a.endswith("exit 1") for a in log[:-1])
-    assert inj.id not in armed(NODES, cp)
+    assert inj.id not in armed(NODES, named(cp))
     print(
         f"\nthe switch tried {len(log)} times ({', '.join(a.split()[0][11:19] for a in log)}); "
         f"healed {time.time() - lifted:.1f}s after the obstacle was lifted"
@@ -160,20 +160,20 @@ def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_i
     proc = _injecting("kube-proxy.freeze", cluster, journal, "--node", worker, "--duration", "5")
     try:
         _wait("kube-proxy to be stopped", lambda: process_state(worker, "kube-proxy") == "T", 60)
-        NODES.run(worker, ["sh", "-c", f"cat > {NO_CONT} && chmod 755 {NO_CONT}"], input=NO_CONT_SCRIPT.encode())
+        NODES.run(named(worker), ["sh", "-c", f"cat > {NO_CONT} && chmod 755 {NO_CONT}"], input=NO_CONT_SCRIPT.encode())
         try:
             out, err = finished(proc, 120)
             assert proc.returncode == 4, f"a revert that thawed nothing is chaoskit's failure\n{out}\n{err[-2000:]}"
             assert "retries it on the node" in out, out
             (inj,) = Journal(journal).pending()
-            switch = Switch(inj.id, worker, inj.revert, 0)
+            switch = Switch(inj.id, named(worker), inj.revert, 0)
             time.sleep(6)  # the switch's first attempt comes at once, the next 2 s after it failed
             failing = attempts(NODES, switch)
             assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
             assert process_state(worker, "kube-proxy") == "T", "still frozen: the revert said so rather than passing"
         finally:
             lifted = time.time()
-            NODES.run(worker, ["rm", "-f", NO_CONT], check=False)
+            NODES.run(named(worker), ["rm", "-f", NO_CONT], check=False)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -183,7 +183,7 @@ def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_i
         lambda: attempts(NODES, switch)[-1:] != [] and attempts(NODES, switch)[-1].endswith("exit 0"),
         30,
     )
-    assert inj.id not in armed(NODES, worker)
+    assert inj.id not in armed(NODES, named(worker))
     print(
         f"\nthe switch thawed kube-proxy {time.time() - lifted:.1f}s after the obstacle was lifted, "
         f"after {len(attempts(NODES, switch))} attempts"
@@ -201,14 +201,14 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     scheduled), which every etcd outage makes exit, and which comes back under a growing crash-loop back-off."""
     env, cp = Env(kube, NODES, cluster), f"{cluster}-control-plane"
     slow_journal, down_journal = tmp_path / "slow.jsonl", tmp_path / "down.jsonl"
-    before = {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)}
-    every_line = f"applied-{len(KubeProxySlowSync().plan(cp, SlowSyncParams()).apply)}"  # fully injected
+    before = {n: running_min_sync_period(env.nodes, named(n)) for n in _nodes(cluster)}
+    every_line = f"applied-{len(KubeProxySlowSync().plan(named(cp), SlowSyncParams()).apply)}"  # fully injected
     # deadlines as short as the two injections allow (about 10 s together), so the outage lasts no longer than needed
     slow = _killed_at(every_line, "kube-proxy.slow-sync", slow_journal, "--cluster", cluster, "--deadline", "24")
     down = _killed_at("holding", "apiserver.down", down_journal, "--cluster", cluster, "--deadline", "34")
     assert down.deadline_at > slow.deadline_at
     assert time.time() < slow.deadline_at, "the API server must be down before slow-sync's deadline comes"
-    switch = Switch(slow.id, cp, slow.revert, 0)
+    switch = Switch(slow.id, named(cp), slow.revert, 0)
     _wait(
         "slow-sync's switch to fail while the API server is down",
         lambda: len(attempts(NODES, switch)) >= 1,
@@ -217,7 +217,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     assert attempts(NODES, switch)[0].endswith("exit 1")
     _wait(
         "both switches to heal",
-        lambda: _api_ready(env, cp) and slow.id not in armed(NODES, cp),
+        lambda: _api_ready(env, cp) and slow.id not in armed(NODES, named(cp)),
         down.deadline_at - time.time() + 180,
     )
     log = attempts(NODES, switch)
@@ -225,7 +225,7 @@ def test_a_revert_needing_the_api_heals_after_the_api_server_comes_back(
     wait_healthy(env)
     _wait(
         "every kube-proxy back on its own minSyncPeriod",
-        lambda: {n: running_min_sync_period(env.nodes, n) for n in _nodes(cluster)} == before,
+        lambda: {n: running_min_sync_period(env.nodes, named(n)) for n in _nodes(cluster)} == before,
         120,
     )
     for journal in (slow_journal, down_journal):
@@ -255,7 +255,7 @@ def test_chaoskit_killed_at_each_point_leaves_the_node_healthy_by_the_deadline(
     left = _etcd_rules(cp)
     _wait(
         "no etcd DROP rule left and the switch done",
-        lambda: _etcd_rules(cp) == 0 and inj.id not in armed(NODES, cp),
+        lambda: _etcd_rules(cp) == 0 and inj.id not in armed(NODES, named(cp)),
         max(0.0, inj.deadline_at - time.time()) + 60,
     )
     healed = time.time()
@@ -278,7 +278,7 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
     node = f"{cluster}-worker"
     switch = Switch(
         uuid.uuid4().hex[:12],
-        node,
+        named(node),
         ("echo obstacle >&2; false",),
         2,
         fault="kube-proxy.freeze",
@@ -296,7 +296,7 @@ def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
             "a chaoskit revert failed here: kube-proxy.freeze" in t and "/tmp/e2e-gave-up.jsonl" in t for t in titles
         ), titles
     finally:
-        NODES.run(node, switch.disarm_argv(), check=False)
+        NODES.run(named(node), switch.disarm_argv(), check=False)
 
 
 def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, kube: Kube, tmp_path: Path) -> None:
@@ -306,14 +306,15 @@ def test_a_failed_inject_is_chaoskits_failure_and_leaves_nothing(cluster: str, k
     wait_healthy(Env(kube, NODES, cluster))
     parked = "/etc/kubernetes/chaoskit-parked"
     NODES.run(
-        cp, ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && mount -o remount,bind,ro {parked}"]
+        named(cp),
+        ["sh", "-c", f"mkdir -p {parked} && mount --bind {parked} {parked} && mount -o remount,bind,ro {parked}"],
     )
     try:  # scheduler.down cannot park the manifest: its apply fails, the manifest stays where it was
         done = chaoskit("inject", "scheduler.down", "--cluster", cluster, "--duration", "5", "--journal", str(journal))
     finally:
-        NODES.run(cp, ["umount", parked], check=False)
+        NODES.run(named(cp), ["umount", parked], check=False)
     assert done.returncode == 4, f"a failed inject is exit 4, not a deviation\n{done.stdout}\n{done.stderr[-2000:]}"
     assert "Read-only file system" in done.stdout
     assert _exists(cp, f"{MANIFESTS}/kube-scheduler.yaml"), "the manifest stays where it was"
     (injected,) = [e.data["id"] for e in Journal(journal).entries() if e.kind == "injection"]
-    assert Journal(journal).pending() == [] and injected not in armed(NODES, cp)
+    assert Journal(journal).pending() == [] and injected not in armed(NODES, named(cp))

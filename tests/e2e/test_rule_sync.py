@@ -24,6 +24,7 @@ from chaoskit.measurements.rule_sync_tracker import EndpointChange
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
+from chaoskit.seams.nodeexec import named
 from chaoskit.step import resolve
 from tests.e2e.conftest import process_state
 from tests.e2e.test_faults import wait_healthy
@@ -215,7 +216,7 @@ def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_
 def _answering_pods(env: Env, node: str, cluster_ip: str, requests: int = 20) -> set[str]:
     """The pods that answered `requests` requests to the Service from `node` (the web pods answer with their name)."""
     ask = f"for i in $(seq {requests}); do curl -s --max-time 2 http://{cluster_ip}/ | head -n 1; done"
-    done = env.nodes.run(node, ["bash", "-c", ask], check=False, timeout=60)
+    done = env.nodes.run(named(node), ["bash", "-c", ask], check=False, timeout=60)
     return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
 
 

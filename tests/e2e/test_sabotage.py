@@ -25,7 +25,7 @@ from chaoskit.faults.base import Fault, FaultPlan, Radius
 from chaoskit.journal import Journal
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import Kube
-from chaoskit.seams.nodeexec import DockerNodeExec
+from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import CLUSTER, chaoskit, finished
 from tests.e2e.test_faults import wait_healthy
@@ -46,11 +46,11 @@ class Sabotage:
 
     @property
     def radius(self) -> Radius:
-        return self.fault.radius(self.node, self.fault.Params())
+        return self.fault.radius(named(self.node), self.fault.Params())
 
     def plan(self) -> FaultPlan:
         """The fault's real plan: what `chaoskit revert` is given back."""
-        return self.fault.plan(self.node, self.fault.Params())
+        return self.fault.plan(named(self.node), self.fault.Params())
 
 
 def groups(cluster: str) -> list[list[Sabotage]]:
@@ -103,9 +103,9 @@ def _not_reverted(s: Sabotage, proc: subprocess.Popen[str], journal: Path) -> st
     (inj,) = pending
     if inj.revert != s.plan().verify:
         return f"{name}: journaled {inj.revert}, not its verify lines alone"
-    if inj.id not in armed(NODES, s.node):
+    if inj.id not in armed(NODES, named(s.node)):
         return f"{name}: the dead-man switch of {inj.id} is not armed on {s.node}"
-    said = [NODES.run(s.node, line_argv(line), check=False) for line in s.plan().verify]
+    said = [NODES.run(named(s.node), line_argv(line), check=False) for line in s.plan().verify]
     if all(d.returncode == 0 for d in said):
         return f"{name}: every verify line passed with nothing undone"
     return ""
@@ -120,7 +120,7 @@ def _healed(s: Sabotage, cluster: str, journal: Path) -> str:
     done = chaoskit("revert", str(journal), "--cluster", cluster, timeout=RUN_TIMEOUT)
     if done.returncode != 0 or "reverted 1 injection(s)" not in done.stdout:
         return f"{s.fault.name}: chaoskit revert exit {done.returncode}\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
-    if Journal(journal).pending() or inj.id in armed(NODES, s.node):
+    if Journal(journal).pending() or inj.id in armed(NODES, named(s.node)):
         return f"{s.fault.name}: healed, yet still open in the journal or armed on {s.node}"
     return ""
 

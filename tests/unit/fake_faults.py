@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def holds(env: Env, plan: FaultPlan) -> bool:
     """The plan's last apply line ran on its node, and none of its revert lines since."""
     assert isinstance(env.nodes, FakeNodeExec), "fake faults run on the fake node exec"
-    ran = [c[-1] for c in env.nodes.calls if c[0] == plan.node]
+    ran = [c[-1] for c in env.nodes.calls if c[0] == plan.node.name]
     applied = max((i for i, line in enumerate(ran) if plan.apply and line == plan.apply[-1]), default=-1)
     reverted = max((i for i, line in enumerate(ran) if line in plan.revert), default=-1)
     return applied > reverted

@@ -10,6 +10,7 @@ from chaoskit.diagnosers.apiserver.admission import CONFIGS, AdmissionEvidence, 
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.faults.apiserver import AdmissionWebhookFailing, WebhookParams
 from chaoskit.faults.apiserver.admission import WEBHOOK, webhook_configuration
+from chaoskit.seams.nodeexec import Node
 
 NOW = 1_000_000.0
 VALIDATING, MUTATING = CONFIGS
@@ -60,9 +61,9 @@ def test_the_fault_scopes_a_fail_closed_webhook_to_its_namespace_and_its_revert_
     (h,) = config["webhooks"]
     assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None"  # a dry run calls it: the checks ask with one
     assert h["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}
-    plan = AdmissionWebhookFailing().plan("chaoskit-control-plane", p)
+    plan = AdmissionWebhookFailing().plan(Node("chaoskit-control-plane", "control-plane"), p)
     assert "is still there" in plan.verify[0] and plan.setup and "create namespace" in plan.setup[0]
-    assert AdmissionWebhookFailing().radius("chaoskit-control-plane", p).where == "shop"
+    assert AdmissionWebhookFailing().radius(Node("chaoskit-control-plane", "control-plane"), p).where == "shop"
 
 
 def test_a_healthy_webhook_is_no_finding() -> None:

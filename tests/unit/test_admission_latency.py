@@ -19,6 +19,7 @@ from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.env import Env
 from chaoskit.faults.apiserver import AdmissionWebhookSlow, SlowWebhookParams
 from chaoskit.faults.apiserver import slow_webhook as slow
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.scrape import Metrics
 
 NOW = float(calendar.timegm((2026, 12, 6, 7, 58, 20, 0, 0, 0)))
@@ -158,13 +159,13 @@ def test_the_fault_is_a_mutating_ignore_webhook_on_one_namespace_and_its_revert_
     assert h["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}
     service, endpoints = slow.backend(p)
     assert "selector" not in service["spec"] and endpoints["endpoints"][0]["addresses"] == [slow.NODE_IP]
-    plan = AdmissionWebhookSlow().plan("chaoskit-control-plane", p)
+    plan = AdmissionWebhookSlow().plan(Node("chaoskit-control-plane", "control-plane"), p)
     assert "socat" in plan.apply[0] and 'sed "s/__NODE_IP__/$ip/"' in plan.apply[2]
     (verify,) = plan.verify
     assert "if out=$(kubectl" in verify and "could not list" in verify  # kubectl failing fails it too
     assert "systemctl is-active --quiet chaoskit-silent-backend; case $? in 3)" in verify
     assert any("systemctl stop chaoskit-silent-backend" in line for line in plan.undo)
-    assert AdmissionWebhookSlow().radius("chaoskit-control-plane", p).where == "shop"
+    assert AdmissionWebhookSlow().radius(Node("chaoskit-control-plane", "control-plane"), p).where == "shop"
 
 
 def test_the_diagnosis_of_the_faults_webhook_matches_what_the_fault_must_be_named_by() -> None:
@@ -198,6 +199,8 @@ def test_the_checks_time_a_dry_run_against_the_timeout(
     clock = [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     env = Env(TimedKube(took, config, clock), None, "kind")  # type: ignore[arg-type]
-    plan = AdmissionWebhookSlow().plan("chaoskit-control-plane", SlowWebhookParams(namespace="shop"))
+    plan = AdmissionWebhookSlow().plan(
+        Node("chaoskit-control-plane", "control-plane"), SlowWebhookParams(namespace="shop")
+    )
     assert AdmissionWebhookSlow().took_effect(env, plan) is effect
     assert AdmissionWebhookSlow().recovered(env, plan) is recovered

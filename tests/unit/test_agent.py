@@ -22,6 +22,8 @@ from chaoskit.seams.agentexec import AgentNode, AgentNodeExec, client_context
 from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.pki import AGENT_NAME, Issued, Pair, issue
 
+NODE_A = Node("node-a", "worker")
+
 
 def _write(dir: Path, ca: bytes, pair: Pair) -> TLSFiles:
     dir.mkdir(parents=True)
@@ -51,30 +53,30 @@ def agent(issued: Issued, tmp_path: Path) -> Iterator[AgentNodeExec]:
 
 
 def test_a_command_runs_with_its_input_and_answers_its_output_and_exit(agent: AgentNodeExec) -> None:
-    done = agent.run("node-a", ["sh", "-c", "cat; echo err >&2; exit 3"], input=b"manifest\n", check=False)
+    done = agent.run(NODE_A, ["sh", "-c", "cat; echo err >&2; exit 3"], input=b"manifest\n", check=False)
     assert (done.returncode, done.stdout, done.stderr) == (3, "manifest\n", "err\n")
     assert agent.list_nodes() == [Node("cp", "control-plane"), Node("node-a", "worker")]
 
 
 def test_a_failure_carries_the_command_to_paste(agent: AgentNodeExec) -> None:
     with pytest.raises(CommandError) as err:
-        agent.run("node-a", ["sh", "-c", "echo no such unit >&2; exit 5"])
+        agent.run(NODE_A, ["sh", "-c", "echo no such unit >&2; exit 5"])
     assert "chaoskit agent exec node-a -- sh -c" in str(err.value) and "no such unit" in str(err.value)
     with pytest.raises(CommandError, match="no agent known for node 'node-z'"):
-        agent.run("node-z", ["true"])
+        agent.run(Node("node-z", "worker"), ["true"])
 
 
 def test_a_command_past_its_timeout_is_killed(agent: AgentNodeExec) -> None:
     t0 = time.monotonic()
     with pytest.raises(CommandError, match="timed out after 0.5s"):
-        agent.run("node-a", ["sleep", "30"], timeout=0.5)
+        agent.run(NODE_A, ["sleep", "30"], timeout=0.5)
     assert time.monotonic() - t0 < 5
 
 
 def test_a_stream_yields_lines_and_its_command_ends_with_the_client(agent: AgentNodeExec, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     stream = agent.lines(
-        "node-a", ["sh", "-c", f"echo $$ > {pid_file}; i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]
+        NODE_A, ["sh", "-c", f"echo $$ > {pid_file}; i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]
     )
     got = []
     for line in stream:
@@ -140,7 +142,7 @@ def test_a_client_refuses_an_agent_whose_certificate_another_ca_signed(issued: I
             client_context(files.ca, files.cert, files.key),
         )
         with pytest.raises(CommandError, match="certificate verify failed"):
-            agent.run("n", ["true"])
+            agent.run(Node("n", "worker"), ["true"])
     finally:
         server.shutdown()
         server.server_close()

@@ -11,7 +11,7 @@ from chaoskit.components.kube_proxy import service_rule_count
 from chaoskit.errors import ToolError
 from chaoskit.measurements import background_services as bg
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.shell import Completed, FakeRunner
 
 
@@ -78,11 +78,13 @@ def test_programmed_means_each_node_s_rules_hold_exactly_that_many_of_the_namesp
         return Completed(argv, 0, next(counts[argv[0]], "5") + "\n")
 
     nodes = FakeNodeExec(FakeRunner(responder=responder))
-    done = bg.programmed_everywhere(nodes, ["w1", "w2"], "ns", 5, timeout=5, interval=0.01)
+    done = bg.programmed_everywhere(
+        nodes, [Node("w1", "worker"), Node("w2", "worker")], "ns", 5, timeout=5, interval=0.01
+    )
     assert done["w1"] is not None and done["w2"] is not None
     assert all(call[-1] == service_rule_count("ns") for call in nodes.calls)
     stuck = FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 0, "4\n")))
-    assert bg.programmed_everywhere(stuck, ["w1"], "ns", 5, timeout=0.05, interval=0.01) == {"w1": None}
+    assert bg.programmed_everywhere(stuck, [Node("w1", "worker")], "ns", 5, timeout=0.05, interval=0.01) == {"w1": None}
 
 
 def test_the_count_of_one_namespace_matches_its_own_entries_only() -> None:

@@ -33,12 +33,13 @@ from chaoskit.faults.controller_manager.stuck import (
 from chaoskit.model.params import NoParams
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.scrape import Metrics
 from chaoskit.seams.shell import Completed, FakeRunner
 
 DATA = Path(__file__).parent / "data" / "evidence" / "controller-manager"
 CP = "chaoskit-control-plane"
+CP_NODE = Node(CP, "control-plane")
 
 
 def ns(controller: str) -> str:
@@ -102,7 +103,7 @@ def test_the_restart_edits_one_flag_into_the_manifest_and_the_revert_puts_the_or
     manifest = node / "k" / "manifests" / "kube-controller-manager.yaml"
     parked = node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml"
     original = manifest.read_text()
-    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams(controller=controller))
     for line in plan.apply[:2]:
         assert _run(node, line).returncode == 0, line
     assert parked.read_text() == original
@@ -128,13 +129,13 @@ def test_a_parked_original_is_never_overwritten(node: Path) -> None:
     parked = node / "k" / "chaoskit-parked" / "kube-controller-manager.yaml"
     parked.parent.mkdir()
     parked.write_text("the original, parked by a run that died")
-    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams())
     assert _run(node, plan.apply[0]).returncode != 0
     assert parked.read_text() == "the original, parked by a run that died"
 
 
 def test_the_restart_waits_for_the_new_process_to_lead_and_gives_up_on_an_unchanged_edit(node: Path) -> None:
-    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams())
     assert _run(node, plan.apply[0]).returncode == 0
     assert _run(node, plan.apply[1]).returncode == 0
     assert int((node / "state.reads").read_text()) == 2  # the old holder, then a new one
@@ -148,7 +149,7 @@ def test_the_probe_of_each_controller_is_what_it_reconciles() -> None:
     assert probe_object("replicaset")["spec"]["template"]["spec"]["schedulingGates"]
     assert probe_object("horizontalpodautoscaling")["spec"]["scaleTargetRef"]["name"] == f"{PROBE}-absent"
     assert probe_object("endpointslice")["kind"] == "Service"
-    plan = ControllerStuck().plan(CP, NoParams())
+    plan = ControllerStuck().plan(CP_NODE, NoParams())
     assert plan.params == ControllerStuckParams(controller="replicaset")
     assert "kubectl --kubeconfig=/etc/kubernetes/admin.conf delete replicaset" in plan.revert[1]
 
@@ -210,7 +211,7 @@ def stuck_env(controller: StuckName, age: float = 90, hpa_sync: str = "", **stat
 
 
 def _effect(controller: StuckName, env: Env) -> bool:
-    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams(controller=controller))
     return ControllerStuck().took_effect(env, plan)
 
 
@@ -226,19 +227,19 @@ def test_no_effect_when_the_apply_lines_did_nothing(controller: StuckName) -> No
 
 @pytest.mark.parametrize("controller", list(STUCK))
 def test_no_effect_before_a_working_controller_would_have_reacted(controller: StuckName) -> None:
-    assert not _effect(controller, stuck_env(controller, age=STUCK[controller].lag(_env({}), CP) - 3))
+    assert not _effect(controller, stuck_env(controller, age=STUCK[controller].lag(_env({}), CP_NODE) - 3))
 
 
 def test_an_hpa_counts_as_unreconciled_10s_past_the_sync_period_the_manifest_sets() -> None:
     hpa: StuckName = "horizontalpodautoscaling"
-    assert STUCK[hpa].lag(_env({}), CP) == 25.0  # no flag: the stock 15 s period
-    assert STUCK[hpa].lag(_env({}, hpa_sync="5s"), CP) == 15.0  # chaoskit's cluster
-    assert STUCK[hpa].lag(_env({}, hpa_sync="1m0s"), CP) == 70.0
-    assert STUCK[hpa].lag(_env({}, hpa_sync="soon"), CP) == 25.0  # unreadable: the stock period
+    assert STUCK[hpa].lag(_env({}), CP_NODE) == 25.0  # no flag: the stock 15 s period
+    assert STUCK[hpa].lag(_env({}, hpa_sync="5s"), CP_NODE) == 15.0  # chaoskit's cluster
+    assert STUCK[hpa].lag(_env({}, hpa_sync="1m0s"), CP_NODE) == 70.0
+    assert STUCK[hpa].lag(_env({}, hpa_sync="soon"), CP_NODE) == 25.0  # unreadable: the stock period
     assert _effect(hpa, stuck_env(hpa, age=16, hpa_sync="5s"))
     assert not _effect(hpa, stuck_env(hpa, age=14, hpa_sync="5s"))
     assert not _effect(hpa, stuck_env(hpa, age=16))  # a stock controller may still be on its way
-    assert STUCK["replicaset"].lag(_env({}, hpa_sync="5s"), CP) == 10.0
+    assert STUCK["replicaset"].lag(_env({}, hpa_sync="5s"), CP_NODE) == 10.0
 
 
 def test_no_effect_when_the_controller_does_its_work() -> None:
@@ -284,7 +285,7 @@ def test_recovery_is_the_controller_taking_work_again() -> None:
     assert queue_works(Metrics.parse(QUEUES.format(depth=0, done=0)), "replicaset")
     assert not queue_works(Metrics.parse(QUEUES.format(depth=1, done=0)), "replicaset")  # the stuck process
     assert not queue_works(Metrics.parse(QUEUES.format(depth=0, done=9)), "horizontalpodautoscaler")  # not started
-    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams())
     assert ControllerStuck().recovered(_env({}, metrics=QUEUES.format(depth=0, done=5)), plan)
     assert not ControllerStuck().recovered(_env({}, metrics=QUEUES.format(depth=2, done=0)), plan)
     assert not ControllerStuck().recovered(_env({}, healthz="", metrics=QUEUES.format(depth=0, done=5)), plan)
@@ -317,7 +318,7 @@ REFUSED = (
 
 
 def test_quota_plan_makes_the_quota_in_setup_above_demand_and_lowers_it_to_the_cap() -> None:
-    plan = QuotaExhausted().plan(CP, QuotaParams(namespace="chaoskit-demo", pods=3, probe_replicas=0))
+    plan = QuotaExhausted().plan(CP_NODE, QuotaParams(namespace="chaoskit-demo", pods=3, probe_replicas=0))
     assert '"hard":{"pods":"500"}' in plan.setup[1] and "chaoskit-demo" in plan.setup[1]
     assert "jsonpath={.status.hard.pods}" in plan.setup[2] and '= "500"' in plan.setup[2]
     assert '{"spec":{"hard":{"pods":"3"}}}' in plan.apply[0] and '= "3"' in plan.apply[1]
@@ -325,12 +326,12 @@ def test_quota_plan_makes_the_quota_in_setup_above_demand_and_lowers_it_to_the_c
     assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()  # the control keeps the quota, uncapped
     assert "-l chaoskit.dev/fault=controller-manager.quota-exhausted" in plan.revert[1]
     assert "chaoskit.dev/created-by=controller-manager.quota-exhausted" in plan.revert[2]
-    assert len(QuotaExhausted().plan(CP, NoParams()).apply) == 3
+    assert len(QuotaExhausted().plan(CP_NODE, NoParams()).apply) == 3
     assert QuotaParams.model_validate({"probeReplicas": 0}).probe_replicas == 0
 
 
 def test_quota_effect_is_a_refusal_naming_the_quota_after_it_was_made() -> None:
-    plan = QuotaExhausted().plan(CP, QuotaParams())
+    plan = QuotaExhausted().plan(CP_NODE, QuotaParams())
     now = time.time()
     quota = {f"{QNS}/resourcequotas/{QUOTA}": _quota(now - 20)}
 
@@ -348,7 +349,7 @@ def test_quota_effect_is_a_refusal_naming_the_quota_after_it_was_made() -> None:
 
 
 def test_quota_recovered_once_the_pods_it_refused_are_created_and_it_is_gone() -> None:
-    plan = QuotaExhausted().plan(CP, QuotaParams())
+    plan = QuotaExhausted().plan(CP_NODE, QuotaParams())
     rs_path = "/apis/apps/v1/namespaces/chaoskit-quota/replicasets/chaoskit-quota-probe"
 
     def recovered(created: int | None, quota: bool = False) -> bool:
@@ -398,7 +399,7 @@ def test_a_swap_removes_the_manifest_first_and_an_unchanged_one_restarts_nothing
 def test_the_manifest_comes_back_while_the_api_server_is_down(node: Path) -> None:
     manifest = node / "k" / "manifests" / "kube-controller-manager.yaml"
     original = manifest.read_text()
-    plan = ControllerStuck().plan(CP, ControllerStuckParams())
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams())
     for line in plan.apply[:2]:
         assert _run(node, line).returncode == 0, line
     _kubectl(node, "echo 'The connection to the server was refused' >&2; exit 1")
@@ -407,11 +408,11 @@ def test_the_manifest_comes_back_while_the_api_server_is_down(node: Path) -> Non
 
 
 def test_the_node_lifecycle_probe_is_a_node_given_one_heartbeat_and_deleted_by_the_revert() -> None:
-    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller="nodelifecycle"))
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams(controller="nodelifecycle"))
     assert '"kind":"Node"' in plan.setup[-2] and "--subresource=status" in plan.setup[-1]
     assert "node.kubernetes.io/unreachable-" in plan.apply[-3] and "--subresource=status" in plan.apply[-1]
     assert any(f"delete node {LOST_NODE} --ignore-not-found" in line for line in plan.revert)
-    gone = ControllerStuck().plan(CP, ControllerStuckParams(controller="namespace"))
+    gone = ControllerStuck().plan(CP_NODE, ControllerStuckParams(controller="namespace"))
     assert f"delete namespace {GONE_NAMESPACE}" in gone.apply[-1]
 
 
@@ -419,7 +420,7 @@ def test_a_quota_cap_is_compared_as_the_api_server_writes_it_back() -> None:
     from chaoskit.faults.controller_manager.quota import canonical
 
     assert [canonical(n) for n in (0, 2, 500, 1000, 1001)] == ["0", "2", "500", "1k", "1001"]
-    plan = QuotaExhausted().plan(CP, QuotaParams(pods=1000))
+    plan = QuotaExhausted().plan(CP_NODE, QuotaParams(pods=1000))
     assert '"hard":{"pods":"1001"}' in plan.setup[1] and '= "1k"' in plan.apply[1]
 
 
@@ -428,7 +429,7 @@ def test_a_quota_cap_is_compared_as_the_api_server_writes_it_back() -> None:
 
 @pytest.mark.parametrize("controller", list(STUCK))
 def test_the_probe_is_made_in_setup_and_the_fault_only_changes_it(controller: StuckName) -> None:
-    plan = ControllerStuck().plan(CP, ControllerStuckParams(controller=controller))
+    plan = ControllerStuck().plan(CP_NODE, ControllerStuckParams(controller=controller))
     made = probe_object(controller)
     assert any(f'"kind":"{made["kind"]}"' in line for line in plan.setup)
     assert not any(f'"kind":"{made["kind"]}"' in line for line in plan.apply)
@@ -467,5 +468,5 @@ def test_the_lag_counts_from_the_faults_change_not_from_the_probes_making() -> N
 @pytest.mark.parametrize("controller", list(STUCK))
 def test_a_no_op_control_waits_past_when_the_check_could_say_yes(controller: StuckName) -> None:
     stuck = STUCK[controller]
-    longest = stuck.lag(_env({}), CP) if not stuck.period_flag else stuck.lag_after + stuck.stock_period
+    longest = stuck.lag(_env({}), CP_NODE) if not stuck.period_flag else stuck.lag_after + stuck.stock_period
     assert ControllerStuck().no_op_wait(ControllerStuckParams(controller=controller)) > longest

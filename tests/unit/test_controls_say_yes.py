@@ -37,11 +37,12 @@ from chaoskit.measurements.rule_sync_delay import SERVICE_PATH, SLICE_PATH, OnRu
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import FakeKube, Forbidden, KubeError, NotFound, Obj, object_path
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node, named
 from chaoskit.seams.shell import Completed, FakeRunner
 from tests.unit.fake_kube_proxy import FAST, SimulatedKubeProxy
 
 CP, W = "chaoskit-control-plane", "chaoskit-worker"
+CP_NODE, W_NODE = Node(CP, "control-plane"), Node(W, "worker")
 NodeAnswer = Callable[[tuple[str, ...]], Completed]
 
 # Every registered fault, each with a test that makes its effect check say yes where it holds and no where it does
@@ -157,7 +158,7 @@ API_NOT_READY = {STATUS_ONLY: Says("500"), READYZ: Says(NOT_READY)}  # curl with
 
 def test_apiserver_down_is_seen_when_nothing_answers_on_its_port_and_not_while_anything_does() -> None:
     fault = ApiServerDown()
-    plan = fault.plan(CP, NoParams())
+    plan = fault.plan(CP_NODE, NoParams())
     assert fault.took_effect(env_of(FakeKube(), on_node(CP, API_GONE)), plan)
     assert not fault.recovered(env_of(FakeKube(), on_node(CP, API_GONE)), plan)
     assert not fault.took_effect(env_of(FakeKube(), on_node(CP, API_SERVING)), plan)
@@ -178,7 +179,7 @@ OTHER_ISSUER = Says(f"curl: (60) SSL certificate problem: unable to get local is
 
 def test_apiserver_cert_expired_is_seen_when_a_verifying_client_is_told_it_expired_and_not_otherwise() -> None:
     fault = ApiServerCertExpired()
-    plan = fault.plan(CP, NoParams())
+    plan = fault.plan(CP_NODE, NoParams())
 
     def env(says: Says) -> Env:
         return env_of(FakeKube(), on_node(CP, {VERIFIED_READYZ: says}))
@@ -212,7 +213,7 @@ def leader(name: str, acquired_ago: float, renewed_ago: float = 1.0) -> dict[str
 
 def test_controller_manager_down_is_seen_when_its_process_is_gone_and_recovered_once_a_new_one_leads() -> None:
     fault = ControllerManagerDown()
-    plan = fault.plan(CP, NoParams())
+    plan = fault.plan(CP_NODE, NoParams())
     process, port = "kube-controller-manager", 10257
     stopped = env_of(FakeKube(leader(process, 600, renewed_ago=40)), on_node(CP, static_pod_node(process, port, False)))
     assert fault.took_effect(stopped, plan) and not fault.recovered(stopped, plan)
@@ -244,7 +245,7 @@ def test_scheduler_down_is_seen_when_its_process_is_gone_and_recovered_once_a_ne
 
     monkeypatch.setattr(scheduler, "PROBE_BIND_S", 0.2)  # a fake scheduler binds at once, or never
     fault = SchedulerDown()
-    plan = fault.plan(CP, NoParams())
+    plan = fault.plan(CP_NODE, NoParams())
     process, port = "kube-scheduler", 10259
 
     def env(running: bool, binds: bool, acquired_ago: float) -> tuple[Env, SchedulingKube]:
@@ -350,7 +351,7 @@ def test_permission_revoked_is_seen_when_the_authorizer_refuses_the_controller_a
 
     monkeypatch.setattr(permission, "DUTY_WAIT_DEFAULT_S", 0.3)  # the fake controller acts at once, or never
     fault = PermissionRevoked()
-    plan = fault.plan(CP, PermissionParams(controller="replicaset"))
+    plan = fault.plan(CP_NODE, PermissionParams(controller="replicaset"))
     role = {object_path(RS_ROLE): RS_ROLE}
     bound = {**role, object_path(RS_BINDING): RS_BINDING}
     revoked = env_of(AuthorizingKube(role))
@@ -420,7 +421,7 @@ def coredns(state: str) -> NodeAnswer:
 
 def test_dns_down_is_seen_when_the_lookup_goes_unanswered_and_not_while_coredns_answers() -> None:
     fault = DnsDown()
-    plan = fault.plan(CP, DnsParams())
+    plan = fault.plan(CP_NODE, DnsParams())
     gone = env_of(dns_services(), coredns("gone"))
     assert fault.took_effect(gone, plan) and not fault.recovered(gone, plan)
     serving = env_of(dns_services(), coredns("serving"))
@@ -432,7 +433,7 @@ def test_dns_down_is_seen_when_the_lookup_goes_unanswered_and_not_while_coredns_
 
 def test_dns_misconfigured_is_seen_when_the_service_name_gets_nxdomain_and_not_while_it_resolves() -> None:
     fault = DnsMisconfigured()
-    plan = fault.plan(CP, CorefileParams())
+    plan = fault.plan(CP_NODE, CorefileParams())
     wrong = env_of(dns_services(), coredns("nxdomain"))
     assert fault.took_effect(wrong, plan) and not fault.recovered(wrong, plan)
     serving = env_of(dns_services(), coredns("serving"))
@@ -469,7 +470,7 @@ def proxy_node(looks: Sequence[int], reaches_api: bool) -> NodeAnswer:
 
 def test_flush_rules_is_seen_when_no_service_rule_is_left_and_not_while_they_route() -> None:
     fault = KubeProxyFlushRules()
-    plan = fault.plan(W, NoParams())
+    plan = fault.plan(W_NODE, NoParams())
     flushed = env_of(FakeKube(KUBERNETES_SERVICE), proxy_node((0, 0, 0, 0), reaches_api=False))
     assert fault.took_effect(flushed, plan) and not fault.recovered(flushed, plan)
     routing = env_of(FakeKube(KUBERNETES_SERVICE), proxy_node((14, 14, 14, 14), reaches_api=True))
@@ -519,7 +520,7 @@ def test_slow_sync_is_seen_when_every_node_holds_a_change_back_and_not_at_kinds_
     monkeypatch.setattr(kube_proxy, "FAST_WITHIN_S", 2.0)
     fault = KubeProxySlowSync()
     # a period of 0.6 s (the params' floor is 5 s): the same judgement, at a tenth of the time
-    plan = fault.plan(CP, SlowSyncParams.model_construct(min_sync_period=0.6))
+    plan = fault.plan(CP_NODE, SlowSyncParams.model_construct(min_sync_period=0.6))
     slow, kinds = {CP: 0.6, W: 0.6}, {CP: 0.02, W: 0.02}
     assert fault.took_effect(proxy_cluster(monkeypatch, slow), plan)
     assert not fault.recovered(proxy_cluster(monkeypatch, slow), plan)
@@ -547,7 +548,7 @@ CRI_HANGS = Says(
 
 def test_runtime_unresponsive_is_seen_when_the_cri_does_not_answer_and_not_while_it_does() -> None:
     fault = ContainerRuntimeUnresponsive()
-    plan = fault.plan(W, NoParams())
+    plan = fault.plan(W_NODE, NoParams())
     frozen = env_of(FakeKube(), on_node(W, {CRI_INFO: CRI_HANGS}))
     assert fault.took_effect(frozen, plan) and not fault.recovered(frozen, plan)
     answering = env_of(FakeKube(), on_node(W, {CRI_INFO: CRI_ANSWERS}))
@@ -556,7 +557,7 @@ def test_runtime_unresponsive_is_seen_when_the_cri_does_not_answer_and_not_while
 
 def test_kubelet_stop_is_seen_when_the_node_goes_not_ready_and_not_before() -> None:
     fault = KubeletStopped()
-    plan = fault.plan(W, NoParams())
+    plan = fault.plan(W_NODE, NoParams())
     unknown = env_of(FakeKube({f"/api/v1/nodes/{W}": node_object(W, "Unknown")}))
     assert fault.took_effect(unknown, plan) and not fault.recovered(unknown, plan)
     ready = env_of(FakeKube({f"/api/v1/nodes/{W}": node_object(W, "True")}))
@@ -575,7 +576,7 @@ def partition_env(renewed_ago: float, ready: str, kubelet_rc: int = 0) -> Env:
 
 def test_node_partitioned_is_seen_when_a_running_kubelets_heartbeat_goes_stale_and_not_while_it_renews() -> None:
     fault = NodePartitioned()
-    plan = fault.plan(W, NoParams())
+    plan = fault.plan(W_NODE, NoParams())
     cut = partition_env(renewed_ago=25, ready="Unknown")  # two renewals missed of a 40 s lease, kubelet running
     assert fault.took_effect(cut, plan) and not fault.recovered(cut, plan)
     renewing = partition_env(renewed_ago=3, ready="True")
@@ -618,7 +619,7 @@ def metrics_env(scraped: Sequence[str] | None) -> Env:
 
 def test_metrics_server_down_is_seen_when_the_metrics_api_answers_503_and_not_while_it_serves_every_node() -> None:
     fault = MetricsServerDown()
-    plan = fault.plan(CP, MetricsServerParams())
+    plan = fault.plan(CP_NODE, MetricsServerParams())
     assert fault.took_effect(metrics_env(None), plan) and not fault.recovered(metrics_env(None), plan)
     assert not fault.took_effect(metrics_env([CP, W]), plan) and fault.recovered(metrics_env([CP, W]), plan)
     assert not fault.recovered(metrics_env([CP]), plan), "back, but the worker not scraped yet"
@@ -687,7 +688,7 @@ def namespace_object(name: str) -> Obj:
 def test_a_failing_webhook_is_seen_when_the_api_server_refuses_a_pod_in_its_namespace_and_not_before() -> None:
     fault = AdmissionWebhookFailing()
     p = WebhookParams(namespace="chaoskit-webhook")
-    plan = fault.plan(CP, p)
+    plan = fault.plan(CP_NODE, p)
     ns = {object_path(namespace_object(p.namespace)): namespace_object(p.namespace)}
     injected = {**ns, **{object_path(o): o for o in (backend_service(p), webhook_configuration(p))}}
     held = AdmittingKube(injected)
@@ -703,7 +704,7 @@ def test_a_failing_webhook_is_seen_when_the_api_server_refuses_a_pod_in_its_name
 def test_a_failing_webhook_is_recovered_once_its_namespace_and_configuration_are_gone_and_not_before() -> None:
     fault = AdmissionWebhookFailing()
     p = WebhookParams(namespace="chaoskit-webhook")
-    plan = fault.plan(CP, p)
+    plan = fault.plan(CP_NODE, p)
     assert fault.recovered(env_of(AdmittingKube({})), plan), "the revert deleted the namespace it made, and the rest"
     config = webhook_configuration(p)
     assert not fault.recovered(env_of(AdmittingKube({object_path(config): config})), plan)
@@ -743,6 +744,6 @@ class AwayKube(AggregatingKube):
 def test_an_effect_check_whose_look_fails_is_no_answer_not_a_yes(
     fault: Any, params: Any, node: str, kube: FakeKube
 ) -> None:
-    plan = fault.plan(node, params)
+    plan = fault.plan(named(node), params)
     with pytest.raises(ToolError):  # the engine counts it as no answer: inconclusive, never "in effect"
         fault.took_effect(env_of(kube, unreachable_node), plan)

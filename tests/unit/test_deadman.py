@@ -10,13 +10,16 @@ import pytest
 
 from chaoskit.deadman import HEAL_DIR, NotRearmed, Switch, arm, armed, fire, heal, line_argv, revert_lines
 from chaoskit.errors import CommandError
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.shell import Completed
 
 
 def _switch() -> Switch:
     return Switch(
-        "abc123", "chaoskit-worker", revert_lines(["systemctl", "start", "kubelet"], ["rm", "-f", "/x y"]), 90
+        "abc123",
+        Node("chaoskit-worker", "worker"),
+        revert_lines(["systemctl", "start", "kubelet"], ["rm", "-f", "/x y"]),
+        90,
     )
 
 
@@ -28,7 +31,7 @@ def _run_script(tmp_path: Path, sw: Switch) -> subprocess.CompletedProcess[bytes
 
 
 def test_script_runs_every_line_and_removes_itself_only_when_all_succeeded(tmp_path: Path) -> None:
-    ok = Switch("t", "n", (f"touch {tmp_path}/c",), 5)
+    ok = Switch("t", Node("n", "worker"), (f"touch {tmp_path}/c",), 5)
     assert _run_script(tmp_path, ok).returncode == 0
     assert (tmp_path / "c").exists() and not (tmp_path / "heal.sh").exists()
     assert (tmp_path / "t.log").read_text().strip().endswith("attempt 1 exit 0")
@@ -37,7 +40,7 @@ def test_script_runs_every_line_and_removes_itself_only_when_all_succeeded(tmp_p
 def test_a_failing_line_is_retried_with_backoff_until_it_succeeds(tmp_path: Path) -> None:
     # the line fails until a file exists; a second line, in the background, creates it 1 s in
     obstacle = tmp_path / "gone"
-    sw = Switch("t", "n", (f"touch {tmp_path}/a", f"test -e {obstacle}"), 5, fault="f.x", run="/j")
+    sw = Switch("t", Node("n", "worker"), (f"touch {tmp_path}/a", f"test -e {obstacle}"), 5, fault="f.x", run="/j")
     subprocess.Popen(["sh", "-c", f"sleep 1; touch {obstacle}"])
     done = _run_script(tmp_path, sw)
     assert done.returncode == 0
@@ -49,7 +52,7 @@ def test_a_failing_line_is_retried_with_backoff_until_it_succeeds(tmp_path: Path
 def test_a_switch_that_gives_up_leaves_a_marker_naming_the_fault_and_run(tmp_path: Path) -> None:
     sw = Switch(
         "t",
-        "n",
+        Node("n", "worker"),
         (f"touch {tmp_path}/a", "echo no way >&2; false", f"touch {tmp_path}/b"),
         5,
         fault="kube-proxy.slow-sync",
@@ -105,21 +108,21 @@ def test_a_failed_heal_never_disarms_and_starts_the_switch_at_once() -> None:
 def test_armed_lists_scripts_left_on_the_node() -> None:
     nodes = FakeNodeExec()
     nodes.runner.responses[("chaoskit-worker", "sh")] = "abc.sh\nother.txt\ndef.sh\n"
-    assert armed(nodes, "chaoskit-worker") == ["abc", "def"]
+    assert armed(nodes, Node("chaoskit-worker", "worker")) == ["abc", "def"]
 
 
 def test_fire_starts_now_only_the_switches_of_the_lost_run(tmp_path: Path) -> None:
     heal = tmp_path / "heal"
     heal.mkdir()
     for sid, run in (("aaa", "/j/run-1.jsonl"), ("bbb", "/j/run-2.jsonl")):
-        (heal / f"{sid}.sh").write_text(Switch(sid, "n", ("true",), 60, fault="f", run=run).script())
+        (heal / f"{sid}.sh").write_text(Switch(sid, Node("n", "worker"), ("true",), 60, fault="f", run=run).script())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/started\n')
     (bin_dir / "systemctl").chmod(0o755)
 
     class Local:
-        def run(self, node: str, argv: list[str], **_: object) -> Completed:
+        def run(self, node: Node, argv: list[str], **_: object) -> Completed:
             script = argv[2].replace(HEAL_DIR, str(heal))
             done = subprocess.run(
                 ["sh", "-c", script],
@@ -129,7 +132,7 @@ def test_fire_starts_now_only_the_switches_of_the_lost_run(tmp_path: Path) -> No
             )
             return Completed(tuple(argv), done.returncode, done.stdout, done.stderr)
 
-    assert fire(Local(), "n", "/j/run-1.jsonl") == ["aaa"]  # type: ignore[arg-type]
+    assert fire(Local(), Node("n", "worker"), "/j/run-1.jsonl") == ["aaa"]  # type: ignore[arg-type]
     assert (tmp_path / "started").read_text().split() == ["start", "--no-block", "chaoskit-heal-aaa.service"]
 
 
@@ -144,7 +147,7 @@ def test_a_failed_heal_whose_switch_cannot_be_armed_again_says_so() -> None:
 
 def test_a_line_chaoskit_stops_waiting_for_is_a_failed_line_not_a_crash() -> None:
     class Hanging(FakeNodeExec):
-        def run(self, node: str, argv: object, **kw: object) -> Completed:
+        def run(self, node: Node, argv: object, **kw: object) -> Completed:
             if kw.get("timeout"):
                 raise CommandError(["docker", "exec"], -1, "", note="timed out after 135s")
             return super().run(node, argv, **kw)  # type: ignore[arg-type]

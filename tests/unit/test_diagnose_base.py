@@ -36,7 +36,7 @@ from chaoskit.env import Env
 from chaoskit.errors import DuplicateName, UnknownName
 from chaoskit.seams.certs import DAY, expiry, parse_not_after
 from chaoskit.seams.kube import FakeKube, Kube, KubeError
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.scrape import Histogram, Metrics, windowed
 from chaoskit.seams.shell import Completed, FakeRunner
 
@@ -208,7 +208,7 @@ def test_a_node_script_gets_what_is_left_of_the_budget() -> None:
 
     class Recording(FakeNodeExec):
         def run(
-            self, node: str, argv: Any, *, input: bytes | None = None, timeout: float | None = None, check: bool = True
+            self, node: Node, argv: Any, *, input: bytes | None = None, timeout: float | None = None, check: bool = True
         ) -> Any:
             timeouts.append(timeout)
             return super().run(node, argv, input=input, timeout=timeout, check=check)

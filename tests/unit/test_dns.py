@@ -14,6 +14,7 @@ import pytest
 
 from chaoskit.components import dns
 from chaoskit.faults import dns as faults
+from chaoskit.seams.nodeexec import Node
 
 # `sh -c "$(lookup_command(API_NAME))"` on chaoskit-worker, CoreDNS healthy: one A record, 10.96.0.1
 NOERROR = (
@@ -227,7 +228,7 @@ def run_lines(kube: Path, lines: tuple[str, ...], state: Path) -> list[int]:
 
 
 def test_misconfigured_adds_the_block_once_and_its_revert_restores_the_corefile_and_verifies(kube: Path) -> None:
-    plan = faults.DnsMisconfigured().plan("cp", faults.CorefileParams())
+    plan = faults.DnsMisconfigured().plan(Node("cp", "control-plane"), faults.CorefileParams())
     state = kube / "state"
     assert run_lines(kube, plan.apply, state) == [0, 0, 0]
     broken = (kube / "Corefile").read_text()
@@ -248,7 +249,7 @@ def test_misconfigured_adds_the_block_once_and_its_revert_restores_the_corefile_
 
 
 def test_down_keeps_the_replicas_and_its_revert_puts_them_back_and_verifies(kube: Path) -> None:
-    plan = faults.DnsDown().plan("cp", faults.DnsParams())
+    plan = faults.DnsDown().plan(Node("cp", "control-plane"), faults.DnsParams())
     state = kube / "state"
     (kube / "replicas").write_text("3")
     assert run_lines(kube, plan.apply, state) == [0, 0] and (kube / "replicas").read_text() == "0"

@@ -130,7 +130,7 @@ def test_the_first_change_replaces_what_an_earlier_measurement_left() -> None:
 
 
 def test_slow_sync_effect_waits_for_every_kube_proxy_to_be_ready_before_measuring() -> None:
-    plan = KubeProxySlowSync().plan("cp", SlowSyncParams())
+    plan = KubeProxySlowSync().plan(Node("cp", "control-plane"), SlowSyncParams())
     ds = {"status": {"desiredNumberScheduled": 3}}
     kube = FakeKube(
         {
@@ -154,7 +154,7 @@ def _kubelet_env(expired_lines: int, ready: str) -> Env:
 
 
 def test_cert_expired_effect_is_kubelets_own_error_since_the_injection_and_the_node_not_ready() -> None:
-    plan = KubeletCertExpired().plan("w", NoParams())
+    plan = KubeletCertExpired().plan(Node("w", "worker"), NoParams())
     assert KubeletCertExpired().took_effect(_kubelet_env(3, "Unknown"), plan)
     assert not KubeletCertExpired().took_effect(_kubelet_env(3, "True"), plan)  # the node still Ready
     # the apply lines removed: kubelet keeps running, its journal says nothing of the kind
@@ -164,7 +164,7 @@ def test_cert_expired_effect_is_kubelets_own_error_since_the_injection_and_the_n
 
 def test_cert_expired_reads_kubelets_journal_only_from_the_injection_on() -> None:
     env = _kubelet_env(1, "False")
-    KubeletCertExpired().took_effect(env, KubeletCertExpired().plan("w", NoParams()))
+    KubeletCertExpired().took_effect(env, KubeletCertExpired().plan(Node("w", "worker"), NoParams()))
     script = next(c[-1] for c in env.nodes.calls if "journalctl" in c[-1])
     assert 'journalctl -u kubelet --since "@$(cat /run/chaoskit/kubelet-cert-expired.since)"' in script
     assert "[ -s /run/chaoskit/kubelet-cert-expired.since ] &&" in script  # no bookmark, no effect
@@ -181,7 +181,7 @@ NODE_LIST = {
 
 
 def test_cert_expired_on_a_worker_is_signed_on_the_control_plane_node_and_written_to_the_worker() -> None:
-    plan = KubeletCertExpired().plan("chaoskit-worker", NoParams())
+    plan = KubeletCertExpired().plan(Node("chaoskit-worker", "worker"), NoParams())
     (handoff,) = plan.handoffs
     assert handoff.source == "control-plane" and handoff.path == EXPIRED_PEM
     assert "/CN=system:node:chaoskit-worker" in handoff.make and "ca.key" in handoff.make
@@ -199,7 +199,13 @@ def test_cert_expired_on_a_worker_is_signed_on_the_control_plane_node_and_writte
 
 def test_a_handoff_that_cannot_be_made_stops_the_injection() -> None:
     plan = FaultPlan(
-        "f", "chaoskit-worker", ("true",), ("true",), ("true",), "s", handoffs=(Handoff("control-plane", "x", "/p"),)
+        "f",
+        Node("chaoskit-worker", "worker"),
+        ("true",),
+        ("true",),
+        ("true",),
+        "s",
+        handoffs=(Handoff("control-plane", "x", "/p"),),
     )
     nodes = FakeNodeExec(FakeRunner(responder=lambda argv: Completed(argv, 1, "", "no ca.key")))
     with pytest.raises(ToolError, match="no ca.key"):
@@ -209,7 +215,11 @@ def test_a_handoff_that_cannot_be_made_stops_the_injection() -> None:
 
 def test_plans_without_handoffs_hand_nothing_over() -> None:
     nodes = FakeNodeExec()
-    hand_over(Env(FakeKube(), nodes, "chaoskit"), KubeProxySlowSync().plan("cp", SlowSyncParams()), CLUSTER_NODES)
+    hand_over(
+        Env(FakeKube(), nodes, "chaoskit"),
+        KubeProxySlowSync().plan(Node("cp", "control-plane"), SlowSyncParams()),
+        CLUSTER_NODES,
+    )
     assert nodes.calls == []
 
 
@@ -237,7 +247,7 @@ def test_a_hung_controller_manager_is_seen_by_its_lease_not_by_the_state_chaoski
     from chaoskit.faults.controller_manager import ControllerManagerHung
 
     fault = ControllerManagerHung()
-    plan = fault.plan("cp", NoParams())
+    plan = fault.plan(Node("cp", "control-plane"), NoParams())
     assert not fault.took_effect(_lease_env(1.0), plan), "renewed a second ago: leading, whatever ps says"
     assert fault.took_effect(_lease_env(8.0), plan), "not renewed for more than half of its 11 s"
     assert not fault.took_effect(_lease_env(8.0, duration=30), plan), "the Lease's own duration, not a constant"
@@ -264,7 +274,7 @@ def test_a_frozen_kube_proxy_is_seen_by_rules_that_do_not_follow_an_endpoint_cha
     import chaoskit.faults.kube_proxy as kube_proxy
 
     monkeypatch.setattr(kube_proxy, "FOLLOW_S", 0.3)
-    fault, plan = kube_proxy.KubeProxyFrozen(), kube_proxy.KubeProxyFrozen().plan("w", NoParams())
+    fault, plan = kube_proxy.KubeProxyFrozen(), kube_proxy.KubeProxyFrozen().plan(Node("w", "worker"), NoParams())
     env, _ = _rules_env(follows=True)
     assert not fault.took_effect(env, plan), "the rules follow: whatever state the process is in, it works"
     env, kube = _rules_env(follows=False)
@@ -291,7 +301,7 @@ def test_slow_sync_recovery_is_a_measured_fast_sync_not_the_period_read_back(mon
         kube_proxy, "measure", lambda *a, **k: SyncDelays(15.0, {"w": verdicts[-1]}, {"w": 1.0}, 2, 1.0)
     )
     fault = KubeProxySlowSync()
-    plan = fault.plan("cp", SlowSyncParams())
+    plan = fault.plan(Node("cp", "control-plane"), SlowSyncParams())
     for verdict, healed in ((None, False), (True, False), (False, True)):  # undecided, slow, fast
         verdicts.append(verdict)
         kube = FakeKube(
@@ -325,4 +335,4 @@ def test_a_frozen_nodes_old_rules_never_pass_for_a_followed_change(monkeypatch: 
     for obj in probe_objects("198.51.100.2", name, "kube-proxy.freeze"):  # the effect check's change, never followed
         env.kube.apply(obj)
     fault = kube_proxy.KubeProxyFrozen()
-    assert not fault.recovered(env, fault.plan("w", NoParams()))
+    assert not fault.recovered(env, fault.plan(Node("w", "worker"), NoParams()))

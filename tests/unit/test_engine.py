@@ -36,7 +36,7 @@ class TwoLineFault(Fault):
     shows: ClassVar[bool] = True
     heals: ClassVar[bool] = True
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name, node, apply=("apply-1", "apply-2"), undo=("revert-1",), verify=("revert-2",), summary="s"
         )
@@ -226,7 +226,7 @@ def test_a_revert_whose_switch_cannot_be_armed_again_says_nothing_retries_it(tmp
 
 def test_a_plan_with_its_undo_removed_runs_only_its_verify_lines_and_is_not_reverted(tmp_path: Path) -> None:
     class Sabotaged(TwoLineFault):
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             return super().plan(node, params).undo_removed()
 
     nodes = FakeNodeExec()

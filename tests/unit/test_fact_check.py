@@ -79,7 +79,7 @@ class Probe(Fault):
     shows: ClassVar[bool] = True
     heals: ClassVar[bool] = True
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name, node, apply=("break",), undo=("heal",), verify=("healed",), summary="s", setup=("probe",)
         )
@@ -175,7 +175,7 @@ def test_the_catalog_refuses_a_fault_without_its_own_checks_or_a_no_op_control()
         named = Named("test", "x")
         no_op = NoOpControl(wait=1.0)
 
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             return FaultPlan(self.name, node, apply=(), undo=(), verify=(), summary="")
 
     with pytest.raises(IncompleteFault, match="took_effect"):

@@ -63,21 +63,21 @@ ALL = [
 
 @pytest.mark.parametrize("fault", ALL, ids=lambda f: f.name)
 def test_every_plan_names_its_fault_and_node_and_has_a_revert(fault: Fault) -> None:
-    plan = fault.plan("chaoskit-worker", NoParams())
-    assert plan.fault == fault.name and plan.node == "chaoskit-worker"
+    plan = fault.plan(Node("chaoskit-worker", "worker"), NoParams())
+    assert plan.fault == fault.name and plan.node == Node("chaoskit-worker", "worker")
     assert plan.apply and plan.revert and plan.summary
     assert fault.name.split(".")[0] == fault.component
 
 
 @pytest.mark.parametrize("fault", ALL, ids=lambda f: f.name)
 def test_every_line_is_valid_shell(fault: Fault) -> None:
-    plan = fault.plan("n", NoParams())
+    plan = fault.plan(Node("n", "worker"), NoParams())
     for line in plan.apply + plan.revert:
         assert subprocess.run(["sh", "-n", "-c", line]).returncode == 0, line
 
 
 def test_scheduler_down_parks_the_static_pod_manifest_and_puts_it_back() -> None:
-    plan = SchedulerDown().plan("chaoskit-control-plane", NoParams())
+    plan = SchedulerDown().plan(Node("chaoskit-control-plane", "control-plane"), NoParams())
     assert (
         plan.apply[-1]
         == "mv /etc/kubernetes/manifests/kube-scheduler.yaml /etc/kubernetes/chaoskit-parked/kube-scheduler.yaml"
@@ -89,7 +89,7 @@ def test_scheduler_down_parks_the_static_pod_manifest_and_puts_it_back() -> None
 
 
 def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    plan = SchedulerDown().plan("n", NoParams())
+    plan = SchedulerDown().plan(Node("n", "worker"), NoParams())
     revert = plan.revert[0].replace("/etc/kubernetes", str(tmp_path))
     (tmp_path / "chaoskit-parked").mkdir()
     (tmp_path / "manifests").mkdir()
@@ -103,7 +103,7 @@ def test_static_pod_revert_is_idempotent(tmp_path) -> None:  # type: ignore[no-u
 def test_a_static_pod_revert_fails_until_the_manifest_is_back_and_nothing_is_parked(
     tmp_path: Path, fault: Fault
 ) -> None:
-    plan = fault.plan("n", NoParams())
+    plan = fault.plan(Node("n", "worker"), NoParams())
     (undo,), (verify,) = (
         [line.replace("/etc/kubernetes", str(tmp_path)) for line in lines] for lines in (plan.undo, plan.verify)
     )
@@ -121,7 +121,7 @@ def test_a_static_pod_revert_fails_until_the_manifest_is_back_and_nothing_is_par
 
 
 def test_frozen_processes_are_stopped_and_continued_by_exact_name() -> None:
-    plan = KubeProxyFrozen().plan("chaoskit-worker", NoParams())
+    plan = KubeProxyFrozen().plan(Node("chaoskit-worker", "worker"), NoParams())
     assert plan.apply == ("pkill -STOP -x kube-proxy",)
     (thaw,) = plan.undo
     assert thaw.startswith('pkill -CONT -x kube-proxy; for p in $(pgrep -x kube-proxy); do pkill -CONT -P "$p"; done;')
@@ -135,7 +135,7 @@ def test_a_thaw_fails_while_the_process_or_a_child_is_still_stopped(
     _bin(tmp_path, "pkill", "exit 0")  # its SIGCONT did nothing: what the line reads afterwards decides
     _bin(tmp_path, "pgrep", 'case "$1" in -x) echo 41;; -P) echo 42;; esac')
     _bin(tmp_path, "ps", f'case "$4" in 41) echo {state};; 42) echo {child};; esac')
-    thaw = " ; ".join(KubeProxyFrozen().plan("chaoskit-worker", NoParams()).revert)
+    thaw = " ; ".join(KubeProxyFrozen().plan(Node("chaoskit-worker", "worker"), NoParams()).revert)
     assert (_run(tmp_path, thaw).returncode != 0) is fails
     _bin(tmp_path, "pgrep", "exit 1")  # no kube-proxy at all (restarted meanwhile): nothing is stopped
     assert _run(tmp_path, thaw).returncode == 0
@@ -153,13 +153,13 @@ def test_a_thaw_fails_when_pgrep_or_ps_cannot_say(tmp_path: Path, pgrep: str, ps
     _bin(tmp_path, "pkill", "exit 0")
     _bin(tmp_path, "pgrep", pgrep)
     _bin(tmp_path, "ps", ps)
-    (verify,) = KubeProxyFrozen().plan("chaoskit-worker", NoParams()).verify
+    (verify,) = KubeProxyFrozen().plan(Node("chaoskit-worker", "worker"), NoParams()).verify
     done = _run(tmp_path, verify)
     assert done.returncode != 0 and "could not say" in done.stderr
 
 
 def test_long_process_names_are_matched_by_their_15_character_kernel_name() -> None:
-    plan = ControllerManagerHung().plan("chaoskit-control-plane", NoParams())
+    plan = ControllerManagerHung().plan(Node("chaoskit-control-plane", "control-plane"), NoParams())
     assert plan.apply == ("pkill -STOP -x kube-controller",)
 
 
@@ -209,7 +209,7 @@ def test_faults_list_in_a_pipe_cuts_no_fault_name_and_no_summary() -> None:
 def test_every_registered_fault_plans_valid_shell_with_default_params(fault: Fault) -> None:
     assert fault.Params.model_config.get("extra") == "forbid" and fault.Params.model_config.get("frozen")
     assert 0 < fault.effect_timeout <= 300 and 0 < fault.recovery_timeout <= 300
-    plan = fault.plan("chaoskit-worker", NoParams())  # NoParams: what a caller without params passes
+    plan = fault.plan(Node("chaoskit-worker", "worker"), NoParams())  # NoParams: what a caller without params passes
     assert plan.fault == fault.name and plan.apply and plan.revert and plan.summary
     assert fault.name.split(".")[0] == fault.component
     for line in plan.apply + plan.revert:
@@ -218,7 +218,7 @@ def test_every_registered_fault_plans_valid_shell_with_default_params(fault: Fau
 
 @pytest.mark.parametrize(("fault", "params"), VARIANTS, ids=lambda v: getattr(v, "name", repr(v)))
 def test_plans_for_non_default_params_are_valid_shell(fault: Fault, params: BaseModel) -> None:
-    plan = fault.plan("chaoskit-control-plane", params)
+    plan = fault.plan(Node("chaoskit-control-plane", "control-plane"), params)
     assert plan.params == params
     for line in plan.apply + plan.revert:
         assert subprocess.run(["sh", "-n", "-c", line]).returncode == 0, line
@@ -226,7 +226,7 @@ def test_plans_for_non_default_params_are_valid_shell(fault: Fault, params: Base
 
 @pytest.mark.parametrize("fault", CATALOG, ids=lambda f: f.name)
 def test_no_revert_line_exits_because_the_dead_man_switch_runs_them_all_in_one_script(fault: Fault) -> None:
-    for line in fault.plan("n", NoParams()).revert:
+    for line in fault.plan(Node("n", "worker"), NoParams()).revert:
         assert not re.search(r"\bexit\b", line), line
 
 
@@ -279,7 +279,7 @@ def test_etcd_timeout_drops_both_directions_and_its_revert_deletes_exactly_its_r
     _bin(tmp_path, "iptables", FAKE_IPTABLES)
     _bin(tmp_path, "grep", 'exec /bin/grep "$@"')
     (tmp_path / "state").write_text("filter OUTPUT -j KUBE-FIREWALL\n")
-    plan = EtcdTimeout().plan("chaoskit-control-plane", NoParams())
+    plan = EtcdTimeout().plan(Node("chaoskit-control-plane", "control-plane"), NoParams())
     assert any("--dport 2379" in line and "-j DROP" in line for line in plan.apply)
     assert any("--sport 2379" in line and "-j DROP" in line for line in plan.apply)
     for line in plan.apply[1:] + plan.apply[1:]:  # inserted twice: the revert loops until none is left
@@ -319,7 +319,7 @@ def _fake_systemd(tmp_path: Path) -> None:
 
 def test_flush_rules_refuses_a_mode_it_does_not_know(tmp_path: Path) -> None:
     _bin(tmp_path, "curl", "echo ipvs")
-    done = _run(tmp_path, KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).apply[0])
+    done = _run(tmp_path, KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams()).apply[0])
     assert done.returncode != 0 and "mode 'ipvs'" in done.stderr
 
 
@@ -332,7 +332,7 @@ def test_flush_rules_in_iptables_mode_flushes_the_chain_and_its_revert_drops_onl
     _bin(tmp_path, "pkill", 'echo killed >> "$STATE.pkill"')
     _fake_systemd(tmp_path)
     (tmp_path / "state").write_text("nat KUBE-SERVICES -j KUBE-SVC-X\nchain mangle KUBE-PROXY-CANARY\n")
-    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    plan = KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams())
     assert _run(tmp_path, plan.apply[0]).returncode == 0
     assert (tmp_path / "state").read_text() == "chain mangle KUBE-PROXY-CANARY\n"
     # kube-proxy rewrites the chain on any endpoint change: a unit flushes it again while the fault holds
@@ -353,7 +353,7 @@ def test_flush_rules_in_nftables_mode_empties_the_map_and_its_revert_restarts_ku
     _bin(tmp_path, "pkill", f'echo "$@" >> "$STATE.pkill"; {refill}')
     _fake_systemd(tmp_path)
     (tmp_path / "state").write_text("nft-map\nnft-element 10.96.0.1 . tcp . 443 : goto s\n")
-    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    plan = KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams())
     assert _run(tmp_path, plan.apply[0]).returncode == 0
     assert (tmp_path / "state").read_text() == "nft-map\n"
     assert "nft flush map ip kube-proxy service-ips" in (tmp_path / "state.unit").read_text()
@@ -379,7 +379,7 @@ def test_flush_rules_with_its_undo_removed_fails_to_revert_while_the_unit_keeps_
     _fake_systemd(tmp_path)
     map_ = "nft-map\nnft-element 10.96.0.1 . tcp . 443 : goto s\n" if mode == "nftables" else ""
     (tmp_path / "state").write_text(f"nat KUBE-SERVICES -j KUBE-SVC-X\nchain mangle KUBE-PROXY-CANARY\n{map_}")
-    plan = KubeProxyFlushRules().plan("chaoskit-worker", NoParams())
+    plan = KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams())
     assert _run(tmp_path, plan.apply[0]).returncode == 0
     (verify,) = plan.undo_removed().revert
     done = _run(tmp_path, _no_wait(verify))
@@ -397,14 +397,14 @@ def test_flush_rules_verify_fails_when_iptables_cannot_answer(tmp_path: Path, br
     _bin(tmp_path, "iptables", broken)
     _bin(tmp_path, "nft", "echo 'table ip nat'")
     _fake_systemd(tmp_path)
-    (verify,) = KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).verify
+    (verify,) = KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams()).verify
     done = _run(tmp_path, _no_wait(verify))
     assert done.returncode != 0 and "could not say" in done.stderr
 
 
 def test_flush_rules_verify_in_nftables_mode_needs_the_map_listed_with_entries(tmp_path: Path) -> None:
     _fake_systemd(tmp_path)
-    (verify,) = KubeProxyFlushRules().plan("chaoskit-worker", NoParams()).verify
+    (verify,) = KubeProxyFlushRules().plan(Node("chaoskit-worker", "worker"), NoParams()).verify
     _bin(tmp_path, "nft", 'case "$1 $2" in "list tables") echo "table ip kube-proxy";; *) exit 1;; esac')
     assert _run(tmp_path, _no_wait(verify)).returncode != 0, "the map's listing failed"
     _bin(tmp_path, "nft", 'case "$1 $2" in "list tables") echo "table ip kube-proxy";; *) echo "map {";; esac')
@@ -419,7 +419,7 @@ FAKE_OPENSSL = 'for a; do f=$a; done; [ -r "$f" ] && ! grep -q expired "$f"'
 
 def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:
     _bin(tmp_path, "openssl", FAKE_OPENSSL)
-    plan = ApiServerCertExpired().plan("n", NoParams())
+    plan = ApiServerCertExpired().plan(Node("n", "worker"), NoParams())
     revert = [line.replace("/etc/kubernetes", str(tmp_path)) for line in plan.revert]
     (tmp_path / "pki").mkdir()
     (tmp_path / "chaoskit-parked").mkdir()
@@ -441,7 +441,9 @@ def test_cert_swaps_are_reverted_idempotently(tmp_path: Path) -> None:
 
 
 def test_cert_expired_refuses_to_overwrite_a_parked_original(tmp_path: Path) -> None:
-    refuse = ApiServerCertExpired().plan("n", NoParams()).apply[0].replace("/etc/kubernetes", str(tmp_path))
+    refuse = (
+        ApiServerCertExpired().plan(Node("n", "worker"), NoParams()).apply[0].replace("/etc/kubernetes", str(tmp_path))
+    )
     assert _run(tmp_path, refuse).returncode == 0
     (tmp_path / "chaoskit-parked").mkdir()
     (tmp_path / "chaoskit-parked" / "apiserver.crt").write_text("original")
@@ -451,7 +453,7 @@ def test_cert_expired_refuses_to_overwrite_a_parked_original(tmp_path: Path) -> 
 def test_kubelet_cert_revert_restores_the_symlink_and_restarts_kubelet_once(tmp_path: Path) -> None:
     _bin(tmp_path, "systemctl", 'echo "$@" >> "$STATE"')
     _bin(tmp_path, "openssl", FAKE_OPENSSL)
-    plan = KubeletCertExpired().plan("chaoskit-control-plane", NoParams())
+    plan = KubeletCertExpired().plan(Node("chaoskit-control-plane", "control-plane"), NoParams())
     revert = [line.replace("/var/lib/kubelet", str(tmp_path)) for line in plan.revert]
     pki = tmp_path / "pki"
     pki.mkdir()
@@ -525,7 +527,7 @@ def test_disk_pressure_fills_to_the_asked_free_space_and_never_outside_its_own_f
     _bin(tmp_path, "df", 'printf "  1B-blocks Avail\\n 4000000000 3800000000\\n"')
     _bin(tmp_path, "fallocate", 'echo "$@" > "$STATE"')
     _bin(tmp_path, "mountpoint", "exit 1")
-    plan = DiskPressure().plan("chaoskit-worker", DiskPressureParams(free_percent=5))
+    plan = DiskPressure().plan(Node("chaoskit-worker", "worker"), DiskPressureParams(free_percent=5))
     refused = _run(tmp_path, plan.apply[0])
     assert refused.returncode != 0 and "refusing" in refused.stderr
     assert _run(tmp_path, plan.apply[1]).returncode == 0
@@ -589,7 +591,7 @@ def _node_env(answers: dict[str, str], objects: dict[str, Any] | None = None) ->
 
 
 def test_watch_leak_takes_effect_at_half_the_watches_above_baseline_and_recovers_near_it() -> None:
-    plan = WatchLeak().plan("cp", WatchLeakParams(watches=100))
+    plan = WatchLeak().plan(Node("cp", "control-plane"), WatchLeakParams(watches=100))
     assert WatchLeak().took_effect(_node_env({"baseline": "150\n200\n"}), plan)
     assert not WatchLeak().took_effect(_node_env({"baseline": "150\n199\n"}), plan)
     assert WatchLeak().recovered(_node_env({"baseline": "150\n160\n"}), plan)
@@ -598,7 +600,7 @@ def test_watch_leak_takes_effect_at_half_the_watches_above_baseline_and_recovers
 
 
 def test_etcd_timeout_effect_is_a_failing_etcd_check_or_a_timed_out_request() -> None:
-    plan = EtcdTimeout().plan("cp", NoParams())
+    plan = EtcdTimeout().plan(Node("cp", "control-plane"), NoParams())
     assert EtcdTimeout().took_effect(
         _node_env({"readyz?verbose": "[+]ping ok\n[-]etcd failed: reason withheld\n"}), plan
     )
@@ -621,7 +623,7 @@ def test_the_fake_api_applies_selectors_so_a_query_that_selects_nothing_finds_no
     ns = "/api/v1/namespaces/chaoskit-faults"
     other = {"metadata": {"name": "x", "labels": {"app": "other"}}, "status": {"phase": "Pending"}}
     env = _node_env({}, {f"{ns}/pods/a": other, f"{ns}/events/1": {**_event("x", "m"), "reason": "Pulled"}})
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=1))
+    plan = Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams(reason="resources", replicas=1))
     assert env.kube.get(f"{ns}/pods", labelSelector="app=chaoskit-unschedulable")["items"] == []
     assert env.kube.get(f"{ns}/events", fieldSelector="reason=FailedScheduling")["items"] == []
     assert not Unschedulable().took_effect(env, plan), "another app's pending pod is not the fault's"
@@ -631,7 +633,7 @@ def test_the_fake_api_applies_selectors_so_a_query_that_selects_nothing_finds_no
 
 def test_unschedulable_takes_effect_when_every_replica_is_pending_with_the_reason_in_its_event() -> None:
     ns = "/api/v1/namespaces/chaoskit-faults"
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=2))
+    plan = Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams(reason="resources", replicas=2))
     pods = {f"{ns}/pods/a": _pod("a"), f"{ns}/pods/b": _pod("b")}
     msg = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     both = {f"{ns}/events/1": _event("a", msg), f"{ns}/events/2": _event("b", msg)}
@@ -671,7 +673,7 @@ esac
 
 
 def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_any_is_left(tmp_path: Path) -> None:
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint"))
+    plan = Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams(reason="taint"))
     untaint = next(line for line in plan.revert if "NoSchedule-" in line)
     left = plan.verify[-1]
     assert plan.revert.index(untaint) < next(i for i, line in enumerate(plan.revert) if "unschedulable-" in line)
@@ -683,7 +685,9 @@ def test_unschedulable_revert_removes_its_taint_wherever_it_is_and_fails_while_a
     assert _run(tmp_path, left).returncode == 0
     _bin(tmp_path, "kubectl", "echo 'The connection to the server was refused' >&2; exit 1")
     assert _run(tmp_path, untaint).returncode != 0 and _run(tmp_path, left).returncode != 0
-    assert not any("taint" in line for line in Unschedulable().plan("cp", UnschedulableParams()).revert)
+    assert not any(
+        "taint" in line for line in Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams()).revert
+    )
 
 
 # Two workers, not in order: the step's resolution pins `worker` to the first by name.
@@ -700,7 +704,7 @@ def test_unschedulable_taints_and_labels_the_first_worker_or_the_named_node(
 ) -> None:
     _bin(tmp_path, "kubectl", 'shift; echo "$@" >> "$STATE"')  # past --kubeconfig: what it was asked
     params = Unschedulable().pinned(UnschedulableParams(reason="taint", node=node), KIND_NODES)
-    plan = Unschedulable().plan("chaoskit-control-plane", params)
+    plan = Unschedulable().plan(Node("chaoskit-control-plane", "control-plane"), params)
     line = next(a for a in plan.apply if "taint nodes" in a)
     done = _run(tmp_path, line)
     assert done.returncode == 0, done.stderr
@@ -718,7 +722,7 @@ def test_unschedulable_pins_no_node_unless_it_taints_one() -> None:
 
 def test_unschedulable_taint_effect_is_the_schedulers_untolerated_taint_reason() -> None:
     ns = "/api/v1/namespaces/chaoskit-faults"
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="taint", replicas=1))
+    plan = Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams(reason="taint", replicas=1))
     pods = {f"{ns}/pods/a": _pod("a")}
     # v1.34's words, read on the real cluster: the taint itself is not named
     ours = (
@@ -737,7 +741,7 @@ def test_unschedulable_has_recovered_once_a_new_pod_is_bound_on_the_node_and_not
 ) -> None:
     monkeypatch.setattr("chaoskit.faults.scheduler.PROBE_BIND_S", 0.1)
     plan = Unschedulable().plan(
-        "cp", Unschedulable().pinned(UnschedulableParams(reason="taint"), [Node("w", "worker")])
+        Node("cp", "control-plane"), Unschedulable().pinned(UnschedulableParams(reason="taint"), [Node("w", "worker")])
     )
     probe = "/api/v1/namespaces/default/pods/chaoskit-schedulable-probe"
 
@@ -771,7 +775,7 @@ def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
         taints = [{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}] if tainted else []
         return {"spec": {"taints": taints}, "status": {"conditions": [{"type": "DiskPressure", "status": pressure}]}}
 
-    plan = DiskPressure().plan("w", NoParams())
+    plan = DiskPressure().plan(Node("w", "worker"), NoParams())
     assert DiskPressure().took_effect(_node_env({}, {"/api/v1/nodes/w": node("True", True)}), plan)
     assert not DiskPressure().took_effect(_node_env({}, {"/api/v1/nodes/w": node("True", False)}), plan)
     assert DiskPressure().recovered(_node_env({}, {"/api/v1/nodes/w": node("False", False)}), plan)
@@ -779,6 +783,6 @@ def test_disk_pressure_effect_needs_the_condition_and_the_taint() -> None:
 
 
 def test_unschedulable_makes_its_deployment_in_setup_and_the_fault_scales_it_up() -> None:
-    plan = Unschedulable().plan("cp", UnschedulableParams(reason="resources", replicas=2))
+    plan = Unschedulable().plan(Node("cp", "control-plane"), UnschedulableParams(reason="resources", replicas=2))
     assert '"replicas":0' in plan.setup[-1] and "--replicas=2" in plan.apply[0] and len(plan.apply) == 1
     assert plan.no_op().setup == plan.setup and plan.no_op().apply == ()

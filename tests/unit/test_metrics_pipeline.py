@@ -12,6 +12,7 @@ from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.diagnosers.metrics_server import MetricsServerDiagnoser, MetricsServerEvidence
 from chaoskit.faults.metrics_server import MetricsServerDown, MetricsServerParams
 from chaoskit.measurements.hpa_tracker import HpaTracker
+from chaoskit.seams.nodeexec import Node
 
 NOW = 1_000_000.0
 AT_NOW_MINUS_90 = "1970-01-12T13:45:10Z"
@@ -47,7 +48,7 @@ def titles(ev: MetricsServerEvidence) -> list[str]:
 
 
 def test_the_plan_keeps_the_replicas_for_its_revert_which_fails_while_none_are_asked_for() -> None:
-    plan = MetricsServerDown().plan("cp", MetricsServerParams())
+    plan = MetricsServerDown().plan(Node("cp", "control-plane"), MetricsServerParams())
     assert plan.apply[-1].endswith("scale -n kube-system deployment metrics-server --replicas=0")
     assert "still asks for no replicas" in plan.revert[1] and "exit" not in " ".join(plan.revert)
 

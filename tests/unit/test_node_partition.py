@@ -15,6 +15,7 @@ from chaoskit.diagnosers.kubelet import KubeletDiagnoser
 from chaoskit.diagnosers.kubelet.partition import eviction_schedule, reach_of
 from chaoskit.faults.node import TABLE, NodePartitioned
 from chaoskit.model.params import NoParams
+from chaoskit.seams.nodeexec import Node
 
 SERVER = "https://chaoskit-control-plane:6443"
 TIMED_OUT = Section(f"server {SERVER}\ncurl: (28) Connection timed out after 3002 milliseconds\n@@http 000", 28)
@@ -42,7 +43,7 @@ def tainted(at: float) -> dict[str, Any]:
 
 
 def test_the_plan_cuts_both_address_families_and_its_revert_fails_while_the_table_stands() -> None:
-    plan = NodePartitioned().plan("chaoskit-worker", NoParams())
+    plan = NodePartitioned().plan(Node("chaoskit-worker", "worker"), NoParams())
     cut = plan.apply[-1]
     assert "getent ahosts" in cut and "*:*) f=ip6" in cut  # IPv6 too: kubelet's dialer may pick either family
     for hook in ("output", "input", "forward"):

@@ -15,6 +15,7 @@ from chaoskit.diagnosers.controller_manager.permissions import permissions
 from chaoskit.diagnosers.kit.sources import Fetched
 from chaoskit.faults.controller_manager import PermissionParams, PermissionRevoked
 from chaoskit.faults.controller_manager.permission import bootstrap_binding
+from chaoskit.seams.nodeexec import Node
 
 RS = "system:controller:replicaset-controller"
 WHO = "system:serviceaccount:kube-system:replicaset-controller"
@@ -48,12 +49,12 @@ def evidence(*, bound: bool, rules: list[dict[str, Any]], log: list[str]) -> Any
 
 
 def test_the_plan_deletes_the_binding_and_its_revert_restores_it_and_fails_while_still_refused() -> None:
-    plan = PermissionRevoked().plan("chaoskit-control-plane", PermissionParams())
+    plan = PermissionRevoked().plan(Node("chaoskit-control-plane", "control-plane"), PermissionParams())
     assert plan.apply[0].endswith(f"delete clusterrolebinding {RS}")
     assert '"name":"replicaset-controller","namespace":"kube-system"' in plan.revert[0]
     assert "auth can-i create pods" in plan.revert[1] and "still refused" in plan.revert[1]
     assert "exit" not in " ".join(plan.revert)  # the dead-man switch runs every revert line in one script
-    hpa = PermissionRevoked().plan("x", PermissionParams(controller="horizontal-pod-autoscaler"))
+    hpa = PermissionRevoked().plan(Node("x", "worker"), PermissionParams(controller="horizontal-pod-autoscaler"))
     assert "system:controller:horizontal-pod-autoscaler" in hpa.apply[0] and "--subresource scale" in hpa.revert[1]
 
 

@@ -14,7 +14,7 @@ from chaoskit.components.kube_proxy import (
     with_mode,
 )
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.shell import FakeRunner
 
 CONF = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\niptables:\n  minSyncPeriod: 1s\nmode: iptables\nnftables: {}\n"
@@ -40,7 +40,7 @@ def test_ipvs_is_refused_with_the_kernels_reason_and_nothing_is_changed() -> Non
     nodes = FakeNodeExec(
         FakeRunner(failures={("chaoskit-worker", "sh"): ""}, responses={("chaoskit-worker", "uname"): "6.18.0\n"})
     )
-    reason = ipvs_unsupported(nodes, "chaoskit-worker")
+    reason = ipvs_unsupported(nodes, Node("chaoskit-worker", "worker"))
     assert reason is not None and "ip_vs" in reason and "6.18.0" in reason
     kube = _kube()
     with pytest.raises(ProxyModeUnsupported, match="ip_vs"):

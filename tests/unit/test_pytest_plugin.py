@@ -28,7 +28,7 @@ class Marked(Fault):
     component = "test"
     target_role = "worker"
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name,
             node,

@@ -20,10 +20,11 @@ from chaoskit.faults.controller_manager.down import ControllerManagerDown
 from chaoskit.faults.controller_manager.permission import COLLECTIONS, PODS, SLICES, PermissionParams, PermissionRevoked
 from chaoskit.faults.scheduler import DOWN_PROBE, PROBE_NAMESPACE, SchedulerDown
 from chaoskit.seams.kube import FakeKube, NotFound
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.shell import Completed, FakeRunner
 
 CP = "chaoskit-control-plane"
+CP_NODE = Node(CP, "control-plane")
 
 
 def iso(t: float) -> str:
@@ -57,7 +58,7 @@ def _env(kube: FakeKube, nodes: FakeNodeExec) -> Env:
 
 
 def _plan(fault: StaticPodDown) -> FaultPlan:
-    return fault.plan(CP, fault.Params())
+    return fault.plan(CP_NODE, fault.Params())
 
 
 @pytest.mark.parametrize(("fault", "path"), FAULTS, ids=lambda f: getattr(f, "name", ""))
@@ -154,7 +155,7 @@ CONTROLLERS = ["replicaset", "deployment", "endpointslice", "horizontal-pod-auto
 
 
 def _revoked(controller: str) -> FaultPlan:
-    return PermissionRevoked().plan(CP, PermissionParams(controller=controller))  # type: ignore[arg-type]
+    return PermissionRevoked().plan(CP_NODE, PermissionParams(controller=controller))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("controller", CONTROLLERS)
@@ -223,7 +224,7 @@ def test_a_failing_webhook_recovers_when_pods_are_admitted_not_when_its_namespac
     if "deletionTimestamp" in str(objects):  # the API server refuses new content in a terminating namespace
         kube.refusing = False
         kube.request = _terminating(kube.request)  # type: ignore[method-assign]
-    plan = fault.plan(CP, WebhookParams())
+    plan = fault.plan(CP_NODE, WebhookParams())
     assert fault.recovered(_env(kube, FakeNodeExec()), plan) is recovered
 
 

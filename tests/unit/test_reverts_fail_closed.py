@@ -25,7 +25,7 @@ from chaoskit.journal import Injection, Journal
 from chaoskit.model.params import NoParams
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import VERIFY_TRIES, FakeNodeExec
+from chaoskit.seams.nodeexec import VERIFY_TRIES, FakeNodeExec, Node
 
 load_catalog()
 CATALOG = [cls() for _, cls in FAULTS.items()]
@@ -41,8 +41,8 @@ READ_BY_THE_SHELL = {"kubelet.disk-pressure"}
 
 
 def _plans() -> list[tuple[str, FaultPlan]]:
-    plans = [(f.name, f.plan("chaoskit-worker", f.Params())) for f in CATALOG]
-    return plans + [(f"{f.name} {p}", f.plan("chaoskit-control-plane", p)) for f, p in VARIANTS]  # type: ignore[attr-defined]
+    plans = [(f.name, f.plan(Node("chaoskit-worker", "worker"), f.Params())) for f in CATALOG]
+    return plans + [(f"{f.name} {p}", f.plan(Node("chaoskit-control-plane", "control-plane"), p)) for f, p in VARIANTS]  # type: ignore[attr-defined]
 
 
 PLANS = _plans()
@@ -94,7 +94,7 @@ class Unverified(Fault):
     no_op = NoOpControl(wait=1.0)
     verify: ClassVar[tuple[str, ...]] = ()
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(self.name, node, apply=("break",), undo=("heal",), verify=self.verify, summary="s")
 
     def took_effect(self, env: Env, plan: FaultPlan) -> bool:
@@ -114,7 +114,7 @@ def test_register_refuses_a_fault_that_cannot_plan_with_its_default_params() -> 
     class Unplannable(Unverified):
         name = "test.unplannable"
 
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             raise KeyError(node)
 
     with pytest.raises(IncompleteFault, match="cannot plan with its default params"):
@@ -123,19 +123,19 @@ def test_register_refuses_a_fault_that_cannot_plan_with_its_default_params() -> 
 
 
 def test_register_plans_on_a_placeholder_node_with_the_default_params(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[str, BaseModel]] = []
+    seen: list[tuple[Node, BaseModel]] = []
 
     class Verified(Unverified):
         name = "test.verified"
         verify = ("healed",)
 
-        def plan(self, node: str, params: BaseModel) -> FaultPlan:
+        def plan(self, node: Node, params: BaseModel) -> FaultPlan:
             seen.append((node, params))
             return super().plan(node, params)
 
     monkeypatch.setattr(FAULTS, "add", lambda name, cls: None)  # the real catalog stays as it is
     assert register(Verified) is Verified
-    assert seen == [("chaoskit-placeholder", NoParams())]
+    assert seen == [(Node("chaoskit-placeholder", Verified.target_role), NoParams())]
 
 
 def _journal_reverted(tmp_path: Path) -> Path:

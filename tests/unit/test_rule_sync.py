@@ -42,7 +42,7 @@ from chaoskit.measurements.rule_sync_tracker import (
 from chaoskit.model.timeline import MAX_CLAMP_NOTES, Clamp, MeasurementResult, Sample, clamp_notes
 from chaoskit.registry import MEASUREMENTS, load_catalog
 from chaoskit.seams.kube import FakeKube
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.scrape import parse
 from chaoskit.seams.shell import FakeRunner
 
@@ -421,9 +421,9 @@ def test_a_change_queued_after_the_last_sync_is_reported_as_waiting() -> None:
 
 def test_sli_is_scraped_inside_the_node_and_a_silent_kube_proxy_is_an_error_not_a_zero() -> None:
     nodes = FakeNodeExec(FakeRunner(responses={("w1", "curl"): KUBE_PROXY_METRICS}, failures={("w2", "curl"): "t/o"}))
-    assert scrape_sli(nodes, "w1", 1.0).count == 1
+    assert scrape_sli(nodes, Node("w1", "worker"), 1.0).count == 1
     assert ("w1", "curl") == nodes.calls[0][:2] and nodes.calls[0][-1] == "http://127.0.0.1:10249/metrics"
-    frozen = scrape_sli(nodes, "w2", 1.0)
+    frozen = scrape_sli(nodes, Node("w2", "worker"), 1.0)
     assert frozen.count is None and "w2" in frozen.error
 
 

@@ -118,7 +118,7 @@ class NoopFault(Fault):
     component = "test"
     target_role = "worker"
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         return FaultPlan(
             self.name,
             node,
@@ -340,7 +340,7 @@ def test_a_component_another_run_holds_is_refused_before_anything_is_deployed(
     registered: Catalog, tmp_path: Path
 ) -> None:
     pb = _parse(registered, SCALED % "effect")
-    lock = Lock(NoopFault().lock_name("chaoskit-worker", NoopFault.Params()), "another-host/run")
+    lock = Lock(NoopFault().lock_name(Node("chaoskit-worker", "worker"), NoopFault.Params()), "another-host/run")
     lease = {
         "spec": {
             "holderIdentity": "another-host/run",
@@ -525,7 +525,7 @@ class CauseFirst(Fault):
     effect_timeout = 1.5
     effect_after: ClassVar[float] = 1.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         self.injected = time.monotonic()
         return FaultPlan(
             self.name,

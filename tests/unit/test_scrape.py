@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.scrape import (
     FakeScraper,
     HttpScraper,
@@ -143,7 +143,7 @@ def test_http_scraper_names_the_url_it_could_not_reach() -> None:
 
 def test_the_token_never_shows_in_a_scrapers_repr() -> None:
     assert "s3cret" not in repr(HttpScraper(token="s3cret"))
-    assert "s3cret" not in repr(NodeScraper(FakeNodeExec(), "n", token="s3cret"))
+    assert "s3cret" not in repr(NodeScraper(FakeNodeExec(), Node("n", "worker"), token="s3cret"))
 
 
 # ---- from inside a node
@@ -156,20 +156,20 @@ class _RecordingExec(FakeNodeExec):
 
     def run(
         self,
-        node: str,
+        node: Node,
         argv: Sequence[str],
         *,
         input: bytes | None = None,
         timeout: float | None = None,
         check: bool = True,
     ) -> Completed:
-        self.runs.append((node, tuple(argv), input))
-        return Completed((node, *argv), 0, self.stdout)
+        self.runs.append((node.name, tuple(argv), input))
+        return Completed((node.name, *argv), 0, self.stdout)
 
 
 def test_node_scraper_runs_curl_on_the_node_with_the_token_on_stdin() -> None:
     nodes = _RecordingExec(stdout=SCHEDULER)
-    scraper = NodeScraper(nodes, "chaoskit-control-plane", token="s3cret", insecure=True)
+    scraper = NodeScraper(nodes, Node("chaoskit-control-plane", "control-plane"), token="s3cret", insecure=True)
     m = Metrics.of(scraper.scrape("https://127.0.0.1:10259/metrics"))
     assert m.value("scheduler_pending_pods", queue="active") is not None
     node, argv, stdin = nodes.runs[0]
@@ -182,7 +182,11 @@ def test_node_scraper_runs_curl_on_the_node_with_the_token_on_stdin() -> None:
 def test_node_scraper_can_present_the_nodes_client_certificate() -> None:
     pki = "/etc/kubernetes/pki"
     scraper = NodeScraper(
-        FakeNodeExec(), "cp", ca_file=f"{pki}/ca.crt", client_cert=f"{pki}/c.crt", client_key=f"{pki}/c.key"
+        FakeNodeExec(),
+        Node("cp", "control-plane"),
+        ca_file=f"{pki}/ca.crt",
+        client_cert=f"{pki}/c.crt",
+        client_key=f"{pki}/c.key",
     )
     argv = scraper.argv("https://x")
     assert argv[argv.index("--cacert") + 1] == "/etc/kubernetes/pki/ca.crt"
@@ -192,6 +196,6 @@ def test_node_scraper_can_present_the_nodes_client_certificate() -> None:
 
 def test_node_scraper_turns_a_curl_failure_into_a_scrape_error_naming_the_node() -> None:
     runner = FakeRunner(failures={("chaoskit-worker", "curl"): "curl: (7) Failed to connect to 127.0.0.1 port 10249"})
-    scraper = NodeScraper(FakeNodeExec(runner), "chaoskit-worker")
+    scraper = NodeScraper(FakeNodeExec(runner), Node("chaoskit-worker", "worker"))
     with pytest.raises(ScrapeError, match="on node chaoskit-worker: curl exit 1: curl: \\(7\\) Failed to connect"):
         scraper.scrape("http://127.0.0.1:10249/metrics")

@@ -15,7 +15,7 @@ from chaoskit.checks.slo import ScalabilitySlos, SloParams
 from chaoskit.cluster import install, up
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.assets import images_dir
-from chaoskit.components.kube_proxy import node_names
+from chaoskit.components.kube_proxy import proxied_nodes
 from chaoskit.diagnosers.kit.controllers import nodes_not_marked_lost
 from chaoskit.env import Env
 from chaoskit.faults.kube_proxy import _every_proxy_left
@@ -24,7 +24,7 @@ from chaoskit.model.kwok import REAL_NODES_SELECTOR
 from chaoskit.model.params import NoParams
 from chaoskit.seams.kube import FakeKube
 from chaoskit.seams.nodecontainers import ROLE_LABEL
-from chaoskit.seams.nodeexec import FakeNodeExec
+from chaoskit.seams.nodeexec import FakeNodeExec, Node
 from chaoskit.seams.shell import FakeRunner
 
 
@@ -51,9 +51,9 @@ def _kube(*simulated: dict[str, Any]) -> FakeKube:
 
 
 def test_kube_proxy_is_looked_for_on_real_nodes_only() -> None:
-    assert node_names(_kube(_node("kwok-node-0", None, simulated=True))) == [
-        "chaoskit-control-plane",
-        "chaoskit-worker",
+    assert proxied_nodes(_kube(_node("kwok-node-0", None, simulated=True))) == [
+        Node("chaoskit-control-plane", "control-plane"),
+        Node("chaoskit-worker", "worker"),
     ]
 
 

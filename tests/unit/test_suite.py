@@ -285,9 +285,12 @@ def test_leases_are_per_node_for_node_faults_and_per_namespace_for_a_quota() -> 
     stop: Fault = FAULTS.get("kubelet.stop")()  # type: ignore[assignment]
     quota: Fault = FAULTS.get("controller-manager.quota-exhausted")()  # type: ignore[assignment]
     sched: Fault = FAULTS.get("scheduler.down")()  # type: ignore[assignment]
-    assert stop.lock_name("chaoskit-worker2", stop.Params()) == "kubelet-chaoskit-worker2"
-    assert quota.lock_name("cp", quota.Params.model_validate({"namespace": "shop"})) == "controller-manager-shop"
-    assert sched.lock_name("cp", sched.Params()) == "scheduler"
+    assert stop.lock_name(Node("chaoskit-worker2", "worker"), stop.Params()) == "kubelet-chaoskit-worker2"
+    assert (
+        quota.lock_name(Node("cp", "control-plane"), quota.Params.model_validate({"namespace": "shop"}))
+        == "controller-manager-shop"
+    )
+    assert sched.lock_name(Node("cp", "control-plane"), sched.Params()) == "scheduler"
 
 
 def _suite_record() -> SuiteRecord:

@@ -24,6 +24,7 @@ from chaoskit.diagnosers.kit.budget import UNLIMITED, Budget, Outcome, leashed
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError
 from chaoskit.seams.kube import Kube, KubeError
+from chaoskit.seams.nodeexec import named
 from chaoskit.seams.shell import Asks
 
 T = TypeVar("T")
@@ -337,7 +338,8 @@ class Sources:
             return _not_run(node, commands, "the diagnosis's time budget is spent")
         script = section_script(commands, chains, limit=round(timeout - SCRIPT_MARGIN, 1))
         try:
-            done = self.env.nodes.run(node, ["sh", "-c", script], check=False, timeout=timeout)
+            # a diagnosis's subjects are names (a managed control plane is no node): one becomes a node only here
+            done = self.env.nodes.run(named(node), ["sh", "-c", script], check=False, timeout=timeout)
         except ChaoskitError as exc:
             return _not_run(node, commands, str(exc).splitlines()[0])
         found = parse_sections(done.stdout)

@@ -18,6 +18,7 @@ from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, Radius, k
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.nodeexec import Node
 
 CONFIG = "chaoskit-failing-webhook"  # the ValidatingWebhookConfiguration
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
@@ -123,10 +124,10 @@ class AdmissionWebhookFailing(Fault):
     effect_timeout = 60.0
     recovery_timeout = 120.0  # namespace deletion
 
-    def radius(self, node: str, params: BaseModel) -> Radius:
+    def radius(self, node: Node, params: BaseModel) -> Radius:
         return Radius("namespace", params_of(params, WebhookParams).namespace, self.component)  # only there
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, WebhookParams)
         labelled = ("-l", f"{FAULT_LABEL}={self.name}")
         config = kubectl("get", "validatingwebhookconfiguration", CONFIG, "--ignore-not-found", "-o", "name")

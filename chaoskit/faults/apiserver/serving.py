@@ -33,18 +33,19 @@ from chaoskit.faults.base import (
 from chaoskit.faults.control_plane import PARKED, StaticPodDown
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.seams.certs import CA_CRT, expired_copy
+from chaoskit.seams.nodeexec import Node
 
 API = apiserver.URL
 MANIFEST = apiserver.MANIFEST
 
 
-def api_answers(env: Env, node: str) -> bool:
+def api_answers(env: Env, node: Node) -> bool:
     """Whether anything answers HTTP on the API server's port (any status: a failing /readyz still answers); curl
     prints 000 when nothing does, and nothing at all when it could not ask: no answer either way."""
     done = node_sh(env, node, f"curl -sk --max-time 3 -o /dev/null -w '%{{http_code}}' {API}/readyz")
     if not (code := done.stdout.strip()):
         said = done.stderr.strip()[-200:] or f"exit {done.returncode}"
-        raise ToolError(f"could not ask {API}/readyz on {node}: {said}")
+        raise ToolError(f"could not ask {API}/readyz on {node.name}: {said}")
     return code != "000"
 
 
@@ -109,7 +110,7 @@ class EtcdTimeout(Fault):
     effect_timeout = 60.0
     recovery_timeout = 180.0  # a restarted API server needs its post-start hooks
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         check = shlex.quote(f"--etcd-servers=https://{ETCD_HOST}:{ETCD_PORT}")
         return FaultPlan(
             self.name,
@@ -122,7 +123,7 @@ class EtcdTimeout(Fault):
             undo=tuple(f"while {_etcd_rule('-D', rule)} 2>/dev/null; do :; done" for rule in ETCD_RULES),
             # nothing of ours is left, read from a listing iptables gave
             verify=(listed_nowhere("iptables -w 5 -S OUTPUT", ETCD_COMMENT, "an etcd DROP rule"),),
-            summary=f"DROP traffic between kube-apiserver and etcd ({ETCD_HOST}:{ETCD_PORT}) on {node}",
+            summary=f"DROP traffic between kube-apiserver and etcd ({ETCD_HOST}:{ETCD_PORT}) on {node.name}",
             params=params,
         )
 
@@ -138,7 +139,7 @@ SERVING_CERT, SERVING_KEY = apiserver.SERVING_CERT, apiserver.SERVING_KEY
 PARKED_CERT, PARKED_KEY = f"{PARKED}/apiserver.crt", f"{PARKED}/apiserver.key"
 
 
-def verified_readyz(env: Env, node: str) -> str:
+def verified_readyz(env: Env, node: Node) -> str:
     """/readyz as a client verifying the cluster CA sees it: the body, or curl's TLS error."""
     return node_sh(env, node, f"curl -sS --max-time 5 --cacert {CA_CRT} {API}/readyz 2>&1").stdout.strip()
 
@@ -164,7 +165,7 @@ class ApiServerCertExpired(Fault):
     effect_timeout = 90.0  # the reload is immediate; its one-minute resync is the fallback
     recovery_timeout = 90.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         staged = f"{SERVING_CERT}.chaoskit"
         return FaultPlan(
             self.name,
@@ -184,7 +185,7 @@ class ApiServerCertExpired(Fault):
                 sh("rm", "-f", staged),
             ),
             verify=(every(absent(PARKED_CERT, PARKED_KEY, staged), unexpired(SERVING_CERT)),),
-            summary=f"replace kube-apiserver's serving certificate on {node} with one that expired yesterday",
+            summary=f"replace kube-apiserver's serving certificate on {node.name} with one that expired yesterday",
             params=params,
         )
 
@@ -249,7 +250,7 @@ class WatchLeak(Fault):
     effect_timeout = 60.0
     recovery_timeout = 60.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, WatchLeakParams)
         user = "{.users[0].user.client-%s-data}"
         return FaultPlan(
@@ -273,7 +274,7 @@ class WatchLeak(Fault):
                 sh("rm", "-f", f"{WATCH_DIR}/client.crt", f"{WATCH_DIR}/client.key"),
             ),
             verify=(every(unit_inactive(f"{WATCH_UNIT}.service"), absent(f"{WATCH_DIR}/client.key")),),
-            summary=f"hold {p.watches} watch connections open against kube-apiserver from {node}",
+            summary=f"hold {p.watches} watch connections open against kube-apiserver from {node.name}",
             params=p,
         )
 

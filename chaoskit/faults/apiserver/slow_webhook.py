@@ -31,6 +31,7 @@ from chaoskit.faults.base import (
 from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespace, tolerating_absent
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.nodeexec import Node
 
 CONFIG = "chaoskit-slow-webhook"  # the MutatingWebhookConfiguration
 WEBHOOK = "slow-pods.chaoskit.dev"  # its one webhook
@@ -157,17 +158,19 @@ class AdmissionWebhookSlow(Fault):
     effect_timeout = 60.0  # each look is one dry run, up to timeout_seconds long
     recovery_timeout = 120.0  # namespace deletion
 
-    def radius(self, node: str, params: BaseModel) -> Radius:
+    def radius(self, node: Node, params: BaseModel) -> Radius:
         return Radius("namespace", params_of(params, SlowWebhookParams).namespace, self.component)  # only there
 
-    def lock_name(self, node: str, params: BaseModel) -> str:
+    def lock_name(self, node: Node, params: BaseModel) -> str:
         # one sink port and one configuration name on the cluster: two of these never hold at once
         return "apiserver-admission-webhook-slow"
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, SlowWebhookParams)
         labelled = ("-l", f"{FAULT_LABEL}={self.name}")
-        address = kubectl("get", "node", node, "-o", 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')
+        address = kubectl(
+            "get", "node", node.name, "-o", 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}'
+        )
         service, endpoints = backend(p)
         config = kubectl("get", "mutatingwebhookconfiguration", CONFIG, "--ignore-not-found", "-o", "name")
         unit = shlex.quote(SINK_UNIT)

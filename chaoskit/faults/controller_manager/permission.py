@@ -16,6 +16,7 @@ from chaoskit.components.controller_manager.controllers import BY_NAME, Controll
 from chaoskit.env import Env
 from chaoskit.faults.base import Fault, FaultPlan, Named, NoOpControl, kubectl, register, within
 from chaoskit.model.params import FaultParams, params_of
+from chaoskit.seams.nodeexec import Node
 
 AUTHORIZER_WAIT_S = 10  # the authorizer's RBAC cache follows a binding within a second
 
@@ -212,7 +213,7 @@ class PermissionRevoked(Fault):
     effect_timeout = 30.0
     recovery_timeout = 60.0
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, PermissionParams)
         duty, who, binding = DUTIES[p.controller], REVOKED[p.controller].user, REVOKED[p.controller].role
         scope = ["--subresource", duty.subresource] if duty.subresource else []

@@ -17,6 +17,7 @@ from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespac
 from chaoskit.model.base import DNS_LABEL
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.nodeexec import Node
 
 QUOTA = "chaoskit-quota"
 PROBE = "chaoskit-quota-probe"
@@ -117,12 +118,12 @@ class QuotaExhausted(Fault):
     effect_timeout = 120.0  # with probeReplicas 0 the HPA has to ask first
     recovery_timeout = 120.0  # namespace deletion
 
-    def radius(self, node: str, params: BaseModel) -> Radius:
+    def radius(self, node: Node, params: BaseModel) -> Radius:
         return Radius(
             "namespace", params_of(params, QuotaParams).namespace, self.component
         )  # only that namespace's pods are capped
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, QuotaParams)
         ns = p.namespace
         hard = kubectl("get", "resourcequota", "-n", ns, QUOTA, "-o", "jsonpath={.status.hard.pods}")

@@ -35,6 +35,7 @@ from chaoskit.faults.namespaces import delete_namespace_if_ours, ensure_namespac
 from chaoskit.model.duration import DurationError, parse_duration
 from chaoskit.model.params import FaultParams, params_of
 from chaoskit.model.timeline import api_time
+from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.scrape import Metrics, scrape_command
 
 StuckName = Literal[
@@ -92,7 +93,7 @@ class StuckController:
         """The flag chaoskit adds; "" means `--controllers=...,-<alias>`."""
         return f"{self.controller.concurrency}=0" if self.workerless else ""
 
-    def lag(self, env: Env, node: str) -> float:
+    def lag(self, env: Env, node: Node) -> float:
         """Seconds past which a working controller would have reconciled the probe, on this cluster."""
         return self.lag_after + (
             manifest_duration(env, node, self.period_flag, self.stock_period) if self.period_flag else 0.0
@@ -149,7 +150,7 @@ class ControllerStuckParams(FaultParams):
     )
 
 
-def manifest_duration(env: Env, node: str, flag: str, stock: float) -> float:
+def manifest_duration(env: Env, node: Node, flag: str, stock: float) -> float:
     """The duration kube-controller-manager's manifest on `node` gives `flag`, or `stock` where it gives none."""
     done = env.nodes.run(node, ["cat", MANIFEST], check=False)
     value = flags_of(done.stdout).get(flag, "") if done.returncode == 0 else ""
@@ -385,9 +386,9 @@ class ControllerStuck(Fault):
     recovery_timeout = 120.0
 
     def __init__(self) -> None:
-        self._lags: dict[tuple[str, StuckName], float] = {}  # per node and controller: its manifest, read once
+        self._lags: dict[tuple[Node, StuckName], float] = {}  # per node and controller: its manifest, read once
 
-    def plan(self, node: str, params: BaseModel) -> FaultPlan:
+    def plan(self, node: Node, params: BaseModel) -> FaultPlan:
         p = params_of(params, ControllerStuckParams)
         stuck, ns = STUCK[p.controller], probe_namespace(p.controller)
         holder = kubectl(
