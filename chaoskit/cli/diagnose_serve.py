@@ -16,7 +16,7 @@ from chaoskit import figures
 from chaoskit.diagnosers.kit.base import Diagnosis
 from chaoskit.engine import sigterm_as_interrupt
 from chaoskit.errors import UsageError
-from chaoskit.exporters.diagnosis import PORT, Latest, serve
+from chaoskit.exporters.diagnosis import PORT, Latest, keep_looking, serve
 
 INTERVAL = 30.0  # seconds between looks: a scrape interval's worth, and light on a cluster already in trouble
 ADDRESS = f":{PORT}"
@@ -86,17 +86,3 @@ def serve_diagnoses(look: Look, where: tuple[str, int], interval: float | None, 
         say("stopped")
     finally:
         server.shutdown()
-
-
-def keep_looking(
-    look: Look, show: Callable[[Diagnosis], None], interval: float, stop: threading.Event, say: Say
-) -> None:
-    """Look, show, wait `interval`; until `stop` is set. A look that fails keeps the last one served, so the series
-    age and the not-looking alert fires rather than the target vanishing."""
-    while True:
-        try:
-            show(look())
-        except Exception as exc:  # a long-running target outlives one failed look
-            say(f"look failed: {type(exc).__name__}: {exc}")
-        if stop.wait(interval):
-            return

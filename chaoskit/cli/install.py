@@ -34,10 +34,19 @@ from chaoskit.seams.shell import SubprocessRunner
     help="Which nodes run an agent: all (kind, kubeadm: the control plane is broken through its node) or workers "
     "(a managed cluster: no agent on control-plane nodes, the operator on a worker).",
 )
+@click.option(
+    "--diagnose-every",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    help="Seconds between the operator's diagnoses of the whole cluster, served as Prometheus series on its port "
+    "9465 (Service chaoskit-operator-metrics); 0 (default): none.",
+)
 @click.option("--rotate", is_flag=True, help="Issue a new CA and certificates (the agents restart with them).")
 @click.option("--dry-run", is_flag=True, help="Print the manifests (without the Secrets) and change nothing.")
 @click.pass_obj
-def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: bool, dry_run: bool) -> None:
+def install(
+    g: Globals, cluster: str, image: str | None, nodes: str, diagnose_every: float, rotate: bool, dry_run: bool
+) -> None:
     """Install the ChaosExperiment operator and a node agent on every node; idempotent.
 
     The agents serve chaoskit's node commands on host port 10370 over mutual TLS with a CA made for this install;
@@ -46,7 +55,10 @@ def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: boo
     """
     on = cast("ops.Nodes", nodes)
     if dry_run:
-        click.echo(ops.dump(ops.manifests(image or selfimage.CHAOSKIT_IMAGE, nodes=on)), nl=False)
+        click.echo(
+            ops.dump(ops.manifests(image or selfimage.CHAOSKIT_IMAGE, nodes=on, diagnose_every=diagnose_every)),
+            nl=False,
+        )
         return
     progress, runner = Progress(), SubprocessRunner()
     kube = Kube.connect(g.kubeconfig, context_of(g, cluster))
@@ -63,7 +75,16 @@ def install(g: Globals, cluster: str, image: str | None, nodes: str, rotate: boo
         with progress.step(f"loading {selfimage.CHAOSKIT_IMAGE} into kind cluster {cluster}"):
             Kind(runner, cache.root / "bin" / "kind").load_archive(cluster, archive)
         image, image_id = selfimage.CHAOSKIT_IMAGE, archive.parent.name
-    took = ops.install(kube, context_of(g, cluster), image, image_id, nodes=on, rotate=rotate, say=progress.info)
+    took = ops.install(
+        kube,
+        context_of(g, cluster),
+        image,
+        image_id,
+        nodes=on,
+        rotate=rotate,
+        diagnose_every=diagnose_every,
+        say=progress.info,
+    )
     local = ops.LocalInstall.for_context(context_of(g, cluster))
     local.save(kube)
     click.echo(

@@ -58,9 +58,11 @@ def _on_workers(doc: Obj) -> None:
         doc["spec"]["template"]["spec"].pop("tolerations", None)
 
 
-def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "", nodes: Nodes = "all") -> list[Obj]:
+def manifests(
+    image: str = CHAOSKIT_IMAGE, image_id: str = "", nodes: Nodes = "all", diagnose_every: float = 0.0
+) -> list[Obj]:
     """Every object of deploy/chaoskit, with `image` in place of the shipped reference; `nodes` says which nodes
-    run an agent (deploy/chaoskit as it is for "all")."""
+    run an agent (deploy/chaoskit as it is for "all"); `diagnose_every` seconds, the operator's diagnosis period."""
     out: list[Obj] = []
     for name in MANIFESTS:
         for doc in YAML(typ="safe").load_all((deploy_dir() / name).read_text()):
@@ -74,6 +76,8 @@ def manifests(image: str = CHAOSKIT_IMAGE, image_id: str = "", nodes: Nodes = "a
                     template["metadata"].setdefault("annotations", {})[IMAGE_ID] = image_id
             if nodes == "workers":
                 _on_workers(doc)
+            if diagnose_every and doc["kind"] == "Deployment":
+                doc["spec"]["template"]["spec"]["containers"][0]["args"] += ["--diagnose-every", f"{diagnose_every:g}"]
             out.append(doc)
     return out
 
@@ -246,12 +250,13 @@ def install(
     *,
     nodes: Nodes = "all",
     rotate: bool = False,
+    diagnose_every: float = 0.0,
     timeout: float = 240.0,
     say: Callable[[str], None] = lambda _: None,
 ) -> float:
     """Apply everything (Secrets first, so the pods find them), wait until agents and operator are up; seconds."""
     t0 = time.monotonic()
-    objs = manifests(image, image_id, nodes)
+    objs = manifests(image, image_id, nodes, diagnose_every)
     kube.apply(objs[0])  # the namespace, for the Secrets
     if ensure_secrets(kube, install_name, rotate):
         say("issued a new CA, the agents' and the clients' certificates")

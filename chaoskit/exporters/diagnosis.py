@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -16,8 +16,11 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from chaoskit.diagnosers.changes import shape
 from chaoskit.diagnosers.kit.base import Diagnosis, Finding
+from chaoskit.diagnosers.kit.managed import control_plane_of
+from chaoskit.diagnosers.run import BUDGET, diagnose
+from chaoskit.env import Env
 
-__all__ = ["PORT", "SERIES", "Latest", "families", "finding_key", "serve"]
+__all__ = ["PORT", "SERIES", "Latest", "families", "finding_key", "keep_looking", "looker", "serve"]
 
 PORT = 9465  # beside `chaoskit metrics serve`'s 9464, so one Prometheus scrapes both
 STATUS = "chaoskit_component_status"
@@ -91,3 +94,33 @@ def serve(latest: Latest, port: int = PORT, address: str = "0.0.0.0") -> tuple[W
     registry = CollectorRegistry(auto_describe=False)  # describe would run a collect before the first look
     registry.register(latest)
     return start_http_server(port, address, registry=registry)
+
+
+def keep_looking(
+    look: Callable[[], Diagnosis],
+    show: Callable[[Diagnosis], None],
+    interval: float,
+    stop: threading.Event,
+    say: Callable[[str], None],
+) -> None:
+    """Look, show, wait `interval`; until `stop` is set. A look that fails keeps the last one served, so the series
+    age and the not-looking alert fires rather than the target vanishing."""
+    while True:
+        try:
+            show(look())
+        except Exception as exc:  # a long-running target outlives one failed look
+            say(f"look failed: {type(exc).__name__}: {exc}")
+        if stop.wait(interval):
+            return
+
+
+def looker(env: Env, budget: float = BUDGET) -> Callable[[], Diagnosis]:
+    """A look at every component of the cluster `env` reaches, its nodes listed anew each time (nodes come and go
+    between looks that run for days)."""
+
+    def look() -> Diagnosis:
+        nodes = env.nodes.list_nodes()
+        control_plane, out_of_reach = control_plane_of(env.kube, nodes)
+        return diagnose(env, control_plane, [n.name for n in nodes], budget=budget, out_of_reach=out_of_reach)
+
+    return look

@@ -3,7 +3,8 @@
 In the cluster (--in-cluster) it reaches the nodes through chaoskit's node agents with the client pair of
 --agent-tls-dir, and its CRD is the install's; beside a kind cluster it reaches them with `docker exec`, as
 `chaoskit run` does, and installs its CRD itself. Either way it serves chaoskit's Prometheus metrics for the runs
-it makes and hands the rest to kopf.
+it makes, with --diagnose-every the diagnosis of the whole cluster as series (what `chaoskit diagnose --serve` serves),
+and hands the rest to kopf.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import random
 import threading
 from pathlib import Path
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 import click
 import kopf
 
+from chaoskit.exporters import diagnosis
 from chaoskit.exporters.prometheus import Exporter, JournalDir, serve
 from chaoskit.journal import state_home
 from chaoskit.registry import load_catalog
@@ -57,6 +60,22 @@ IN_CLUSTER_PRIORITY = 100
     help="Where run journals go (default ~/.local/state/chaoskit/operator).",
 )
 @click.option("--metrics-port", type=int, default=9464, show_default=True, help="Prometheus metrics; 0: off.")
+@click.option(
+    "--diagnose-every",
+    "diagnose_every",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds from the end of one diagnosis of the whole cluster to the next, served as Prometheus series on "
+    "--diagnosis-port (chaoskit_component_status, chaoskit_finding, ...); 0: no diagnosis.",
+)
+@click.option(
+    "--diagnosis-port", type=int, default=diagnosis.PORT, show_default=True, help="Where --diagnose-every serves."
+)
+@click.option(
+    "--cluster",
+    help="The cluster's name in the diagnosis (default: the kind cluster of --context; in the cluster: chaoskit).",
+)
 @click.option("--allow-any-cluster", is_flag=True, help="Run experiments on clusters chaoskit did not build.")
 @click.option("--in-cluster", is_flag=True, help="Run in a pod: its service account, and the agents for the nodes.")
 @click.option(
@@ -71,6 +90,9 @@ def main(
     namespaces: tuple[str, ...],
     journal_dir: Path | None,
     metrics_port: int,
+    diagnose_every: float,
+    diagnosis_port: int,
+    cluster: str | None,
     allow_any_cluster: bool,
     in_cluster: bool,
     agent_tls_dir: Path | None,
@@ -98,6 +120,18 @@ def main(
         watcher = JournalDir(exporter, journals, say=click.echo)
         threading.Thread(target=watcher.watch, args=(stop, 2.0), name="journals", daemon=True).start()
         click.echo(f"metrics on :{metrics_port}/metrics", err=True)
+    memo = Config(
+        kube,
+        SubprocessRunner(),
+        journals,
+        allow_any_cluster,
+        agent_tls_dir if in_cluster else None,
+        namespaced=bool(namespaces),
+    )
+    looking = None
+    if diagnose_every:
+        name = cluster or ("chaoskit" if in_cluster else context.removeprefix("kind-"))
+        looking = _diagnose_every(memo, name, diagnose_every, diagnosis_port, stop)
     try:
         kopf.run(
             registry=registry,
@@ -105,21 +139,31 @@ def main(
             priority=IN_CLUSTER_PRIORITY if in_cluster else random.randint(1, IN_CLUSTER_PRIORITY - 1),
             clusterwide=not namespaces,
             namespaces=namespaces,
-            memo=kopf.Memo(
-                config=Config(
-                    kube,
-                    SubprocessRunner(),
-                    journals,
-                    allow_any_cluster,
-                    agent_tls_dir if in_cluster else None,
-                    namespaced=bool(namespaces),
-                )
-            ),
+            memo=kopf.Memo(config=memo),
         )
     finally:
         stop.set()
         if metrics_port:
             server.shutdown()
+        if looking is not None:
+            looking.shutdown()
+
+
+def _diagnose_every(config: Config, cluster: str, every: float, port: int, stop: threading.Event) -> WSGIServer:
+    """The diagnosis as a Prometheus target beside the runs' metrics: a look at every component, `every` seconds
+    after the last one ended, in a thread of its own (a look never holds up kopf, and never overlaps the last)."""
+    latest = diagnosis.Latest(every)
+    server, _ = diagnosis.serve(latest, port)
+    look = diagnosis.looker(config.env(cluster))
+
+    def say(line: str) -> None:
+        click.echo(f"diagnosis: {line}", err=True)
+
+    threading.Thread(
+        target=diagnosis.keep_looking, args=(look, latest.set, every, stop, say), name="diagnosis", daemon=True
+    ).start()
+    click.echo(f"diagnosis on :{port}/metrics, a look every {every:g}s", err=True)
+    return server
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ mid-run, are proven with the operator in the cluster (tests/e2e/test_in_cluster.
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -38,6 +39,7 @@ class Operator:
     def __init__(self, cluster: str, kube: Kube, work: Path, namespace: str = NS) -> None:
         self.cluster, self.kube, self.namespace = cluster, kube, namespace
         self.journals, self.log, self.port = work / "journals", work / "operator.log", _free_port()
+        self.diagnosis_port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -53,6 +55,10 @@ class Operator:
                     str(self.journals),
                     "--metrics-port",
                     str(self.port),
+                    "--diagnose-every",  # the diagnosis as series, as the chart's operator.diagnoseEvery serves it
+                    "10",
+                    "--diagnosis-port",
+                    str(self.diagnosis_port),
                     "-n",
                     self.namespace,
                 ],
@@ -76,13 +82,25 @@ class Operator:
             self.proc.kill()
             self.proc.wait()
 
-    def metrics(self) -> str:
-        """The operator's /metrics text; "" while it does not answer."""
+    def metrics(self, port: int | None = None) -> str:
+        """The operator's /metrics text (or its diagnosis's on `port`); "" while it does not answer."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port or self.port}/metrics", timeout=5) as answer:
                 return str(answer.read().decode())
         except OSError:
             return ""
+
+    def kube_proxy_failed(self) -> set[str]:
+        """The nodes whose kube-proxy the operator's last diagnosis judged failed (none before its first look)."""
+        failed = re.compile(r'chaoskit_component_status\{component="kube-proxy",node="([^"]+)",status="failed"\} 1')
+        return set(failed.findall(self.metrics(self.diagnosis_port)))
+
+    def looks(self) -> float:
+        """When the operator's diagnosis last looked (0 before its first)."""
+        m = re.search(
+            r"^chaoskit_diagnosis_last_look_timestamp_seconds (\S+)$", self.metrics(self.diagnosis_port), re.M
+        )
+        return float(m.group(1)) if m else 0.0
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +168,17 @@ def test_an_invalid_experiment_is_marked_invalid_and_injects_nothing(operator: O
 def test_deleting_a_running_experiment_reverts_its_fault_before_it_goes(
     operator: Operator, kube: Kube, cluster: str
 ) -> None:
+    # the operator's own diagnosis (--diagnose-every): kube-proxy fine everywhere before, failed where it froze
+    first = kube.wait("the operator's diagnosis to look", operator.looks, 90)
+    kube.wait("a look after the first", lambda: operator.looks() > first, 60)
+    assert operator.kube_proxy_failed() == set(), "the operator's diagnosis failed kube-proxy before any fault"
     path = _create(kube, _experiment("held", "300s", "420s"))
     kube.wait("the freeze to take effect", lambda: "EffectObserved" in _reasons(kube, "held"), 180)
-    assert any(_kube_proxy_stopped(cluster).values())
+    frozen = {node for node, stopped in _kube_proxy_stopped(cluster).items() if stopped}
+    assert frozen
+    kube.wait(
+        "the operator's diagnosis to fail the frozen kube-proxy", lambda: operator.kube_proxy_failed() == frozen, 60
+    )
     t0 = time.monotonic()
     kube.delete(path)
     kube.wait("the experiment to be released", lambda: kube.find(path) is None, 120)

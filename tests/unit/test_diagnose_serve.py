@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from chaoskit.cli import cli
-from chaoskit.cli.diagnose_serve import ADDRESS, INTERVAL, host_port, keep_looking, refuse
+from chaoskit.cli.diagnose_serve import ADDRESS, INTERVAL, host_port, refuse
 from chaoskit.diagnosers.kit.base import ComponentReport, Diagnosis
 from chaoskit.errors import UsageError
-from chaoskit.exporters.diagnosis import PORT, Latest, serve
+from chaoskit.exporters.diagnosis import PORT, Latest, keep_looking, serve
 from chaoskit.seams.nodeexec import Node
 
 CP = "chaoskit-control-plane"

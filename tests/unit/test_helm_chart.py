@@ -104,6 +104,19 @@ def test_an_image_id_rolls_the_pods_as_installs_does(helm_bin: Path) -> None:
     assert "annotations" not in plain["DaemonSet/chaoskit-agent"]["spec"]["template"]["metadata"]
 
 
+def test_the_operators_diagnosis_period_reaches_it_as_installs_does(helm_bin: Path) -> None:
+    release, _ = _split(_render(helm_bin, "operator.diagnoseEvery=30"))
+    wanted = {_key(o): o for o in install.manifests(CHAOSKIT_IMAGE, diagnose_every=30) if o["kind"] != "Namespace"}
+    operator = release["Deployment/chaoskit-operator"]
+    assert _as_install_makes_it(operator) == wanted["Deployment/chaoskit-operator"]
+    assert operator["spec"]["template"]["spec"]["containers"][0]["args"][-2:] == ["--diagnose-every", "30"]
+    plain, _ = _split(_render(helm_bin))
+    assert (
+        "--diagnose-every"
+        not in plain["Deployment/chaoskit-operator"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+
+
 def test_the_chart_is_versioned_with_chaoskit_and_its_values_reach_the_pods(helm_bin: Path) -> None:
     chart = YAML(typ="safe").load((CHART / "Chart.yaml").read_text())
     assert (chart["apiVersion"], chart["version"], chart["appVersion"]) == ("v2", "0.1.0", __version__)
