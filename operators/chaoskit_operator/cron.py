@@ -1,7 +1,7 @@
 """A 5-field cron schedule (minute hour day-of-month month day-of-week), read in UTC as Kubernetes' CronJob reads
 it: numbers, `*`, ranges `a-b`, steps `*/n` and `a-b/n`, lists `a,b`, month and weekday names (JAN, MON), Sunday as
-0 or 7, and the macros @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly. When both day fields
-are restricted a day matches either (Vixie cron's rule, which CronJob keeps).
+0 or 7, `?` as `*`, and the macros @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly. When both
+day fields are restricted a day matches either (Vixie cron's rule; a stepped `*/2` restricts, as in CronJob's).
 
 Pure: `previous` and `following` walk whole days and hours that cannot match, so a rare schedule (29 February) is
 found in a few thousand steps, never minute by minute.
@@ -101,9 +101,12 @@ def parse(expression: str) -> Cron:
     values = [_field(f, *spec) for f, spec in zip(fields, FIELDS, strict=True)]
     weekdays = frozenset(d % 7 for d in values[4])  # 7 is Sunday too
     minutes, hours, days, months = values[:4]
-    return Cron(
-        expression, minutes, hours, days, months, weekdays, fields[2].startswith("*"), fields[4].startswith("*")
-    )
+    return Cron(expression, minutes, hours, days, months, weekdays, _every(fields[2]), _every(fields[4]))
+
+
+def _every(text: str) -> bool:
+    """Whether a day field says `*` (or `?`, or `*/1`): one stepped as `*/2` restricts, as in CronJob's parser."""
+    return any(part.partition("/")[0] in ("*", "?") and part.partition("/")[2] in ("", "1") for part in text.split(","))
 
 
 def _field(text: str, name: str, low: int, high: int, names: tuple[str, ...]) -> frozenset[int]:
@@ -113,7 +116,7 @@ def _field(text: str, name: str, low: int, high: int, names: tuple[str, ...]) ->
         step = _number(step_text, name, names=()) if step_text else 1
         if step < 1:
             raise CronError(f"{name}: step {step_text!r} must be 1 or more")
-        if span == "*":
+        if span in ("*", "?"):
             first, last = low, high
         elif "-" in span:
             a, _, b = span.partition("-")

@@ -37,9 +37,11 @@ from chaoskit_operator.schedule import (
     decide,
     handled_until,
     owned,
+    parse_time,
     pruned,
     run_of,
     runs_status,
+    scheduled_at,
     skips_status,
     spec_of,
     stamp,
@@ -68,13 +70,18 @@ def tick(kube: Kube, body: dict[str, Any], now: datetime, locks_of: Locks) -> Ti
     out = Tick({"problems": None, "message": None})
     experiments = f"/apis/{GROUP}/{VERSION}/namespaces/{meta['namespace']}/{PLURAL}"
     listed = kube.get(experiments, labelSelector=f"{SCHEDULE_LABEL}={meta['name']}").get("items", [])
-    runs = owned(listed, meta["uid"])
-    gone = pruned(runs, spec.history_limit)
+    seen = owned(listed, meta["uid"])  # the status lists these, the pruned ones' last word too
+    gone = pruned(seen, spec.history_limit)
     for name in gone:
         kube.delete(resource_path(meta["namespace"], name), propagation="Background")
         out.events.append(("Normal", "RunDeleted", f"{name}: finished, past historyLimit {spec.history_limit}"))
-    runs = [r for r in runs if r["metadata"]["name"] not in gone]
-    decision = decide(spec, handled_until(body), now, active(runs))
+    runs = [r for r in seen if r["metadata"]["name"] not in gone]
+    since = handled_until(body)
+    newest = max((t for r in seen if (t := parse_time(scheduled_at(r))) is not None), default=None)
+    if newest is not None and newest > since:  # started by a look whose status did not land
+        since = newest
+        out.status["lastScheduleTime"] = stamp(newest)
+    decision = decide(spec, since, now, active(runs))
     if isinstance(decision, Wait) and decision.suspended:
         out.status["message"] = "suspended: no run is started until spec.suspend is false"
     if isinstance(decision, Start):
@@ -82,7 +89,8 @@ def tick(kube: Kube, body: dict[str, Any], now: datetime, locks_of: Locks) -> Ti
         if held:
             decision = Skip(decision.at, "Locked", f"another run holds a lock this one needs: {held}")
         else:
-            runs.append(_start(kube, experiments, body, spec, decision, out))
+            seen.append(_start(kube, experiments, body, spec, decision, out))
+            runs = [*runs, seen[-1]]
     if isinstance(decision, Skip):
         out.status["skips"] = skips_status(status.get("skips") or [], decision)
         out.events.append(("Warning", decision.reason, f"skipped the run for {stamp(decision.at)}: {decision.message}"))
@@ -90,7 +98,7 @@ def tick(kube: Kube, body: dict[str, Any], now: datetime, locks_of: Locks) -> Ti
         for name in _replace(kube, meta["namespace"], runs, decision):
             out.events.append(("Normal", "RunReplaced", f"{name}: deleted (its faults reverted) for the run due now"))
     out.status["active"] = active(runs)
-    out.status["runs"] = runs_status(status.get("runs") or [], runs)
+    out.status["runs"] = runs_status(status.get("runs") or [], seen)
     following = spec.cron.following(now)
     out.status["nextScheduleTime"] = stamp(following) if following and not spec.suspend else None
     return out
