@@ -155,6 +155,16 @@ def locks(cfg: Config) -> Locks:
     return of
 
 
+class _QuietTimer(logging.Filter):
+    """Drop kopf's "Timer 'schedule' succeeded." line: every schedule would log it every INTERVAL_S."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Timer 'schedule' succeeded."
+
+
+logging.getLogger("kopf.objects").addFilter(_QuietTimer())
+
+
 @kopf.timer(GROUP, VERSION, SCHEDULES, registry=registry, interval=INTERVAL_S, backoff=INTERVAL_S)
 def schedule(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     cfg: Config = memo.config

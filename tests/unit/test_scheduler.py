@@ -4,8 +4,11 @@ historyLimit are deleted; Replace deletes the active run once; an invalid schedu
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from chaoskit.registry import load_catalog
 from chaoskit.safety import LOCK_PREFIX
@@ -145,3 +148,11 @@ def test_a_suspended_schedule_starts_nothing_and_says_so() -> None:
     done = tick(kube, schedule(suspend=True), NOW, locks_of)
     assert kube.get(EXPERIMENTS)["items"] == [] and done.events == []
     assert done.status["message"].startswith("suspended") and done.status["nextScheduleTime"] is None
+
+
+def test_kopfs_line_for_every_look_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    kopf_objects = logging.getLogger("kopf.objects")
+    with caplog.at_level(logging.INFO, logger="kopf.objects"):
+        kopf_objects.info("Timer 'schedule' succeeded.")
+        kopf_objects.info("Daemon 'experiment' succeeded.")
+    assert [r.getMessage() for r in caplog.records] == ["Daemon 'experiment' succeeded."]
