@@ -1,7 +1,8 @@
 """ChaosSchedule on the real cluster, with the operator beside it (as `chaoskit-operator --context`): four schedules
 made at once, every minute, side by side in one operator so the whole takes about two scheduled minutes. One with a
 short fault runs twice and keeps historyLimit 1 finished run; a suspended one starts nothing; a Forbid one whose run
-holds longer than a minute skips the next time and says so; one whose lock another run holds skips and says so."""
+holds longer than a minute skips the next time and says so; one whose lock another run holds skips and says so.
+Deleting a schedule deletes its runs, a running one's fault reverted first."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from chaoskit.safety import LOCK_PREFIX
 from chaoskit.seams.kube import Kube
 from chaoskit_operator.experiment import resource_path
 from chaoskit_operator.schedule import SCHEDULE_LABEL, SCHEDULED_AT, parse_time, run_name
+from tests.e2e.conftest import process_state
 from tests.e2e.test_operator import Operator
 
 NS = "chaoskit-schedule-e2e"
@@ -79,13 +81,13 @@ def made(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> 
     created = datetime.now(UTC)
     for body in (
         _schedule("every", _template(cluster, f"{cluster}-worker", "10s"), historyLimit=1),
-        _schedule("forbid", _template(cluster, f"{cluster}-worker2", "150s", "300s"), concurrencyPolicy="Forbid"),
+        _schedule("forbid", _template(cluster, f"{cluster}-worker2", "240s", "360s"), concurrencyPolicy="Forbid"),
         _schedule("locked", _template(cluster, f"{cluster}-control-plane", "10s")),
         _schedule("suspended", _template(cluster, f"{cluster}-worker", "10s"), suspend=True),
     ):
         kube.create(SCHEDULES, body)
     yield Made(op, created)
-    print(f"\nschedules: {time.monotonic() - t0:.0f}s from creation to the last check")
+    checked = time.monotonic() - t0
     for item in kube.get(SCHEDULES).get("items", []):  # no new runs; their experiments go with them (owned)
         kube.delete(f"{SCHEDULES}/{item['metadata']['name']}", propagation="Background")
     for item in kube.get(EXPERIMENTS).get("items", []):  # a running one is reverted by the operator first
@@ -93,6 +95,7 @@ def made(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> 
     kube.wait(
         "schedules and runs to be gone", lambda: not _items(kube, SCHEDULES) and not _items(kube, EXPERIMENTS), 180
     )
+    print(f"\nschedules: {checked:.0f}s from creation to the last check, {time.monotonic() - t0:.0f}s to all gone")
     op.stop()
     kube.delete(f"{LEASES}/{lease['metadata']['name']}")
     kube.delete(f"/api/v1/namespaces/{NS}")
@@ -172,3 +175,16 @@ def test_a_schedule_every_minute_runs_twice_and_keeps_history_limit_finished_run
     assert kept["metadata"]["ownerReferences"][0]["uid"] == schedule["metadata"]["uid"]
     reasons = [r for _, r, _ in _events(kube, "every")]
     assert reasons.count("RunCreated") >= 2 and "RunDeleted" in reasons
+
+
+def test_deleting_a_schedule_deletes_its_runs_reverting_a_running_ones_fault(
+    made: Made, kube: Kube, cluster: str
+) -> None:
+    node = f"{cluster}-worker2"
+    (run,) = _runs(kube, "forbid")
+    assert (run.get("status") or {}).get("phase") == "Running" and process_state(node, "kube-proxy") == "T"
+    t0 = time.monotonic()
+    kube.delete(f"{SCHEDULES}/forbid", propagation="Background")  # the garbage collector deletes what it owns
+    kube.wait("the forbid schedule's run to be gone", lambda: not _runs(kube, "forbid"), 120)
+    print(f"\nschedule deleted mid-fault: its run reverted and gone after {time.monotonic() - t0:.1f}s")
+    assert process_state(node, "kube-proxy") not in ("T", "")

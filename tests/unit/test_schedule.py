@@ -218,3 +218,17 @@ def test_the_crd_defaults_and_allows_what_the_operator_reads() -> None:
     )
     assert fields["historyLimit"]["default"] == HISTORY_LIMIT and fields["suspend"]["default"] is False
     assert fields["template"]["x-kubernetes-preserve-unknown-fields"] is True
+
+
+def test_the_docs_example_is_a_valid_schedule() -> None:
+    from ruamel.yaml import YAML
+
+    from chaoskit.cluster.assets import deploy_dir
+
+    docs = (deploy_dir().parent.parent / "docs" / "operator.md").read_text()
+    section = docs[docs.index("## Game days on a schedule") :]
+    example = YAML(typ="safe").load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example["metadata"]["uid"] = "u-1"
+    spec = spec_of(example, NOW)
+    assert isinstance(spec, ScheduleSpec), spec
+    assert spec.cron.following(NOW) == at("2026-03-05T03:00")  # a Thursday at 03:00 UTC
