@@ -246,6 +246,11 @@ def skips_status(listed: Sequence[Mapping[str, Any]], skip: Skip) -> list[dict[s
     return [entry, *(dict(s) for s in listed)][:SHOWN]
 
 
+def changes(status: Obj, wanted: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of `wanted` that differ from `status` (None: absent): a look that changes nothing writes nothing."""
+    return {k: v for k, v in wanted.items() if status.get(k) != v}
+
+
 def stamp(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -34,6 +34,7 @@ from chaoskit_operator.schedule import (
     Start,
     Wait,
     active,
+    changes,
     decide,
     handled_until,
     owned,
@@ -173,7 +174,7 @@ def schedule(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: kopf.L
     except KubeError as exc:  # the API server away (a fault may be breaking it): the next look tries again
         logger.warning(f"schedule not looked at: {exc}")
         return
-    patch.status.update(done.status)
+    patch.status.update(changes(_plain(body.get("status") or {}), done.status))
     for kind, reason, message in done.events:
         kopf.event(body, type=kind, reason=reason, message=message[:1000])
 

@@ -19,6 +19,7 @@ from chaoskit_operator.schedule import (
     Start,
     Wait,
     active,
+    changes,
     decide,
     handled_until,
     owned,
@@ -232,3 +233,9 @@ def test_the_docs_example_is_a_valid_schedule() -> None:
     spec = spec_of(example, NOW)
     assert isinstance(spec, ScheduleSpec), spec
     assert spec.cron.following(NOW) == at("2026-03-05T03:00")  # a Thursday at 03:00 UTC
+
+
+def test_a_look_that_changes_nothing_writes_nothing() -> None:
+    status = {"lastScheduleTime": "2026-03-04T05:06:00Z", "active": []}
+    wanted = {"lastScheduleTime": "2026-03-04T05:06:00Z", "active": ["nightly-1"], "problems": None}
+    assert changes(status, wanted) == {"active": ["nightly-1"]}
