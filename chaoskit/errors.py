@@ -32,7 +32,8 @@ TypeError
  └── IncompleteFault             (faults.base): a fault without its own checks, `named`, `no_op` or verify line
 ValueError
  ├── DurationError               (model.duration): a bad duration, reported as a playbook problem
- └── NotStructural               (playbook.openapi): a model the CRD schema generator has no structural form for
+ ├── NotStructural               (playbook.openapi): a model the CRD schema generator has no structural form for
+ └── CronError                   (chaoskit_operator.cron): a bad cron schedule, reported as a ChaosSchedule problem
 Exception
  ├── _Problem                    (model.promql): a bad PromQL expression, reported as a playbook problem
  └── Refused                     (seams.kubeget): an answer of 400 or more, raised on as KubeError (seams.kube)

@@ -33,7 +33,14 @@ from chaoskit.seams.nodeexec import CONTROL_PLANE_LABEL
 NAMESPACE = "chaoskit-system"
 AGENT_SECRET = "chaoskit-agent-tls"
 CLIENT_SECRET = "chaoskit-client-tls"
-MANIFESTS = ("namespace.yaml", "crd.yaml", "rbac.yaml", "operator.yaml", "agent.yaml")  # in the order applied
+MANIFESTS = (
+    "namespace.yaml",
+    "crd.yaml",
+    "schedule-crd.yaml",
+    "rbac.yaml",
+    "operator.yaml",
+    "agent.yaml",
+)  # in the order applied
 IMAGE_ID = "chaoskit.dev/image-id"  # on the pod templates: a rebuilt image of the same tag rolls the pods
 AGENT_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/chaoskit-agent"
 OPERATOR_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/chaoskit-operator"
@@ -146,7 +153,7 @@ def operator_available(kube: Kube, found: Obj | None = None) -> bool:
 
 
 def uninstall_objects() -> Iterator[Obj]:
-    """What uninstall deletes, the namespace (and with it the Secrets) last; the CRD stays with its experiments."""
+    """What uninstall deletes, the namespace (and with it the Secrets) last; the CRDs stay with their resources."""
     objs = [o for o in manifests() if o["kind"] != "CustomResourceDefinition"]
     yield from reversed(objs)
 
@@ -239,7 +246,9 @@ def dump(objs: list[Any]) -> str:
 
 
 def _established(kube: Kube, path: str) -> None:
-    kube.wait("the ChaosExperiment CRD to be established", lambda: condition(kube.get(path), "Established"), 60)
+    kube.wait(
+        f"the CRD {path.rsplit('/', 1)[-1]} to be established", lambda: condition(kube.get(path), "Established"), 60
+    )
 
 
 def install(
@@ -298,6 +307,28 @@ def release_experiments(kube: Kube, say: Callable[[str], None] = lambda _: None)
             {"metadata": {"finalizers": kept}},
         )
         say(f"released finished ChaosExperiment {_ref(e)} from the operator's finalizer")
+    _release_schedules(kube, say)
+
+
+SCHEDULES = "/apis/chaoskit.dev/v1alpha1/chaosschedules"
+
+
+def _release_schedules(kube: Kube, say: Callable[[str], None]) -> None:
+    """Let go of every ChaosSchedule (kopf's finalizer is on it for its timer): with no operator a deletion would
+    wait for ever. They stay, and start runs again under the next install."""
+    try:
+        schedules = kube.get(SCHEDULES)["items"]
+    except KubeError:
+        schedules = []  # no CRD (an install before schedules): none to let go of
+    for s in schedules:
+        meta = s["metadata"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            continue
+        kube.patch(
+            f"/apis/chaoskit.dev/v1alpha1/namespaces/{meta['namespace']}/chaosschedules/{meta['name']}",
+            {"metadata": {"finalizers": [f for f in meta["finalizers"] if f != FINALIZER]}},
+        )
+        say(f"released ChaosSchedule {_ref(s)} from the operator's finalizer")
 
 
 def uninstall(kube: Kube, say: Callable[[str], None] = lambda _: None) -> list[str]:

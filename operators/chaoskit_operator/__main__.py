@@ -1,4 +1,5 @@
-"""`chaoskit-operator`: the ChaosExperiment operator, in the cluster (`chaoskit install`) or beside a kind cluster.
+"""`chaoskit-operator`: the ChaosExperiment and ChaosSchedule operator, in the cluster (`chaoskit install`) or
+beside a kind cluster.
 
 In the cluster (--in-cluster) it reaches the nodes through chaoskit's node agents with the client pair of
 --agent-tls-dir, and its CRD is the install's; beside a kind cluster it reaches them with `docker exec`, as
@@ -24,16 +25,17 @@ from chaoskit.journal import state_home
 from chaoskit.registry import load_catalog
 from chaoskit.seams.kube import Kube, KubeError, condition
 from chaoskit.seams.shell import SubprocessRunner
-from chaoskit_operator.experiment import PEERING, crd, peering
+from chaoskit_operator.experiment import PEERING, crd, peering, schedule_crd
 from chaoskit_operator.handlers import Config, registry
+from chaoskit_operator.scheduler import schedule  # noqa: F401  (registers the ChaosSchedule timer)
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def install_crd(kube: Kube, namespaces: tuple[str, ...] = ()) -> None:
-    """Apply the ChaosExperiment CRD and kopf's peering (its CRDs, then the peering objects: the cluster's, or one
-    per namespace watched) and wait until the API server serves them."""
-    for obj in (crd(), *peering(namespaces)):
+    """Apply the ChaosExperiment and ChaosSchedule CRDs and kopf's peering (its CRDs, then the peering objects: the
+    cluster's, or one per namespace watched) and wait until the API server serves them."""
+    for obj in (crd(), schedule_crd(), *peering(namespaces)):
         kube.apply(obj)
         if obj["kind"] == "CustomResourceDefinition":
             _established(kube, obj)
@@ -98,7 +100,8 @@ def main(
     agent_tls_dir: Path | None,
     verbose: bool,
 ) -> None:
-    """Run ChaosExperiment resources with chaoskit's engine until interrupted."""
+    """Run ChaosExperiment resources with chaoskit's engine, and ChaosSchedule ones on their schedules, until
+    interrupted."""
     kopf.configure(verbose=verbose)  # the log format of `kopf run`; INFO and up unless --verbose
     load_catalog()
     journals = journal_dir or state_home() / "operator"

@@ -30,6 +30,12 @@ def crd() -> dict[str, Any]:
     return next(d for d in _crds() if d["spec"]["group"] == GROUP)
 
 
+def schedule_crd() -> dict[str, Any]:
+    """The ChaosSchedule CustomResourceDefinition (deploy/chaoskit/schedule-crd.yaml)."""
+    found: dict[str, Any] = YAML(typ="safe").load((deploy_dir() / "schedule-crd.yaml").read_text())
+    return found
+
+
 PEERING = "chaoskit"  # the kopf peering the operators of a cluster share
 
 
@@ -121,6 +127,7 @@ def final_status(record: RunRecord, finished_at: str) -> dict[str, Any]:
         "phase": phase,
         "verdict": record.verdict,
         "exitCode": record.exit_code,
+        "score": _round(record.score),  # 0-100, none when the run was not judged (error); schedules list it
         "message": message[:1000],
         "finishedAt": finished_at,
         "steps": [

@@ -98,6 +98,16 @@ def test_uninstall_lets_go_of_finished_experiments_and_refuses_while_one_runs() 
     assert said[0] == "released finished ChaosExperiment team/done from the operator's finalizer"
 
 
+def test_uninstall_lets_go_of_the_schedules_which_stay() -> None:
+    path = "/apis/chaoskit.dev/v1alpha1/namespaces/team/chaosschedules/nightly"
+    nightly = {"metadata": {"name": "nightly", "namespace": "team", "finalizers": ["chaoskit.dev/revert"]}}
+    kube = FakeKube({path: nightly})
+    said: list[str] = []
+    ops.release_experiments(kube, said.append)
+    assert kube.objects[path]["metadata"]["finalizers"] == []
+    assert said == ["released ChaosSchedule team/nightly from the operator's finalizer"]
+
+
 def test_workers_keeps_the_agents_off_the_control_plane_and_the_operator_on_a_worker() -> None:
     objs = {f"{o['kind']}/{o['metadata']['name']}": o for o in ops.manifests(nodes="workers")}
     agent = objs["DaemonSet/chaoskit-agent"]

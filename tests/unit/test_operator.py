@@ -152,7 +152,13 @@ def test_operators_of_one_cluster_meet_in_kopfs_peering_and_the_installed_one_ac
         "labels": {"app.kubernetes.io/part-of": "chaoskit"},
     }
     kube = FakeKube()
-    for name in ("chaosexperiments.chaoskit.dev", "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"):
+    crds = (
+        "chaosexperiments.chaoskit.dev",
+        "chaosschedules.chaoskit.dev",
+        "clusterkopfpeerings.kopf.dev",
+        "kopfpeerings.kopf.dev",
+    )
+    for name in crds:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
         kube.objects[path] = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
     install_crd(kube)
