@@ -86,6 +86,11 @@ from chaoskit.suite import Planned, SuiteRecord, order, run_suite
     "Diagnosed, SteadyState, Threshold, Said) to this file as JSON lines, as they happen.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact targets and the reverse of every step; touch nothing.")
+@click.option(
+    "--cluster",
+    "cluster_name",
+    help="kind cluster to run on, whatever the playbooks name (default: the one their spec.cluster names).",
+)
 @click.option("--allow-any-cluster", is_flag=True, help="Run against a cluster chaoskit did not build.")
 @click.option(
     "--via-operator",
@@ -104,6 +109,7 @@ def run(
     html_path: Path | None,
     events_path: Path | None,
     dry_run: bool,
+    cluster_name: str | None,
     allow_any_cluster: bool,
     via_operator: bool,
     output: str,
@@ -121,7 +127,9 @@ def run(
     Exit codes: 0 passed, 1 the system deviated, 2 usage, 3 invalid playbook, 4 chaoskit could not do its job
     (aborted before injecting, arm/inject/revert failed), 130 interrupted.
     """
-    files, playbooks, cluster = _suite_of(paths, journal_path)
+    files, playbooks, cluster = _suite_of(paths, journal_path, cluster_name)
+    if via_operator and cluster_name is not None and any(pb.spec.cluster != cluster_name for pb in playbooks):
+        raise UsageError("--cluster cannot move a playbook --via-operator: the operator runs the cluster it names")
     runner = SubprocessRunner()
     if via_operator and not dry_run:
         _via_operator(g, cluster, files, output)
@@ -177,14 +185,20 @@ def run(
     raise click.exceptions.Exit(record.exit_code)
 
 
-def _suite_of(paths: tuple[Path, ...], journal_path: Path | None) -> tuple[list[Path], list[Playbook], str]:
+def _suite_of(
+    paths: tuple[Path, ...], journal_path: Path | None, cluster: str | None = None
+) -> tuple[list[Path], list[Playbook], str]:
     """The playbook files, every one loaded (every problem of every file before anything touches a cluster, exit 3),
-    and the one cluster they name."""
+    and the one cluster they name, or `cluster` (--cluster) for every one of them."""
     load_catalog()
     files = playbook_files(paths)
     if journal_path is not None and len(files) > 1:
         raise UsageError("--journal names the journal of one playbook; a suite writes one per playbook")
     playbooks = _load_all(files)
+    if cluster is not None:  # as kubectl's --context: the command line wins over what the files say
+        playbooks = [
+            pb.model_copy(update={"spec": pb.spec.model_copy(update={"cluster": cluster})}) for pb in playbooks
+        ]
     clusters = sorted({pb.spec.cluster for pb in playbooks})
     if len(clusters) > 1:
         raise UsageError(f"a suite runs on one cluster; these playbooks name {', '.join(clusters)}")

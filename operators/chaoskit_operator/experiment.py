@@ -82,19 +82,19 @@ def playbook_of(body: dict[str, Any]) -> Playbook | Invalid:
         "spec": body.get("spec") or {},
     }
     out = io.StringIO()
-    YAML(typ="safe").dump(_plain(doc), out)
+    YAML(typ="safe").dump(plain(doc), out)
     try:
         return parse_playbook(out.getvalue(), file=f"{PLURAL}/{meta.get('namespace')}/{meta.get('name')}")
     except PlaybookError as exc:
         return Invalid([f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems])
 
 
-def _plain(value: Any) -> Any:
-    """kopf hands out read-only mapping views; YAML wants plain dicts and lists."""
+def plain(value: Any) -> Any:
+    """kopf hands out read-only mapping views; YAML and the pure side want plain dicts and lists."""
     if hasattr(value, "items"):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

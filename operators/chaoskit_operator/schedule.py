@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from chaoskit.cluster.experiments import FINAL
 from chaoskit_operator.cron import Cron, CronError, parse
-from chaoskit_operator.experiment import GROUP, VERSION, Invalid, playbook_of
+from chaoskit_operator.experiment import GROUP, VERSION, Invalid, plain, playbook_of
 
 PLURAL, KIND = "chaosschedules", "ChaosSchedule"
 SCHEDULE_LABEL = "chaoskit.dev/schedule"  # on each run: the schedule that made it, to list them by
@@ -77,19 +77,11 @@ def spec_of(body: Obj, now: datetime) -> ScheduleSpec | Invalid:
     if problems or cron is None or not isinstance(template, Mapping):
         return Invalid(problems)
     starting_deadline = None if deadline is None else int(deadline)
-    return ScheduleSpec(cron, _plain(template), policy, suspend, int(limit), starting_deadline)
+    return ScheduleSpec(cron, plain(template), policy, suspend, int(limit), starting_deadline)
 
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 # What the timer does about the schedule now.

@@ -20,7 +20,7 @@ from chaoskit.errors import ChaoskitError
 from chaoskit.run.plan import plan
 from chaoskit.safety import Locked, check_free, holder_id
 from chaoskit.seams.kube import Conflict, Kube, KubeError
-from chaoskit_operator.experiment import GROUP, PLURAL, VERSION, Invalid, playbook_of, resource_path
+from chaoskit_operator.experiment import GROUP, PLURAL, VERSION, Invalid, plain, playbook_of, resource_path
 from chaoskit_operator.handlers import Config, registry
 from chaoskit_operator.schedule import (
     PLURAL as SCHEDULES,
@@ -170,19 +170,10 @@ logging.getLogger("kopf.objects").addFilter(_QuietTimer())
 def schedule(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     cfg: Config = memo.config
     try:
-        done = tick(cfg.kube, _plain(body), datetime.now(UTC), locks(cfg))
+        done = tick(cfg.kube, plain(body), datetime.now(UTC), locks(cfg))
     except KubeError as exc:  # the API server away (a fault may be breaking it): the next look tries again
         logger.warning(f"schedule not looked at: {exc}")
         return
-    patch.status.update(changes(_plain(body.get("status") or {}), done.status))
+    patch.status.update(changes(plain(body.get("status") or {}), done.status))
     for kind, reason, message in done.events:
         kopf.event(body, type=kind, reason=reason, message=message[:1000])
-
-
-def _plain(value: Any) -> Any:
-    """kopf hands out read-only mapping views; the pure side wants plain dicts and lists."""
-    if hasattr(value, "items"):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
