@@ -31,12 +31,32 @@ def complete_component(ctx: click.Context, param: click.Parameter, incomplete: s
     return _matching(components(), incomplete)
 
 
+ROLES = ["control-plane", "worker"]  # what --node takes beside a name
+ASK_S = 2.0  # a completion waits this long for the API server at most: a shell must not hang on a cluster down
+
+
+def complete_node(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Node roles, and the names of the nodes of the cluster --context (or the current context) names; the roles
+    alone when it does not answer in ASK_S."""
+    from chaoskit.seams.kube import Kube  # the client loads only when a node is being completed
+
+    root = ctx.find_root().params
+    names = list(ROLES)
+    try:
+        kube = Kube.connect(root.get("kubeconfig"), root.get("context"))
+        kube.timeout = (ASK_S, ASK_S)  # connect, read
+        names += [n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"]]
+    except Exception:  # no kubeconfig, no answer: a completion offers what it has, never an error
+        pass
+    return _matching(names, incomplete)
+
+
 @click.command()
 @click.argument("shell", type=click.Choice(SHELLS))
 @click.pass_context
 def completion(ctx: click.Context, shell: str) -> None:
     """Print the shell's completion script: fault names complete after `inject` and `faults describe`, components
-    after `diagnose`.
+    after `diagnose`, node names (and roles) after --node, from the cluster of the current context.
 
     \b
     bash:  eval "$(chaoskit completion bash)"        (in ~/.bashrc)

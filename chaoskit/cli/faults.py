@@ -10,7 +10,7 @@ import click
 from pydantic import BaseModel, ValidationError
 
 from chaoskit.cli import Globals
-from chaoskit.cli.complete import complete_fault
+from chaoskit.cli.complete import complete_fault, complete_node
 from chaoskit.cli.listing import Column, Listing, listing_output_option, plain, render
 from chaoskit.cli.options import cluster_env, cluster_option, context_of, emit, node_exec, output_option
 from chaoskit.cli.schema_words import parameter_rows
@@ -151,7 +151,11 @@ def _nodes(g: Globals, cluster: str) -> list[Node]:
 @click.command()
 @click.argument("fault", shell_complete=complete_fault)
 @cluster_option()
-@click.option("--node", help="Node name or role (control-plane|worker); default: the fault's usual target.")
+@click.option(
+    "--node",
+    shell_complete=complete_node,
+    help="Node name or role (control-plane|worker); default: the fault's usual target.",
+)
 @click.option("--duration", default=20.0, show_default=True, help="Seconds the fault is held.")
 @click.option(
     "--deadline",

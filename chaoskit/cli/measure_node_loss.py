@@ -9,6 +9,7 @@ import uuid
 import click
 
 from chaoskit.cli import Globals
+from chaoskit.cli.complete import complete_node
 from chaoskit.cli.options import cluster_env, cluster_option, emit, output_option, stdout_console
 from chaoskit.cli.stages import print_stages
 from chaoskit.components.node_lifecycle import DEFAULT_GRACE
@@ -72,7 +73,13 @@ def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
 
 
 @click.command("node-loss")
-@click.option("--node", default="worker", show_default=True, help="The worker to cut off: a name or a role.")
+@click.option(
+    "--node",
+    shell_complete=complete_node,
+    default="worker",
+    show_default=True,
+    help="The worker to cut off: a name or a role.",
+)
 @click.option(
     "--toleration",
     type=click.IntRange(0, 3600),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
 from click.shell_completion import ShellComplete
@@ -51,3 +53,9 @@ def test_a_component_prefix_completes_to_the_components_diagnose_judges() -> Non
 def test_the_commands_arguments_complete_through_click(args: list[str], incomplete: str, expected: set[str]) -> None:
     completions = ShellComplete(cli, {}, "chaoskit", "_CHAOSKIT_COMPLETE").get_completions(args, incomplete)
     assert {c.value for c in completions} == expected
+
+
+def test_without_a_cluster_to_ask_a_node_completes_to_the_roles(tmp_path: Path) -> None:
+    args = ["--kubeconfig", str(tmp_path / "none"), "inject", "kubelet.stop", "--node"]
+    completions = ShellComplete(cli, {}, "chaoskit", "_CHAOSKIT_COMPLETE").get_completions(args, "")
+    assert [c.value for c in completions] == ["control-plane", "worker"]
