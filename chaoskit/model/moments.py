@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 RUN_SCHEMA = "chaoskit.dev/run/v1"  # the run record's schemaVersion: a reader knows which shape it holds
 SUITE_SCHEMA = "chaoskit.dev/suite/v1"
+DIAGNOSIS_SCHEMA = "chaoskit.dev/diagnosis/v1"  # `chaoskit diagnose -o json`'s document
 
 
 def rfc3339(at: float) -> str:

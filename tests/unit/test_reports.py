@@ -4,6 +4,7 @@ critical path, the JUnit parses back with a testcase per check, and every format
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from xml.etree import ElementTree
 
@@ -149,6 +150,11 @@ def test_json_carries_the_diagnosis_and_the_run() -> None:
     doc = json.loads(render(d, "json", hpa_record()))
     assert Diagnosis.from_dict(doc["diagnosis"]) == d
     assert doc["run"]["playbook"] == "hpa-under-scheduler-down"
+    # a versioned document, its moment in RFC 3339 as the run record's; an older document's epoch seconds read back
+    assert doc["schemaVersion"] == "chaoskit.dev/diagnosis/v1"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["diagnosis"]["collected_at"])
+    older = {**doc["diagnosis"], "collected_at": d.collected_at}
+    assert Diagnosis.from_dict(older).collected_at == d.collected_at
 
 
 def test_markdown_lists_findings_with_cause_evidence_and_numbered_remediation() -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from chaoskit.components.table import CAUSAL_RANK
 from chaoskit.diagnosers.kit.sources import Sources
+from chaoskit.model.moments import epoch, rfc3339
 from chaoskit.model.params import NoParams
 from chaoskit.registry import Registered, Registry
 
@@ -314,7 +315,7 @@ class Diagnosis:
             "cluster": self.cluster,
             "status": self.status,
             "summary": self.summary(),
-            "collected_at": self.collected_at,
+            "collected_at": rfc3339(self.collected_at),
             "duration_s": round(self.duration_s, 3),
             "reports": [r.to_dict() for r in self.reports],
         }
@@ -324,7 +325,7 @@ class Diagnosis:
         return cls(
             cluster=data.get("cluster", ""),
             reports=tuple(ComponentReport.from_dict(r) for r in data.get("reports") or ()),
-            collected_at=float(data.get("collected_at") or 0.0),
+            collected_at=epoch(data.get("collected_at")) or 0.0,  # RFC 3339, or an older record's epoch seconds
             duration_s=float(data.get("duration_s") or 0.0),
         )
 
