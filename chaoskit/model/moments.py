@@ -1,5 +1,5 @@
-"""Moments as the JSON record writes them: RFC 3339 in UTC with a `Z` and milliseconds (the resolution stamps are
-kept at), read back from that or from the epoch seconds older records hold."""
+"""Moments as the JSON record writes them: RFC 3339 in UTC with a `Z` and microseconds (as Kubernetes' MicroTime: a
+measured stage's ends keep the clock's resolution), read back from that or from the epoch seconds older records hold."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ DIAGNOSIS_SCHEMA = "chaoskit.dev/diagnosis/v1"  # `chaoskit diagnose -o json`'s 
 
 
 def rfc3339(at: float) -> str:
-    """Epoch seconds as RFC 3339: 2026-12-06T20:15:30.123Z."""
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Epoch seconds as RFC 3339: 2026-12-06T20:15:30.123456Z."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def rfc3339_or_none(at: float | None) -> str | None:

@@ -328,7 +328,7 @@ def _phase(data: Data) -> PhaseResult:
         samples=int(data.get("samples") or 0),
         failed=int(data.get("failed") or 0),
         reason=str(data.get("reason") or ""),
-        first_failed_at=_seconds(data.get("first_failed_at")),
+        first_failed_at=epoch(data.get("first_failed_at")),
         success_rate=_seconds(data.get("success_rate")),
         latency=dict(data.get("latency") or {}),
     )

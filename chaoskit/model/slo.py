@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chaoskit.model.moments import rfc3339_or_none
 from chaoskit.model.probes import Phase, Probe, Slo
 from chaoskit.model.timeline import percentile
 
@@ -71,7 +72,7 @@ class PhaseResult:
     latency: dict[str, float] = field(default_factory=dict)  # http: p50, p99, max of the answered requests
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "first_failed_at": rfc3339_or_none(self.first_failed_at)}
 
 
 def judge(probe: Probe, samples: Sequence[ProbeSample], phases: Phases) -> list[PhaseResult]:

@@ -34,6 +34,11 @@ CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
 
+def took(sample: Mapping[str, Any]) -> float:
+    """A JSON record's stage sample: seconds from its start to its end (RFC 3339 moments, or an older epoch's)."""
+    return (epoch(sample["end"]) or 0.0) - (epoch(sample["start"]) or 0.0)
+
+
 def finished(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
     """stdout and stderr of a chaoskit that ends within `timeout`; else the test fails showing where it hung."""
     try:

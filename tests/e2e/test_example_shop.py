@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from junitparser import Failure, JUnitXml
 
+from chaoskit.model.moments import epoch
 from chaoskit.seams.kube import Kube
-from tests.e2e.conftest import process_state
+from tests.e2e.conftest import process_state, took
 
 REPO = Path(__file__).resolve().parents[2]
 SHOP_HPA = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/prices"
@@ -93,7 +94,7 @@ def test_the_rule_sync_of_the_shops_own_service_is_measured_on_every_node_by_its
     changes = {s["run"] for s in programmed}
     print(
         f"\nshop-scheduler-down rule sync of Service shop/prices: {len(changes)} changes, rules_programmed "
-        f"{sorted(round(s['end'] - s['start'], 3) for s in programmed)}s; notes {m['notes'][:2]}"
+        f"{sorted(round(took(s), 3) for s in programmed)}s; notes {m['notes'][:2]}"
     )
     # the two new prices pods, each programmed on every node (a change may carry both when they got Ready together)
     assert changes and len(programmed) == 3 * len(changes), m["notes"]
@@ -101,7 +102,7 @@ def test_the_rule_sync_of_the_shops_own_service_is_measured_on_every_node_by_its
     # prices answers with a price, not its pod's name: only the rules tell when the change is programmed
     assert not [s for s in m["samples"] if s["stage"] == "traffic_follows"]
     assert any("traffic_follows not measured" in n for n in m["notes"])
-    assert all(0 <= s["end"] - s["start"] <= 5 and s["precision"] > 0 for s in programmed), programmed
+    assert all(0 <= took(s) <= 5 and s["precision"] > 0 for s in programmed), programmed
 
 
 def test_the_gate_leaves_junit_with_probe_cases_and_the_score_and_an_html_report(gate: dict[str, Any]) -> None:
@@ -152,7 +153,7 @@ def test_a_broken_slo_deviates_the_run_naming_the_probe_the_phase_when_and_by_ho
     assert before["ok"] and not during["ok"]
     assert during["reason"].startswith("success ") and "< 99%" in during["reason"]
     (window,) = rec["probe_windows"]["during"]
-    assert window[0] <= during["first_failed_at"] <= window[1]
+    assert epoch(window[0]) <= epoch(during["first_failed_at"]) <= epoch(window[1])
     assert rec["score"] < 100
 
 

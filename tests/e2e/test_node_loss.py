@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from chaoskit.components.node_lifecycle import UNREACHABLE
+from chaoskit.model.moments import epoch
 from chaoskit.model.timeline import NODE_LOSS_STAGES
 from chaoskit.seams.nodeexec import named
 from tests.e2e.catalog import Catalog, Holding, observe
+from tests.e2e.conftest import took
 
 PLAYBOOK = "node-partitioned"
 NODE = "chaoskit-worker"  # the playbook's target: the first worker by name
@@ -65,7 +67,7 @@ def test_node_loss_times_every_stage_and_the_settings_it_waited_on(catalog: Cata
     settings = m["extra"]["settings"]
     assert settings["node_monitor_grace_period_s"] == GRACE and settings["toleration_s"] == TOLERATION
     by_stage = {s["stage"]: s for s in m["samples"]}
-    seconds = {k: s["end"] - s["start"] for k, s in by_stage.items()}
+    seconds = {k: took(s) for k, s in by_stage.items()}
     # the settings are what those stages took, within the node controller's 5 s monitor period
     assert GRACE <= seconds["not_ready"] <= GRACE + 6, seconds
     # the taint-eviction controller counts the toleration from when *it* received the taint; the stage starts when
@@ -77,5 +79,5 @@ def test_node_loss_times_every_stage_and_the_settings_it_waited_on(catalog: Cata
     work = sum(v for k, v in seconds.items() if k not in ("not_ready", "evicted"))
     print(f"\nnode loss stages (s): {json.dumps({k: round(v, 3) for k, v in seconds.items()})}; work {work:.2f}s")
     assert m["summaries"]["total"]["max"] == pytest.approx(
-        max(s["end"] for s in m["samples"]) - by_stage["not_ready"]["start"], abs=0.01
+        max(epoch(s["end"]) or 0.0 for s in m["samples"]) - (epoch(by_stage["not_ready"]["start"]) or 0.0), abs=0.01
     )

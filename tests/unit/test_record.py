@@ -58,16 +58,16 @@ def _full() -> RunRecord:
 def test_the_record_says_its_schema_and_writes_moments_in_rfc_3339_utc() -> None:
     data = _full().to_dict()
     assert data["schemaVersion"] == "chaoskit.dev/run/v1"
-    assert (data["started_at"], data["finished_at"]) == ("1970-01-01T00:01:40.000Z", "1970-01-01T00:03:10.500Z")
+    assert (data["started_at"], data["finished_at"]) == ("1970-01-01T00:01:40.000000Z", "1970-01-01T00:03:10.500000Z")
     (m,) = data["measurements"]
     assert (m["started_at"], m["samples"][0]["start"], m["samples"][0]["end"]) == (
-        "1970-01-01T00:01:40.000Z",
-        "1970-01-01T00:01:41.000Z",
-        "1970-01-01T00:01:41.500Z",
+        "1970-01-01T00:01:40.000000Z",
+        "1970-01-01T00:01:41.000000Z",
+        "1970-01-01T00:01:41.500000Z",
     )
-    assert data["probes"][0]["samples"][0][0] == "1970-01-01T00:02:30.000Z"
-    assert data["probe_windows"]["during"] == [["1970-01-01T00:02:10.000Z", "1970-01-01T00:02:50.000Z"]]
-    assert data["steps"][0]["scaled_up_at"] == "1970-01-01T00:02:00.000Z"
+    assert data["probes"][0]["samples"][0][0] == "1970-01-01T00:02:30.000000Z"
+    assert data["probe_windows"]["during"] == [["1970-01-01T00:02:10.000000Z", "1970-01-01T00:02:50.000000Z"]]
+    assert data["steps"][0]["scaled_up_at"] == "1970-01-01T00:02:00.000000Z"
     assert RunRecord("p", "c", "ns", "j", "r", 100.0).to_dict()["finished_at"] is None  # not finished: no moment
 
 
@@ -188,12 +188,12 @@ def test_a_step_record_of_its_result_keeps_what_its_hold_wrote_after_the_engines
         "stopped_holding_s": None,
         "recovery_s": 4.5,
         "named_s": 7.5,
-        "scaled_up_at": "1970-01-01T00:20:34.000Z",
+        "scaled_up_at": "1970-01-01T00:20:34.000000Z",
         "errors": ["no recovery within 180s", "held: probe"],
         "failures": ["could not raise the HPA's minReplicas to 3"],
         "weight": 2.0,
         "fact_check": FactCheck.of([]).to_dict(),
-        "injected_at": "1970-01-01T00:20:30.000Z",
-        "reverted_at": "1970-01-01T00:20:40.000Z",
+        "injected_at": "1970-01-01T00:20:30.000000Z",
+        "reverted_at": "1970-01-01T00:20:40.000000Z",
     }
     assert while_held.errors == ["held: probe"]  # the hold's own record is left as it was

@@ -152,7 +152,7 @@ def test_json_carries_the_diagnosis_and_the_run() -> None:
     assert doc["run"]["playbook"] == "hpa-under-scheduler-down"
     # a versioned document, its moment in RFC 3339 as the run record's; an older document's epoch seconds read back
     assert doc["schemaVersion"] == "chaoskit.dev/diagnosis/v1"
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["diagnosis"]["collected_at"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", doc["diagnosis"]["collected_at"])
     older = {**doc["diagnosis"], "collected_at": d.collected_at}
     assert Diagnosis.from_dict(older).collected_at == d.collected_at
 

@@ -111,14 +111,14 @@ def test_the_run_record_is_rfc_3339_with_its_schema_and_the_suite_is_too() -> No
     rec = scheduler_down()
     data = rec.to_dict()
     assert data["schemaVersion"] == "chaoskit.dev/run/v1"
-    assert data["started_at"] == "2026-12-06T20:15:30.000Z" and data["finished_at"] == "2026-12-06T20:16:18.200Z"
-    assert data["steps"][0]["injected_at"] == "2026-12-06T20:15:35.000Z"
+    assert data["started_at"] == "2026-12-06T20:15:30.000000Z" and data["finished_at"] == "2026-12-06T20:16:18.200000Z"
+    assert data["steps"][0]["injected_at"] == "2026-12-06T20:15:35.000000Z"
     assert epoch(rfc3339(T + 0.123)) == pytest.approx(T + 0.123)
     suite = SuiteRecord("two", "chaoskit", T, 2, finished_at=T + 60.0)
     suite.runs = [SuiteEntry("a.yaml", "cluster", 0.0, 48.2, rec)]
     doc = suite_json(suite)
     assert list(doc)[0] == "schemaVersion" and doc["schemaVersion"] == "chaoskit.dev/suite/v1"
-    assert doc["started_at"] == "2026-12-06T20:15:30.000Z" and doc["runs"][0]["started_at"] == data["started_at"]
+    assert doc["started_at"] == "2026-12-06T20:15:30.000000Z" and doc["runs"][0]["started_at"] == data["started_at"]
 
 
 def test_a_report_is_named_by_its_playbook_and_a_readable_utc_date() -> None:
