@@ -35,7 +35,13 @@ CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 def install_crd(kube: Kube, namespaces: tuple[str, ...] = ()) -> None:
     """Apply the ChaosExperiment and ChaosSchedule CRDs and kopf's peering (its CRDs, then the peering objects: the
     cluster's, or one per namespace watched) and wait until the API server serves them."""
-    for obj in (crd(), schedule_crd(), *peering(namespaces)):
+    apply_crds(kube, (crd(), schedule_crd(), *peering(namespaces)))
+
+
+def apply_crds(kube: Kube, objs: tuple[dict[str, Any], ...] | None = None) -> None:
+    """Apply `objs` (default: chaoskit's own CRDs alone, no peering object an install would own) and wait until the
+    API server serves each CRD among them."""
+    for obj in objs if objs is not None else (crd(), schedule_crd()):
         kube.apply(obj)
         if obj["kind"] == "CustomResourceDefinition":
             _established(kube, obj)

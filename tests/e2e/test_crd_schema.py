@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chaoskit.seams.kube import Kube
-from chaoskit_operator.__main__ import install_crd
+from chaoskit_operator.__main__ import apply_crds
 
 NS = "default"  # a dry run needs a namespace that exists; nothing is stored in it
 
@@ -25,8 +25,9 @@ def kubectl(cluster: str, *args: str, input: str | None = None) -> subprocess.Co
 
 @pytest.fixture(scope="module")
 def served(kube: Kube) -> None:
-    """The CRD as this checkout generates it, applied as the operator applies it, and established."""
-    install_crd(kube)
+    """The CRDs as this checkout generates them, applied as the operator applies them, and established; no peering
+    object, which a later `helm install` would refuse to take over."""
+    apply_crds(kube)
 
 
 def _experiment(name: str, step: dict[str, Any]) -> str:

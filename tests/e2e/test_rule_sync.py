@@ -141,7 +141,8 @@ def test_every_node_follows_each_endpoint_change_within_seconds_and_agrees_with_
     assert all(v is not None and v > 0 for v in result.extra["probe_cpu_seconds"].values()), result.extra
     assert_baseline(result, sorted(n for n in result.extra["nodes"]))
     # the measurement removed them: every node's rules let go of them too (kube-proxy's work, read in each node)
-    gone = programmed_everywhere(env.nodes, result.extra["nodes"], background["namespace"], 0, timeout=120)
+    measured = [named(n, env.nodes.list_nodes()) for n in result.extra["nodes"]]  # the record keeps names
+    gone = programmed_everywhere(env.nodes, measured, background["namespace"], 0, timeout=120)
     assert all(s is not None for s in gone.values()), f"background Services still in some node's rules: {gone}"
 
 
