@@ -62,7 +62,7 @@ def chaoskit(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[s
 
 # this host's disk in a slow spell: warnings a diagnosis rightly gives, which no fault causes
 HOST_DISK = re.compile(r"etcd's disk is slow|the API server's etcd requests are slow|API requests are slow")
-HOST_OWNED = re.compile(r"^(host/|component/etcd$)")
+HOST_OWNED = re.compile(r"^(host/|component/etcd$|etcd/)")  # the host, or etcd (named etcd/<its node>)
 
 
 def of_the_host(finding: Mapping[str, Any]) -> bool:
