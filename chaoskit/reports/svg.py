@@ -90,15 +90,20 @@ FAULT_FILL, FAULT_LINE = "#fff1b8", "#9a6700"  # the held window, and its marks:
 MARK_BAND = 30  # above the rows: two lines of mark labels, staggered where marks fall close
 
 
-def _mark_labels(marks: list[tuple[str, float]], x: Callable[[float], float], top: float) -> list[str]:
-    """Each mark's line label, on the upper line unless the last label there would touch it."""
+MARK_CHAR = 6.5  # a mark label's width per character, near enough to keep it inside the drawing
+
+
+def _mark_labels(marks: list[tuple[str, float]], x: Callable[[float], float], top: float, width: float) -> list[str]:
+    """Each mark's line label, on the upper line unless the last label there would touch it; one that would run
+    past an edge of the drawing ends (or starts) at its line instead of centring on it."""
     out, last = [], [-1e9, -1e9]
     for word, at in sorted(marks, key=lambda m: m[1]):
-        px = x(at)
+        px, half = x(at), MARK_CHAR * len(word) / 2
         line = 0 if px - last[0] > 56 else 1
         last[line] = px
         y = top - MARK_BAND + 11 + line * 13
-        out.append(f'<text x="{px:.1f}" y="{y}" class="mark" text-anchor="middle">{escape(word)}</text>')
+        anchor = "end" if px + half > width else "start" if px - half < 0 else "middle"
+        out.append(f'<text x="{px:.1f}" y="{y}" class="mark" text-anchor="{anchor}">{escape(word)}</text>')
     return out
 
 
@@ -172,7 +177,7 @@ def timeline_svg(m: MeasurementResult, width: int = 960, faults: Sequence[FaultW
                 f'stroke-width="1.5" stroke-dasharray="4 3"><title>{escape(f.fault)}: {word} at '
                 f"+{seconds(at - t0)}</title></line>"
             )
-    out += _mark_labels(marks, x, top)
+    out += _mark_labels(marks, x, top, width)
     owners = {s.stage: s.component for s in samples if s.component}  # the measurement's own word first
     for j, (stage, colour) in enumerate(stages.items()):
         y, lx = legend_top + (j // columns) * LEGEND_ROW, PAD + (j % columns) * LEGEND_COLUMN

@@ -153,3 +153,10 @@ def test_chaoskit_run_prints_the_reports_path_last(
     html = tmp_path / "reports" / stamped_name("scheduler-down", T, ".html")
     _publish(suite, False, None, html, "table", Progress())
     assert capsys.readouterr().out.splitlines()[-1] == str(html) and html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_mark_label_at_an_edge_of_the_timeline_stays_inside_it() -> None:
+    from chaoskit.reports.svg import _mark_labels
+
+    drawn = _mark_labels([("inject", 0.0), ("revert", 500.0), ("healthy", 958.0)], lambda t: t, 40, 960)
+    assert [re.search(r'text-anchor="(\w+)"', d).group(1) for d in drawn] == ["start", "middle", "end"]  # type: ignore[union-attr]
