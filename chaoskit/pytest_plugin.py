@@ -36,6 +36,7 @@ from chaoskit.events import speaking
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.measurements.hpa_driver import measure
+from chaoskit.model.moments import stamped_name
 from chaoskit.model.timeline import MeasurementResult
 from chaoskit.playbook import load_playbook
 from chaoskit.registry import CATALOG, Catalog, load_catalog
@@ -130,7 +131,7 @@ class ChaoskitCluster:
         load_catalog()
         c = self.catalog
         pb = load_playbook(Path(path), faults=c.faults, checks=c.checks, measurements=c.measurements)
-        journal = Journal(self.journal_dir / f"pytest-{pb.name}-{int(time.time())}.jsonl")
+        journal = Journal(self.journal_dir / stamped_name(f"pytest-{pb.name}", time.time(), ".jsonl"))
         return Runner(self.env, self.nodes, journal, speaking(self.say)).run(plan(pb, self.nodes, c)).to_dict()
 
     def measure_hpa(

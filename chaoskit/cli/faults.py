@@ -19,6 +19,7 @@ from chaoskit.errors import EXIT_BREACHED, EXIT_TOOL, UsageError
 from chaoskit.events import speaking
 from chaoskit.faults.base import Fault
 from chaoskit.journal import Journal, default_journal_dir
+from chaoskit.model.moments import stamped_name
 from chaoskit.progress import Progress
 from chaoskit.registry import FAULTS, load_catalog
 from chaoskit.safety import preflight, recognise
@@ -205,7 +206,7 @@ def inject(
     progress, env = Progress(), cluster_env(g, cluster)
     if not allow_any_cluster:
         recognise(SubprocessRunner(), env.kube, cluster)
-    journal = Journal(journal_path or default_journal_dir() / f"inject-{fault}-{int(time.time())}.jsonl")
+    journal = Journal(journal_path or default_journal_dir() / stamped_name(f"inject-{fault}", time.time(), ".jsonl"))
     progress.info(f"journal: {journal.path}")
     with sigterm_as_interrupt():
         result = run_fault(env, step, journal=journal, emit=speaking(progress.info, step=False))

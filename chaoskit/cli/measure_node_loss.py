@@ -19,6 +19,7 @@ from chaoskit.events import speaking
 from chaoskit.journal import Journal, default_journal_dir
 from chaoskit.measurements.node_loss import grace_period_of
 from chaoskit.measurements.node_loss_tracker import TYPE
+from chaoskit.model.moments import stamped_name
 from chaoskit.model.playbook import Playbook
 from chaoskit.model.record import RunRecord
 from chaoskit.model.timeline import NODE_LOSS_STAGES
@@ -68,7 +69,7 @@ def drive(env: Env, node: str, toleration: int, namespace: str) -> RunRecord:
     grace = grace_period_of(env.kube) or DEFAULT_GRACE
     pb = playbook(namespace, node, toleration, grace + toleration + MARGIN)
     nodes = env.nodes.list_nodes()
-    journal = Journal(default_journal_dir() / f"node-loss-{int(time.time())}.jsonl")
+    journal = Journal(default_journal_dir() / stamped_name("node-loss", time.time(), ".jsonl"))
     return Runner(env, nodes, journal, speaking(Progress().info, playbook=False)).run(plan(pb, nodes))
 
 
