@@ -31,6 +31,7 @@ from chaoskit.events import (
     Reverting,
     StoppedHolding,
     ignore,
+    tapped,
 )
 from chaoskit.faults.base import HandoffError, hand_over
 from chaoskit.journal import Injection, Journal
@@ -136,7 +137,7 @@ def run_fault(
     What went wrong is in the result: `errors` when the system deviated, `failures` when chaoskit could not arm,
     inject or revert (a failed revert is left to the switch, which keeps retrying on the node).
     """
-    run = _Injection(env, step, journal, emit)
+    run = _Injection(env, step, journal, tapped(emit) if emit is ignore else emit)
     if not run.arm():
         return run.result
     try:

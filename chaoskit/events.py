@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -193,7 +194,7 @@ def ignore(_: Event) -> None:
 def speaking(say: Callable[[str], None], *, playbook: bool = True, step: bool = True) -> Emit:
     """A subscriber that says each event as a line: its playbook and its step first, unless told not to (a run of
     one playbook, or of one fault, has nothing to tell apart)."""
-    return lambda event: say(line(event, playbook=playbook, step=step))
+    return tapped(lambda event: say(line(event, playbook=playbook, step=step)))
 
 
 def line(event: Event, *, playbook: bool = True, step: bool = True) -> str:
@@ -218,6 +219,22 @@ def fan_out(*subscribers: Emit) -> Emit:
             subscriber(event)
 
     return emit
+
+
+TAP = "CHAOSKIT_EVENTS"  # a file every run and injection of this process appends its events to, as JSON lines
+_taps: dict[str, JsonLines] = {}
+
+
+def tapped(emit: Emit) -> Emit:
+    """`emit`, and the CHAOSKIT_EVENTS file when that is set, so whoever starts chaoskit (a CI job, a test) follows
+    every run and injection without a flag on each command: the terminal's subscriber taps (`speaking`), and so does a
+    run or injection that nobody follows (`ignore`)."""
+    path = os.environ.get(TAP)
+    if not path:
+        return emit
+    if path not in _taps:
+        _taps[path] = JsonLines(open(path, "a", encoding="utf-8"))  # noqa: SIM115 - kept open for the process's life
+    return _taps[path] if emit is ignore else fan_out(emit, _taps[path])
 
 
 class JsonLines:

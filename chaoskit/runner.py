@@ -19,7 +19,7 @@ from chaoskit.cluster.kwok.converge import converge, simulated_names
 from chaoskit.components.kube_proxy import ProxyModeUnsupported, configured_mode, set_mode
 from chaoskit.env import Env
 from chaoskit.errors import ChaoskitError, UsageError
-from chaoskit.events import Emit, SteadyState, Threshold, said
+from chaoskit.events import Emit, SteadyState, Threshold, ignore, said, tapped
 from chaoskit.journal import Journal
 from chaoskit.model.record import CheckRecord, RunRecord
 from chaoskit.model.thresholds import evaluate
@@ -53,20 +53,20 @@ class Runner:
         shell: ShellRunner | None = None,
         simulate: Callable[[int], object] | None = None,
     ) -> None:
-        self.env, self.nodes, self.journal, self.emit = env, nodes, journal, emit
-        self.say = said(emit)  # what is worth a line and no event of its own
+        self.env, self.nodes, self.journal, self.emit = env, nodes, journal, tapped(emit) if emit is ignore else emit
+        self.say = said(self.emit)  # what is worth a line and no event of its own
         self.shell = shell or SubprocessRunner()  # where command probes run
         self.probes: ProbeSet | None = None
         self.peers = peers or Peers()  # alone, nobody else's nodes are excused
         self.stop = threading.Event()
         self.run_id = uuid.uuid4().hex[:8]
-        self.stage = Stage(env, journal, emit, nodes=list(nodes))
+        self.stage = Stage(env, journal, self.emit, nodes=list(nodes))
         self.restore_proxy_mode: str | None = None  # kube-proxy's mode before the playbook switched it
         # spec.simulatedNodes: through the API only by default (kwok's image already in the cluster, as in the
         # operator); the command line builds and loads the image into a kind cluster first
         self.simulate = simulate or (lambda n: converge(env.kube, n, say=self.say))
         self.restore_simulated: int | None = None  # simulated nodes before the playbook changed their number
-        self.diagnostician = Diagnostician(env, nodes, emit, self.peers, self._users_subject)
+        self.diagnostician = Diagnostician(env, nodes, self.emit, self.peers, self._users_subject)
         self.diagnose_around = True  # before and after the steps too; a suite diagnoses once around all its runs
 
     def run(self, run: RunPlan) -> RunRecord:

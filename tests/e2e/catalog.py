@@ -64,6 +64,41 @@ class Catalog:
     def steps(self, fault: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         return [(run, s) for run in self.record["runs"] for s in run["steps"] if s["fault"] == fault]
 
+    def save(self, path: Path) -> None:
+        """For the session's other workers: the catalog runs once per session, whichever worker asks first."""
+        data = {
+            "record": self.record,
+            "junit": str(self.junit),
+            "html": str(self.html),
+            "returncode": self.returncode,
+            "stderr": self.stderr,
+            "seen": [[*k, v] for k, v in self.seen.items()],
+            "moments": [[*k, v] for k, v in self.moments.items()],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, default=str))
+        tmp.rename(path)  # whole or absent: a worker reading it never sees half
+
+    @classmethod
+    def load(cls, path: Path) -> Catalog:
+        d = json.loads(path.read_text())
+        return cls(
+            d["record"],
+            Path(d["junit"]),
+            Path(d["html"]),
+            d["returncode"],
+            d["stderr"],
+            {(p, s): _tuples(v) for p, s, v in d["seen"]},
+            {(p, s): v for p, s, v in d["moments"]},
+        )
+
+
+def _tuples(value: Any) -> Any:
+    """What an observer returned, as it returned it: JSON made its tuples lists."""
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
 
 def _fault_of(step: str) -> str:
     return step.split("-", 1)[1]  # step names are "<n>-<fault>"

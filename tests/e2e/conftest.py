@@ -5,6 +5,7 @@ Set CHAOSKIT_KEEP_ON_FAIL=1 to keep a failed test's namespace for inspection.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -13,7 +14,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -25,7 +27,9 @@ from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
+from tests.e2e import radius, timing
 from tests.e2e.catalog import Catalog, run_catalog
+from tests.e2e.radius import Registry
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
 
@@ -77,6 +81,63 @@ LAST = "tests/e2e/test_in_cluster.py"  # breaks the API server through the opera
 # controller manager and scheduler (growing with every outage within 10 min) would land in the tests after it
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(timing, "chaoskit-e2e-timing")  # where the time went, printed at the end
+    if not hasattr(config, "workerinput"):  # the controller (or a run without workers): once per session
+        config.stash[SESSION_LOCK] = one_e2e_session_at_a_time()
+        Registry().reset()
+
+
+SESSION_LOCK = pytest.StashKey[IO[str]]()
+RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex  # one per session, shared by its workers
+SHARED = state_home() / "e2e-shared" / RUN_ID  # what the session's workers make once and read alike
+
+
+def one_e2e_session_at_a_time() -> IO[str]:
+    """e2e sessions share the one cluster and break each other's faults: a host-wide lock serialises them (held
+    until the controller's process ends)."""
+    path = state_home() / "e2e.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"another e2e session holds {path}; waiting for it", file=sys.stderr)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """The test holds what it touches from before its setup to after its teardown, so tests side by side never meet;
+    a module marked `one_hold` holds it from its first test's setup to its last test's teardown (its module fixtures
+    keep things broken between its tests). The first test to need the session's catalog run holds the whole cluster
+    for it."""
+    touched = radius.of(item)
+    if "catalog" in getattr(item, "fixturenames", ()) and not (SHARED / "catalog.json").exists():
+        touched = (*touched, radius.CLUSTER)
+    module = item.get_closest_marker("one_hold") and getattr(item, "module", None)
+    if module is not None and module.__name__ in HELD:
+        item.user_properties.append(("chaoskit-radius", f"{radius.words(touched)}, held by its module"))
+        try:
+            return (yield)
+        finally:
+            if nextitem is None or getattr(nextitem, "module", None) is not module:
+                HELD.pop(module.__name__).close()
+    hold = contextlib.ExitStack()
+    waited = hold.enter_context(Registry().holding(item.nodeid, touched))
+    item.user_properties.append(("chaoskit-radius", radius.words(touched)))
+    item.user_properties.append(("chaoskit-waited-for-radius", waited))
+    if module is not None and nextitem is not None and getattr(nextitem, "module", None) is module:
+        HELD[module.__name__] = hold  # released after the module's last test
+        return (yield)
+    with hold:
+        return (yield)
+
+
+HELD: dict[str, contextlib.ExitStack] = {}  # the radius a one_hold module holds across its tests
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
@@ -92,26 +153,25 @@ def process_state(node: str, process: str) -> str:
     return out.stdout.strip()[:1]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def one_e2e_session_at_a_time() -> Iterator[None]:
-    """e2e sessions share the one cluster and break each other's faults: a host-wide lock serialises them."""
-    path = state_home() / "e2e.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"another e2e session holds {path}; waiting for it", file=sys.stderr)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 @pytest.fixture(scope="session")
 def cluster() -> str:
-    """Bring the cluster up (a reuse when `make test` already did) and return its name."""
-    done = chaoskit("cluster", "up", "--cluster", CLUSTER)
-    assert done.returncode == 0, f"cluster up failed:\n{done.stderr[-3000:]}"
+    """Bring the cluster up (a reuse when `make test` already did) and return its name: once per session, whichever
+    worker asks first."""
+    with once("cluster-up") as done:
+        if not done.exists():
+            up = chaoskit("cluster", "up", "--cluster", CLUSTER)
+            assert up.returncode == 0, f"cluster up failed:\n{up.stderr[-3000:]}"
+            done.write_text(CLUSTER)
     return CLUSTER
+
+
+@contextlib.contextmanager
+def once(name: str) -> Iterator[Path]:
+    """A file the session's workers make once: held under a lock while the first of them makes it."""
+    SHARED.mkdir(parents=True, exist_ok=True)
+    with (SHARED / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield SHARED / f"{name}.json"
 
 
 @pytest.fixture(scope="session")
@@ -121,17 +181,30 @@ def kube(cluster: str) -> Kube:
 
 @pytest.fixture(scope="session")
 def catalog(kube: Kube, cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    """The shipped catalog, run once per session with every registered observer (see tests/e2e/catalog.py)."""
-    done = run_catalog(Env.for_kind(kube, cluster), tmp_path_factory.mktemp("catalog"))
-    print(f"\n--- chaoskit run playbooks/ (exit {done.returncode}); its progress:\n{done.stderr[-6000:]}")
+    """The shipped catalog, run once per session with every registered observer (see tests/e2e/catalog.py), by the
+    first worker to need it (its test holds the whole cluster); the others read what it saw."""
+    with once("catalog") as saved:
+        if saved.exists():
+            return Catalog.load(saved)
+        done = run_catalog(Env.for_kind(kube, cluster), tmp_path_factory.mktemp("catalog"))
+        done.save(saved)
     assert done.record, done.stderr[-3000:]
     took = (epoch(done.record["finished_at"]) or 0.0) - (epoch(done.record["started_at"]) or 0.0)  # RFC 3339
-    print(f"\nthe catalog ({len(done.record['runs'])} playbooks) took {took:.0f}s; per playbook:")
-    for r in done.record["runs"]:
-        print(
-            f"  {r['playbook']:40s} {r['verdict']:9s} {r['started_s']:7.1f}s → {r['finished_s']:7.1f}s ({r['radius']})"
-        )
+    lines = [
+        f"the catalog ({len(done.record['runs'])} playbooks) took {took:.0f}s (exit {done.returncode}); per playbook:"
+    ]
+    lines += [
+        f"  {r['playbook']:44s} {r['verdict']:9s} {r['started_s']:7.1f}s → {r['finished_s']:7.1f}s ({r['radius']})"
+        for r in done.record["runs"]
+    ]
+    (SHARED / "catalog.txt").write_text("\n".join(lines))  # printed at the end of the session, wherever it ran
     return done
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if (SHARED / "catalog.txt").exists():
+        terminalreporter.section("chaoskit run playbooks/")
+        terminalreporter.write_line((SHARED / "catalog.txt").read_text())
 
 
 # An e2e test is never skipped, unless what it needs is a fact of the host (a kernel without ip_vs, say): such a skip
