@@ -83,7 +83,7 @@ LAST = "tests/e2e/test_in_cluster.py"  # breaks the API server through the opera
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(timing, "chaoskit-e2e-timing")  # where the time went, printed at the end
-    if not hasattr(config, "workerinput"):  # the controller (or a run without workers): once per session
+    if not hasattr(config, "workerinput") and not config.option.collectonly:  # the controller, or a run without workers
         config.stash[SESSION_LOCK] = one_e2e_session_at_a_time()
         Registry().reset()
 
@@ -113,10 +113,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     a module marked `one_hold` holds it from its first test's setup to its last test's teardown (its module fixtures
     keep things broken between its tests). The first test to need the session's catalog run holds the whole cluster
     for it."""
-    touched = radius.of(item)
+    module = item.get_closest_marker("one_hold") and getattr(item, "module", None)
+    mates = [i for i in item.session.items if getattr(i, "module", None) is module] if module else [item]
+    touched = tuple(dict.fromkeys(t for i in mates for t in radius.of(i)))
     if "catalog" in getattr(item, "fixturenames", ()) and not (SHARED / "catalog.json").exists():
         touched = (*touched, radius.CLUSTER)
-    module = item.get_closest_marker("one_hold") and getattr(item, "module", None)
     if module is not None and module.__name__ in HELD:
         item.user_properties.append(("chaoskit-radius", f"{radius.words(touched)}, held by its module"))
         try:

@@ -54,7 +54,7 @@ CLUSTER = Touch(Radius("cluster"))  # breaks the control plane, or every node at
 WATCHES_CLUSTER = Touch(Radius("cluster"), "watches")  # a whole-cluster look: no fault anywhere may land in it
 
 
-def node(component: str, where: str, how: How = "breaks") -> Touch:
+def on_node(component: str, where: str, how: How = "breaks") -> Touch:
     return Touch(Radius("node", where, component), how)
 
 
@@ -64,7 +64,16 @@ def namespace(name: str, how: How = "breaks") -> Touch:
 
 def every_node(component: str, how: How = "watches") -> tuple[Touch, ...]:
     """A component on each node: a measurement timing every node's kubelet or kube-proxy, say."""
-    return tuple(node(component, n, how) for n in NODES)
+    return tuple(on_node(component, n, how) for n in NODES)
+
+
+CP, W1, W2 = NODES
+# pods of its own placed on any node and reached through a Service: a kubelet or kube-proxy fault anywhere shows in it
+WORKLOAD = (*every_node("kubelet"), *every_node("kube-proxy"))
+# chaoskit installed in the cluster (agents, operator, CRDs; `chaoskit install` or the chart): one per cluster, and an
+# operator on the host stands by while one is installed
+INSTALL = namespace("chaoskit-system")
+WATCHES_INSTALL = namespace("chaoskit-system", "watches")
 
 
 def touches(*what: Touch | tuple[Touch, ...]) -> pytest.MarkDecorator:

@@ -14,6 +14,7 @@ from chaoskit.faults.controller_manager.permission import bootstrap_binding
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
 from tests.e2e.conftest import CLUSTER, chaoskit
+from tests.e2e.radius import touches
 
 
 def _scale_up(catalog: Catalog, playbook: str) -> dict[str, Any]:
@@ -22,6 +23,7 @@ def _scale_up(catalog: Catalog, playbook: str) -> dict[str, Any]:
     return dict(m)
 
 
+@touches()
 @pytest.mark.parametrize("playbook", ["apiserver-admission-webhook-failing", "controller-manager-permission-revoked"])
 def test_the_scale_up_stopped_at_pod_creation(catalog: Catalog, playbook: str) -> None:
     m = _scale_up(catalog, playbook)
@@ -30,6 +32,7 @@ def test_the_scale_up_stopped_at_pod_creation(catalog: Catalog, playbook: str) -
     assert stages["pod_created"] >= 10, "the pods waited out most of the hold at pod creation"
 
 
+@touches()
 def test_a_slow_webhook_admits_each_batch_of_pods_a_timeout_late(catalog: Catalog) -> None:
     m = _scale_up(catalog, "apiserver-admission-webhook-slow")
     created = m["summaries"]["pod_created"]
@@ -38,6 +41,7 @@ def test_a_slow_webhook_admits_each_batch_of_pods_a_timeout_late(catalog: Catalo
     assert max(stages, key=lambda k: stages[k]) == "pod_created", stages
 
 
+@touches()
 def test_a_blind_hpa_never_started_and_said_why(catalog: Catalog) -> None:
     m = _scale_up(catalog, "metrics-server-down")
     said = [n for n in m["notes"] if n.startswith("the HPA said ScalingActive=False FailedGetResourceMetric")]

@@ -13,6 +13,7 @@ from chaoskit.measurements.apiserver_recovery_tracker import STAGES
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
 from tests.e2e.conftest import took
+from tests.e2e.radius import WATCHES_CLUSTER, touches
 
 PLAYBOOK = "apiserver-down"
 SIMULATED = 100  # the playbook's simulatedNodes
@@ -25,6 +26,7 @@ def _measurement(catalog: Catalog) -> dict[str, Any]:
     return dict(m)
 
 
+@touches()
 def test_the_way_back_is_timed_stage_by_stage_with_every_simulated_node_counted(catalog: Catalog) -> None:
     m = _measurement(catalog)
     print("\n" + "\n".join(m["notes"]))
@@ -39,6 +41,7 @@ def test_the_way_back_is_timed_stage_by_stage_with_every_simulated_node_counted(
     assert len({round(s["precision"], 6) for s in stages.values()}) > 1, stages
 
 
+@touches()
 def test_the_clients_watches_were_seen_below_the_mark_after_the_return_and_their_relists_counted(
     catalog: Catalog,
 ) -> None:
@@ -54,6 +57,7 @@ def test_the_clients_watches_were_seen_below_the_mark_after_the_return_and_their
     assert all(w["lists_per_s"] is not None and w["single_p99"] is not None for w in after[:3]), after[:3]
 
 
+@touches(WATCHES_CLUSTER)
 def test_the_simulated_nodes_are_gone_after_the_run(catalog: Catalog, kube: Kube) -> None:
     assert catalog.record["runs"], "the catalog ran"
     assert simulated_names(kube) == [], "the run puts back the count it found: none"

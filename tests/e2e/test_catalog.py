@@ -21,6 +21,9 @@ from chaoskit.faults.base import Fault
 from chaoskit.model.factcheck import observed_words
 from chaoskit.registry import FAULTS, MEASUREMENTS, load_catalog
 from tests.e2e.catalog import Catalog
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 load_catalog()
 PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))

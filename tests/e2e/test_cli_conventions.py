@@ -12,6 +12,9 @@ import pytest
 
 from chaoskit.cluster.cache import default_root
 from tests.e2e.conftest import chaoskit
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -17,6 +17,7 @@ from chaoskit.seams.nodecontainers import ROLE_LABEL as KIND_ROLE
 from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
+from tests.e2e.radius import WATCHES_CLUSTER, WORKLOAD, namespace, touches
 
 
 def _workers(kube: Kube) -> list[str]:
@@ -33,6 +34,7 @@ def _ready_pods(kube: Kube, ns: str, app: str) -> list[dict]:
     return [p for p in pods if condition(p, "Ready")]
 
 
+@touches(WATCHES_CLUSTER)
 def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
     nodes = kube.get("/api/v1/nodes", labelSelector=REAL_NODES_SELECTOR)["items"]  # simulated ones run no kubelet
     assert len(nodes) == 3
@@ -43,6 +45,7 @@ def test_three_nodes_are_ready_at_the_pinned_version(kube: Kube) -> None:
     assert len(_workers(kube)) == 2
 
 
+@touches()
 @pytest.mark.parametrize("node", ["chaoskit-control-plane", "chaoskit-worker", "chaoskit-worker2"])
 def test_a_node_answers_a_burst_of_dns_queries_through_its_relay(node: str) -> None:
     """Each node resolves through its own address (pods inherit it) relayed to Docker's resolver: 100 lookups at
@@ -55,6 +58,7 @@ def test_a_node_answers_a_burst_of_dns_queries_through_its_relay(node: str) -> N
     assert out.count("ok") == 100, f"{out.count('lost')} of 100 lookups lost on {node}"
 
 
+@touches(WATCHES_CLUSTER)
 def test_kube_system_pods_are_all_running(kube: Kube) -> None:
     pods = kube.get("/api/v1/namespaces/kube-system/pods")["items"]
     names = [p["metadata"]["name"] for p in pods]
@@ -64,12 +68,14 @@ def test_kube_system_pods_are_all_running(kube: Kube) -> None:
     assert not not_ready
 
 
+@touches(namespace("e2e-workload-pods", "watches"), WORKLOAD)
 def test_workload_pods_land_on_both_workers(kube: Kube, ns: str) -> None:
     kube.apply(workloads.web_deployment(ns, replicas=4))
     kube.wait("4 ready web pods", lambda: len(_ready_pods(kube, ns, "web")) == 4, 120)
     assert {p["spec"]["nodeName"] for p in _ready_pods(kube, ns, "web")} == set(_workers(kube))
 
 
+@touches(WATCHES_CLUSTER)
 def test_cluster_ip_service_answers_from_a_pod_on_another_node(kube: Kube, ns: str) -> None:
     server_node, client_node = _workers(kube)
     web = workloads.web_deployment(ns)
@@ -115,6 +121,7 @@ def _dataplane(kube: Kube, ns: str, nodes: list[str]) -> str:
     return "\n".join(lines)
 
 
+@touches(WATCHES_CLUSTER)
 def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:
     nodes = kube.wait("node metrics", lambda: kube.get("/apis/metrics.k8s.io/v1beta1/nodes")["items"], 90)
     assert len(nodes) == 3
@@ -125,6 +132,7 @@ def test_metrics_api_returns_node_and_pod_metrics(kube: Kube) -> None:
     assert any(p["metadata"]["name"].startswith("kube-apiserver") for p in pods)
 
 
+@touches(WATCHES_CLUSTER)
 def test_status_reports_three_ready_nodes_as_json(cluster: str) -> None:
     done = chaoskit("cluster", "status", "--cluster", cluster, "-o", "json")
     assert done.returncode == 0, done.stderr
@@ -140,6 +148,7 @@ def test_up_on_an_existing_cluster_reuses_it(cluster: str) -> None:
     assert "reused" in done.stdout
 
 
+@touches()
 def test_down_leaves_no_containers_and_a_second_down_is_fine(cluster: str) -> None:
     # what is tested is `down` (making a cluster with `cluster up` is what every CI run starts with): a cluster as
     # `down` finds one, by kind's labels on its node containers, here two idle containers of the session's node image

@@ -11,6 +11,9 @@ from typing import Any
 from chaoskit.measurements.resync_tracker import STAGES
 from chaoskit.model.timeline import MeasurementResult
 from tests.e2e.catalog import Catalog
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 PLAYBOOK = "controller-manager-down"
 DEPLOYMENTS = 20  # the playbook's measurement params

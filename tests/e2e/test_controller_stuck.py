@@ -42,6 +42,7 @@ from chaoskit.seams.scrape import Metrics, scrape_command
 from chaoskit.step import resolve
 from tests.e2e.catalog import Catalog, Holding, observe
 from tests.e2e.conftest import HOST_DISK
+from tests.e2e.radius import touches
 
 load_catalog()
 NAMED_WITHIN = 60.0
@@ -172,6 +173,7 @@ def _while_stuck(h: Holding) -> dict[str, Any]:
     return seen
 
 
+@touches()
 def test_in_the_catalog_each_stuck_controller_left_its_process_leading_healthy_and_unblamed(catalog: Catalog) -> None:
     steps = catalog.steps("controller-manager.controller-stuck")
     assert len(steps) >= 5, "the catalog stops the HPA, ReplicaSet, ServiceAccount, Namespace and lifecycle controllers"
@@ -287,6 +289,7 @@ def _while_capped(h: Holding) -> dict[str, Any]:
     return seen
 
 
+@touches()
 def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_component_is_healthy(
     catalog: Catalog,
 ) -> None:

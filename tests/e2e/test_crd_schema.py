@@ -13,6 +13,9 @@ import pytest
 
 from chaoskit.seams.kube import Kube
 from chaoskit_operator.__main__ import apply_crds
+from tests.e2e.radius import INSTALL, touches
+
+pytestmark = touches(INSTALL)
 
 NS = "default"  # a dry run needs a namespace that exists; nothing is stored in it
 

@@ -8,6 +8,9 @@ import uuid
 from chaoskit.deadman import Switch, arm, armed, heal
 from chaoskit.seams.nodeexec import DockerNodeExec, Node, named
 from chaoskit.seams.shell import SubprocessRunner
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 NODE_SUFFIX = "-worker"
 

@@ -15,6 +15,7 @@ from chaoskit import workloads
 from chaoskit.diagnosers.run import components as registered
 from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import CLUSTER, chaoskit, of_the_host
+from tests.e2e.radius import WATCHES_CLUSTER, WORKLOAD, namespace, touches
 
 
 def _diagnose(html: Path, junit: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, list[str]]]:
@@ -30,6 +31,7 @@ def _diagnose(html: Path, junit: Path) -> tuple[subprocess.CompletedProcess[str]
     return done, doc, not_ok
 
 
+@touches(WATCHES_CLUSTER)
 def test_healthy_cluster_diagnoses_ok_everywhere_and_its_reports_parse(tmp_path: Path) -> None:
     # read-only: no `cluster` fixture, which would run `cluster up`; the cluster must already be healthy
     html, junit = tmp_path / "report.html", tmp_path / "report.xml"
@@ -52,6 +54,7 @@ def test_healthy_cluster_diagnoses_ok_everywhere_and_its_reports_parse(tmp_path:
     assert {s.name for s in xml} == components and xml.tests > 40
 
 
+@touches(namespace("e2e-subject-unavailable"), WORKLOAD)
 def test_your_subject_not_available_with_every_component_ok_is_named_with_its_cause(kube: Kube, ns: str) -> None:
     # an image this offline cluster cannot pull: the pods never start, and no Kubernetes component is at fault
     broken = workloads.web_deployment(ns, "shop")

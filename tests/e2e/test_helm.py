@@ -25,6 +25,7 @@ from chaoskit.seams.shell import SubprocessRunner
 from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import chaoskit, process_state
 from tests.e2e.managed import assert_the_managed_view
+from tests.e2e.radius import INSTALL, W2, WATCHES_CLUSTER, on_node, touches
 
 CHART = deploy_dir().parent / "helm" / "chaoskit"
 PLAYBOOK = Path(__file__).parents[2] / "playbooks" / "kube-proxy-freeze.yaml"  # 10 s on a worker: the shortest
@@ -81,6 +82,7 @@ def _run_experiment(kube: Kube, ns: str) -> dict[str, Any]:
     return status
 
 
+@touches(INSTALL, on_node("kube-proxy", W2), WATCHES_CLUSTER)
 def test_the_chart_installs_agents_on_the_workers_and_its_operator_runs_an_experiment(
     cluster: str, kube: Kube, ns: str
 ) -> None:

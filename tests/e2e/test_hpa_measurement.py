@@ -22,6 +22,7 @@ from chaoskit.model.moments import epoch
 from chaoskit.model.timeline import HPA_STAGES, MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
+from tests.e2e.radius import WORKLOAD, namespace, touches
 
 
 def _measured(catalog: Catalog, fault: str) -> tuple[dict[str, Any], dict[str, float], MeasurementResult]:
@@ -35,6 +36,7 @@ def _stage(result: MeasurementResult, stage: str) -> list[Sample]:
     return [s for s in result.samples if s.stage == stage]
 
 
+@touches()
 def test_in_the_catalog_a_scale_up_shows_every_stage_with_its_owner_and_precision(catalog: Catalog) -> None:
     """The scale-up the controller-manager-hung playbook asks for: past the HPA, every stage as on a healthy
     cluster."""
@@ -75,6 +77,7 @@ def test_in_the_catalog_a_scale_up_shows_every_stage_with_its_owner_and_precisio
     print("\n".join(result.notes))
 
 
+@touches()
 def test_in_the_catalog_scheduler_down_lands_in_the_scheduling_stage(catalog: Catalog) -> None:
     """The scheduler-down playbook: the pods its HPA created while the scheduler was stopped were bound only once it
     was back, and no other stage of theirs was slow: the outage landed in the scheduler's stage."""
@@ -94,6 +97,7 @@ def test_in_the_catalog_scheduler_down_lands_in_the_scheduling_stage(catalog: Ca
     )
 
 
+@touches()
 def test_in_the_catalog_a_hung_controller_manager_stops_the_path_at_the_hpa_until_it_resumes(
     catalog: Catalog,
 ) -> None:
@@ -106,6 +110,7 @@ def test_in_the_catalog_a_hung_controller_manager_stops_the_path_at_the_hpa_unti
     print(f"\nhpa_decision stage under a hung controller manager: {decision[0].seconds:.1f}s")
 
 
+@touches()
 def test_in_the_catalog_an_api_server_restart_mid_measurement_is_a_marked_gap_and_the_watches_resume(
     catalog: Catalog,
 ) -> None:
@@ -118,6 +123,7 @@ def test_in_the_catalog_an_api_server_restart_mid_measurement_is_a_marked_gap_an
     print(f"\ngaps: {[(round(g.end - g.start, 1), g.reason[:60]) for g in result.gaps]}")
 
 
+@touches(namespace("e2e-missing-hpa", "watches"), WORKLOAD)
 def test_a_missing_hpa_is_named(kube: Kube, cluster: str, ns: str) -> None:
     kube.apply(workloads.web_deployment(ns))
     with pytest.raises(MissingPiece, match="no HPA"):

@@ -7,6 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.radius import W2, WORKLOAD, namespace, on_node, touches
+
+pytestmark = touches(on_node("kube-proxy", W2), namespace("chaoskit-http-probe"), WORKLOAD)
+
 PLAYBOOK = """\
 apiVersion: chaoskit.dev/v1alpha1
 kind: Playbook

@@ -16,6 +16,7 @@ from chaoskit.journal import Journal
 from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
+from tests.e2e.radius import W1, on_node, touches
 
 FAULT, PROCESS = "kube-proxy.freeze", "kube-proxy"
 
@@ -67,6 +68,7 @@ def _start_and_kill(cluster: str, tmp_path: Path, journal: Path, deadline: float
     return node
 
 
+@touches(on_node("kube-proxy", W1))
 def test_revert_undoes_a_killed_runs_injection_at_once(cluster: str, tmp_path: Path) -> None:
     journal = tmp_path / "killed.jsonl"
     node = _start_and_kill(cluster, tmp_path, journal, deadline=600)

@@ -12,6 +12,9 @@ from ruamel.yaml import YAML
 
 from chaoskit.seams.kubeconfig import read_contexts
 from tests.e2e.conftest import CLUSTER, chaoskit
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 pytestmark = pytest.mark.e2e
 PLAYBOOK = "playbooks/scheduler-down.yaml"

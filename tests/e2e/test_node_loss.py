@@ -21,6 +21,9 @@ from chaoskit.model.timeline import NODE_LOSS_STAGES
 from chaoskit.seams.nodeexec import named
 from tests.e2e.catalog import Catalog, Holding, observe
 from tests.e2e.conftest import took
+from tests.e2e.radius import touches
+
+pytestmark = touches()
 
 PLAYBOOK = "node-partitioned"
 NODE = "chaoskit-worker"  # the playbook's target: the first worker by name

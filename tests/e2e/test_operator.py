@@ -23,6 +23,7 @@ from chaoskit.journal import Journal
 from chaoskit.seams.kube import Kube
 from chaoskit_operator.experiment import resource_path
 from tests.e2e.conftest import process_state
+from tests.e2e.radius import W1, WATCHES_CLUSTER, WATCHES_INSTALL, namespace, on_node, touches
 
 NS = "chaoskit-operator-e2e"
 
@@ -155,6 +156,7 @@ def _kube_proxy_stopped(cluster: str) -> dict[str, bool]:
     return {node: process_state(node, "kube-proxy") == "T" for node in (f"{cluster}-worker", f"{cluster}-worker2")}
 
 
+@touches(namespace("chaoskit-operator-e2e"), WATCHES_INSTALL)
 def test_an_invalid_experiment_is_marked_invalid_and_injects_nothing(operator: Operator, kube: Kube) -> None:
     # a rule across fields, which the CRD's schema cannot say (a bad duration the API server itself refuses)
     path = _create(kube, _experiment("invalid", "60s", "30s"))
@@ -165,6 +167,7 @@ def test_an_invalid_experiment_is_marked_invalid_and_injects_nothing(operator: O
     assert not list(operator.journals.glob(f"{NS}-invalid-*.jsonl"))
 
 
+@touches(on_node("kube-proxy", W1), namespace("chaoskit-operator-e2e"), WATCHES_INSTALL, WATCHES_CLUSTER)
 def test_deleting_a_running_experiment_reverts_its_fault_before_it_goes(
     operator: Operator, kube: Kube, cluster: str
 ) -> None:

@@ -26,6 +26,7 @@ from chaoskit.seams.kube import Kube
 from chaoskit.seams.scrape import HttpScraper, ScrapeError
 from chaoskit.seams.shell import SubprocessRunner
 from tests.dashboard import dashboard, queries
+from tests.e2e.radius import W2, WATCHES_CLUSTER, every_node, namespace, on_node, touches
 
 pytestmark = pytest.mark.e2e
 PLAYBOOK = "e2e-prometheus"
@@ -143,6 +144,7 @@ def _labels(srv: prom.Server, expr: str, label: str) -> set[str]:
     return {r["metric"].get(label, "") for r in srv.query(expr)}
 
 
+@touches(every_node("kube-proxy"), namespace("chaoskit-monitoring"))
 def test_prometheus_sees_the_exporter_every_kube_proxy_and_the_recording_rules(
     server: prom.Server, kube: Kube, exporter: tuple[str, Path]
 ) -> None:
@@ -240,6 +242,7 @@ def _series(srv: prom.Server, expr: str) -> list[dict[str, Any]]:
     return [r for r in srv.query(expr) if math.isfinite(float(r["value"][1]))]
 
 
+@touches(on_node("kubelet", W2), namespace("chaoskit-monitoring"), WATCHES_CLUSTER)
 def test_a_stopped_kubelet_fires_the_critical_alert_its_revert_resolves_it_and_every_dashboard_query_answers(
     watching: prom.Server, exporter: tuple[str, Path]
 ) -> None:

@@ -28,6 +28,7 @@ from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit, finished, process_state
+from tests.e2e.radius import W1, WATCHES_CLUSTER, on_node, touches
 from tests.e2e.test_faults import wait_healthy
 from tests.e2e.test_killed_runs import _wait
 
@@ -152,6 +153,7 @@ NO_CONT = "/usr/local/bin/pkill"
 NO_CONT_SCRIPT = '#!/bin/sh\ncase "$1" in -CONT) exit 0;; esac\nexec /usr/bin/pkill "$@"\n'
 
 
+@touches(on_node("kube-proxy", W1), on_node("kubelet", W1), WATCHES_CLUSTER)
 def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_it_once_it_can(
     cluster: str, kube: Kube, tmp_path: Path
 ) -> None:
@@ -274,6 +276,7 @@ def _nodes(cluster: str) -> list[str]:
     return [f"{cluster}-{n}" for n in ("control-plane", "worker", "worker2")]
 
 
+@touches(on_node("deadman", W1))
 def test_a_switch_that_gives_up_is_reported_by_diagnose(cluster: str) -> None:
     node = f"{cluster}-worker"
     switch = Switch(

@@ -27,6 +27,7 @@ from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import named
 from chaoskit.step import resolve
 from tests.e2e.conftest import process_state
+from tests.e2e.radius import W1, WATCHES_CLUSTER, WORKLOAD, namespace, on_node, touches
 from tests.e2e.test_faults import wait_healthy
 
 pytestmark = pytest.mark.e2e
@@ -158,6 +159,7 @@ def test_in_nftables_mode_too(env: Env, ns: str) -> None:
     assert_baseline(result, sorted(result.extra["nodes"]))
 
 
+@touches(on_node("kube-proxy", W1), namespace("e2e-rule-sync-frozen"), WORKLOAD, WATCHES_CLUSTER)
 def test_a_node_whose_kube_proxy_is_frozen_is_late_on_each_change_by_the_freeze_left_and_only_it(
     env: Env, ns: str, tmp_path: Path
 ) -> None:
@@ -221,6 +223,7 @@ def _answering_pods(env: Env, node: str, cluster_ip: str, requests: int = 20) ->
     return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
 
 
+@touches(namespace("e2e-session-affinity", "watches"), WORKLOAD, WATCHES_CLUSTER)
 def test_session_affinity_keeps_a_client_on_its_pod_and_the_measurement_times_what_can_follow(
     env: Env, ns: str
 ) -> None:

@@ -11,6 +11,7 @@ from chaoskit.cluster.marker import MARKER, marker_configmap
 from chaoskit.safety import acquire, release
 from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import chaoskit
+from tests.e2e.radius import WATCHES_CLUSTER, touches
 
 ALL_PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))  # each runs end to end in test_catalog.py
 
@@ -26,6 +27,7 @@ def _scheduler_running(cluster: str) -> bool:
     )
 
 
+@touches()
 def test_an_invalid_playbook_exits_3_and_injects_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     text, changed = re.subn(r"duration: \d+s", "duration: soon", Path("playbooks/scheduler-down.yaml").read_text())
@@ -38,6 +40,7 @@ def test_an_invalid_playbook_exits_3_and_injects_nothing(tmp_path: Path) -> None
     assert not journal.exists()
 
 
+@touches(WATCHES_CLUSTER)
 def test_dry_run_shows_targets_and_reverts_and_touches_nothing(cluster: str, tmp_path: Path) -> None:
     journal = tmp_path / "run.jsonl"
     done = chaoskit("run", "playbooks/scheduler-down.yaml", "--dry-run", "-o", "json", "--journal", str(journal))
@@ -64,6 +67,7 @@ def test_a_cluster_chaoskit_did_not_build_is_refused(
     assert not (tmp_path / "j.jsonl").exists()
 
 
+@touches(WATCHES_CLUSTER)
 def test_a_component_locked_by_another_run_is_not_injected(kube: Kube, cluster: str, tmp_path: Path) -> None:
     """Refused at once, and by its dry run too: a dry run that exits 0 promises that the run will start."""
     lock = acquire(kube, "scheduler", "someone-else/e2e", 120)
@@ -78,6 +82,7 @@ def test_a_component_locked_by_another_run_is_not_injected(kube: Kube, cluster: 
     assert _scheduler_running(cluster)
 
 
+@touches(WATCHES_CLUSTER)
 def test_every_playbook_plans_against_the_cluster_without_touching_it(cluster: str) -> None:
     done = chaoskit("run", "playbooks/", "--dry-run", "-o", "json")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -21,7 +21,20 @@ from chaoskit.seams.kube import Kube
 from chaoskit_operator.experiment import resource_path
 from chaoskit_operator.schedule import SCHEDULE_LABEL, SCHEDULED_AT, parse_time, run_name
 from tests.e2e.conftest import process_state
+from tests.e2e.radius import CP, W1, W2, WATCHES_INSTALL, namespace, on_node, touches
 from tests.e2e.test_operator import Operator
+
+# its schedules freeze kube-proxy on both workers (and hold cp's lock) across its tests, which follow one timeline
+pytestmark = [
+    touches(
+        on_node("kube-proxy", W1),
+        on_node("kube-proxy", W2),
+        on_node("kube-proxy", CP),
+        namespace("chaoskit-schedule-e2e"),
+        WATCHES_INSTALL,
+    ),
+    pytest.mark.one_hold,
+]
 
 NS = "chaoskit-schedule-e2e"
 SCHEDULES = f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosschedules"

@@ -11,10 +11,12 @@ from chaoskit import workloads
 from chaoskit.checks.slo import ScalabilitySlos, SloParams
 from chaoskit.env import Env
 from chaoskit.seams.kube import Kube
+from tests.e2e.radius import WATCHES_CLUSTER, namespace, touches
 
 pytestmark = pytest.mark.e2e
 
 
+@touches(namespace("e2e-slo", "watches"), WATCHES_CLUSTER)
 def test_a_healthy_cluster_meets_the_slos_and_a_pod_started_in_the_window_is_timed_by_its_kubelet(
     kube: Kube, cluster: str, ns: str
 ) -> None:

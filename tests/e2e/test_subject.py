@@ -20,6 +20,7 @@ from chaoskit.cluster.cache import Cache, default_root
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e.conftest import chaoskit
+from tests.e2e.radius import W2, WORKLOAD, namespace, on_node, touches
 
 pytestmark = pytest.mark.e2e
 
@@ -97,6 +98,7 @@ def _ledger(kube: Kube, ns: str) -> None:
     kube.wait("the ledger's HPA to read its CPU", cpu_read, 120)
 
 
+@touches(on_node("kube-proxy", W2), namespace("chaoskit-ledger-under-load"), namespace("chaoskit-monitoring"), WORKLOAD)
 def test_a_users_statefulset_under_chaoskits_load_is_measured_and_judged_by_command_and_promql_probes(
     kube: Kube, cluster: str, ns: str, prometheus: prom.Server, tmp_path: Path
 ) -> None:

@@ -6,16 +6,17 @@ import threading
 import time
 from pathlib import Path
 
-from tests.e2e.radius import CLUSTER, WATCHES_CLUSTER, Registry, namespace, node
+from tests.e2e.radius import CLUSTER, WATCHES_CLUSTER, Registry, namespace, on_node
 
 
 def test_touches_meet_as_fault_radii_do_and_watchers_never_meet_each_other() -> None:
-    kubelet2 = node("kubelet", "chaoskit-worker2")
+    kubelet2 = on_node("kubelet", "chaoskit-worker2")
     assert CLUSTER.meets(namespace("a")) and CLUSTER.meets(WATCHES_CLUSTER)
     assert WATCHES_CLUSTER.meets(kubelet2) and not WATCHES_CLUSTER.meets(WATCHES_CLUSTER)
-    assert kubelet2.meets(node("kube-proxy", "chaoskit-worker"))  # a NotReady node's endpoints churn everywhere
-    assert not kubelet2.meets(node("kubelet", "chaoskit-worker"))
-    assert not node("kubelet", "chaoskit-worker2", "watches").meets(node("kubelet", "chaoskit-worker2", "watches"))
+    assert kubelet2.meets(on_node("kube-proxy", "chaoskit-worker"))  # a NotReady node's endpoints churn everywhere
+    assert not kubelet2.meets(on_node("kubelet", "chaoskit-worker"))
+    watches = on_node("kubelet", "chaoskit-worker2", "watches")
+    assert not watches.meets(watches)
     assert not namespace("a").meets(namespace("b"))
 
 
@@ -34,9 +35,9 @@ def _hold(reg: Registry, name: str, touched: tuple, log: list[str], hold_s: floa
 def test_what_does_not_meet_overlaps_and_what_meets_waits_its_turn(tmp_path: Path) -> None:
     reg, log = Registry(tmp_path, poll_s=0.01), []
     reg.reset()
-    a = _hold(reg, "a", (node("kubelet", "chaoskit-worker"),), log, 0.3)
+    a = _hold(reg, "a", (on_node("kubelet", "chaoskit-worker"),), log, 0.3)
     time.sleep(0.05)
-    b = _hold(reg, "b", (node("kubelet", "chaoskit-worker2"),), log, 0.1)  # another node: at once
+    b = _hold(reg, "b", (on_node("kubelet", "chaoskit-worker2"),), log, 0.1)  # another node: at once
     time.sleep(0.05)
     c = _hold(reg, "c", (CLUSTER,), log, 0.05)  # alone: after both
     time.sleep(0.05)
