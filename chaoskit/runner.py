@@ -103,6 +103,8 @@ class Runner:
         if run.changes.simulated_nodes is not None:
             self._simulated(run.changes.simulated_nodes)
         self.stage.set_up(run.stage, rec)
+        if run.stage.scale_ups:
+            self.stage.able_to_scale()
         self._go_on()
         if run.probes:
             if run.stage.workload is None:  # chaoskit's namespace exists already with its workload

@@ -16,7 +16,7 @@ from chaoskit.errors import UsageError
 from chaoskit.journal import Journal
 from chaoskit.model.playbook import Subject as SubjectSpec
 from chaoskit.model.playbook import SubjectLoad
-from chaoskit.seams.kube import Kube, NotFound
+from chaoskit.seams.kube import Kube, NotFound, condition
 
 Kind = Literal["Deployment", "StatefulSet"]
 PLURAL: dict[Kind, str] = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
@@ -131,6 +131,12 @@ def raise_min_replicas(kube: Kube, subject: Subject, replicas: int, journal: Jou
             what=f"HPA {subject.namespace}/{subject.hpa} minReplicas back to {before} (raised to {replicas})",
         )
     kube.patch(subject.hpa_path, {"spec": {"minReplicas": replicas}})
+
+
+def able_to_scale(kube: Kube, subject: Subject) -> bool:
+    """The HPA has reconciled its target once and says it can change its scale (AbleToScale=True): a scale-up asked
+    before that waits on the HPA controller's first look, not on the fault."""
+    return condition(kube.get(subject.hpa_path), "AbleToScale")
 
 
 def put_back(kube: Kube, journal: Journal) -> list[str]:

@@ -25,6 +25,7 @@ from chaoskit.run.plan import StagePlan
 from chaoskit.seams.nodeexec import Node
 from chaoskit.seams.poll import poll
 
+ABLE_TO_SCALE_TIMEOUT_S = 60.0  # the HPA controller syncs every 15 s; a busy host has been seen 57 s late
 ROUTED_TIMEOUT_S = 30.0  # a busy node's kube-proxy syncs a new endpoint within seconds; a broken one never
 
 
@@ -48,6 +49,17 @@ class Stage:
             self.subject = subjects.chaoskits(stage.namespace)
         elif stage.subject is not None:
             self.subject = self.resolve_subject(stage, rec)
+
+    def able_to_scale(self, timeout: float = ABLE_TO_SCALE_TIMEOUT_S) -> None:
+        """Before any step that scales up: the HPA's own AbleToScale, so a proof that needs the HPA to act does not
+        start while the HPA has not looked yet (on a busy host its first sync comes late); said when it never comes."""
+        subject = self.subject
+        assert subject is not None  # the playbook's rules demand a workload or a subject for a scaleUp
+        waited = poll(lambda: subjects.able_to_scale(self.env.kube, subject), timeout, 1.0)
+        if not waited.done:
+            self.say(f"HPA {subject.hpa} not AbleToScale after {seconds(timeout)}; going on, its scale-up may lag")
+        elif waited.seconds >= 1.0:
+            self.say(f"HPA {subject.hpa} able to scale after {seconds(waited.seconds)}")
 
     def scale_up(self, scale_up: ScaleUp, srec: StepRecord) -> None:
         """The step's scaleUp: the subject's HPA asked for more pods now (a failure is chaoskit's, not the system's)."""

@@ -20,12 +20,15 @@ from typing import IO, Any
 import pytest
 
 from chaoskit import workloads
+from chaoskit.checks.cluster import ClusterHealthy
 from chaoskit.env import Env
 from chaoskit.journal import state_home
 from chaoskit.model.moments import epoch
+from chaoskit.model.params import NoParams
 from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec, named
+from chaoskit.seams.poll import poll
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e import radius, timing
 from tests.e2e.catalog import Catalog, run_catalog
@@ -133,7 +136,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         HELD[module.__name__] = hold  # released after the module's last test
         return (yield)
     with hold:
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            if radius.CLUSTER in touched:
+                healthy_again(item)
+
+
+def healthy_again(item: pytest.Item, timeout: float = 240.0) -> None:
+    """A test that broke the cluster leaves its radius only once the cluster is healthy again (the control plane's
+    crash-loop back-off after an outage, say), so what it left healing never lands in the test after it; it says so
+    when the cluster is not."""
+    env = Env.for_kind(Kube.connect(context=f"kind-{CLUSTER}"), CLUSTER)
+    if not poll(lambda: ClusterHealthy().run(env, NoParams()).ok, timeout, 2.0).done:
+        print(f"\n{item.nodeid} left the cluster unhealthy for {timeout:.0f}s after it", file=sys.stderr)
 
 
 HELD: dict[str, contextlib.ExitStack] = {}  # the radius a one_hold module holds across its tests

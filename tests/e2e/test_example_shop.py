@@ -20,6 +20,9 @@ from chaoskit.model.moments import epoch
 from chaoskit.seams.kube import Kube
 from tests.e2e.conftest import process_state, took
 
+# the gate's shop and its suite's record stand from the first test to the last
+pytestmark = pytest.mark.one_hold
+
 REPO = Path(__file__).resolve().parents[2]
 SHOP_HPA = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/prices"
 

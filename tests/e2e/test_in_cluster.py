@@ -25,6 +25,9 @@ from chaoskit_operator.handlers import STANDING_BY
 from tests.e2e.conftest import chaoskit, process_state
 from tests.e2e.test_operator import Operator
 
+# the install stands from the first test to the last, and the last breaks the whole control plane through it
+pytestmark = pytest.mark.one_hold
+
 NS = "chaoskit-in-cluster-e2e"
 
 

@@ -64,6 +64,8 @@ class Times:
     teardown_s: float = 0.0
     outcome: str = "passed"
     worker: str = ""
+    radius: str = ""  # what it touched, in words (conftest's radius hold)
+    waited_for_radius_s: float = 0.0  # before its setup, for tests that met it
     phases: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -123,6 +125,10 @@ class Collector:
                 t.stop = max(t.stop, float(value))
             elif name == KEY:
                 t.phases = dict(value)
+            elif name == "chaoskit-radius":
+                t.radius = str(value)
+            elif name == "chaoskit-waited-for-radius":
+                t.waited_for_radius_s = float(value)
 
     def summary(self) -> dict[str, Any]:
         tests = sorted(self.tests.values(), key=lambda t: -t.wall_s)
@@ -154,6 +160,8 @@ class Collector:
                     "start": t.start,
                     "stop": t.stop,
                     "outcome": t.outcome,
+                    "radius": t.radius,
+                    "waited_for_radius_s": t.waited_for_radius_s,
                     **t.phases,
                 }
                 for t in tests
@@ -182,6 +190,9 @@ class Collector:
         words = ", ".join(f"{p} {v:.0f}s" for p, v in s["waited_s"].items())
         write(f"summed over the suite: {words}: {waited / total:.0%} of the tests' {total:.0f}s is chaoskit's waits")
         write(f"the tests' sum {total:.0f}s ran in {s['wall_s']:.0f}s of wall time ({total / s['wall_s']:.2f} at once)")
+        alone = sum(t["wall_s"] for t in s["slowest"] if "breaks the cluster" in t["radius"])
+        waited = sum(t["waited_for_radius_s"] for t in s["slowest"])
+        write(f"holding the whole cluster (alone): {alone:.0f}s; waiting for another test's radius: {waited:.0f}s")
         write(f"e2e budget: {s['wall_s'] / 60:.1f} min of {BUDGET_S / 60:.0f} min")
 
 

@@ -31,6 +31,7 @@ from chaoskit.run import during as during_module
 from chaoskit.run.dry_run import cluster_changes, steps_shown
 from chaoskit.run.during import Diagnostician
 from chaoskit.run.plan import RunPlan, plan
+from chaoskit.run.stage import Stage
 from chaoskit.run.steps import StepRunner
 from chaoskit.runner import Runner
 from chaoskit.safety import Lock
@@ -394,6 +395,7 @@ def _shop_kube() -> FakeKube:
                     "minReplicas": 2,
                     "maxReplicas": 6,
                 },
+                "status": {"conditions": [{"type": "AbleToScale", "status": "True"}]},
             },
             "/api/v1/namespaces/shop/services/prices": {
                 "metadata": {"name": "prices"},
@@ -627,3 +629,15 @@ def test_an_interrupted_run_stays_interrupted_when_what_it_changed_cannot_be_put
     rec = runner.run(_planned(registered, MEASURED % "5s"))
     assert rec.verdict == "interrupted" and rec.exit_code == 130, rec.errors
     assert any("could not put back what the run changed" in e for e in rec.errors)
+
+
+def test_a_scale_up_waits_for_the_hpas_own_able_to_scale_and_says_when_it_never_comes(tmp_path: Path) -> None:
+    kube, said = _shop_kube(), []
+    env = Env(kube=kube, nodes=FakeNodeExec(), cluster="c")
+    stage = Stage(env, Journal(tmp_path / "j.jsonl"), said.append)
+    stage.subject = subjects.Subject("shop", "Deployment", "prices", {"app": "prices"}, "prices", "prices")
+    stage.able_to_scale(timeout=0.1)
+    assert said == []  # able at once: nothing to say
+    kube.objects[SHOP_HPA]["status"] = {"conditions": [{"type": "AbleToScale", "status": "False"}]}
+    stage.able_to_scale(timeout=0.1)
+    assert [e.words() for e in said] == ["HPA prices not AbleToScale after 0.1s; going on, its scale-up may lag"]
