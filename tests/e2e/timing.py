@@ -172,7 +172,7 @@ class Collector:
         if not self.tests:
             return
         s = self.summary()
-        Path(".e2e-times.json").write_text(json.dumps(s, indent=1))
+        Path(os.environ.get("CHAOSKIT_E2E_TIMES", ".e2e-times.json")).write_text(json.dumps(s, indent=1))
         write = terminalreporter.write_line
         terminalreporter.section("where the e2e time went")
         write(f"{'file':44s} {'tests':>5s} {'sum':>8s} {'span':>8s}")
