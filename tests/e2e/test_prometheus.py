@@ -19,7 +19,9 @@ import pytest
 
 from chaoskit.cluster import prometheus as prom
 from chaoskit.cluster.cache import Cache, default_root
+from chaoskit.exporters.diagnosis import LAST_LOOK
 from chaoskit.journal import Injection, Journal
+from chaoskit.model.moments import epoch
 from chaoskit.model.record import RunRecord, StepRecord
 from chaoskit.model.timeline import MeasurementResult, Sample
 from chaoskit.seams.kube import Kube
@@ -242,6 +244,25 @@ def _series(srv: prom.Server, expr: str) -> list[dict[str, Any]]:
     return [r for r in srv.query(expr) if math.isfinite(float(r["value"][1]))]
 
 
+def _last_look(srv: prom.Server) -> float:
+    return max((float(r["value"][1]) for r in _series(srv, LAST_LOOK)), default=0.0)
+
+
+def _evaluated(srv: prom.Server) -> float:
+    """When every rule group was last evaluated (the oldest of them), as Unix time."""
+    groups = srv.api("/api/v1/rules")["data"]["groups"]
+    return min((epoch(g["lastEvaluation"][:26].rstrip("Z") + "Z") or 0.0 for g in groups), default=0.0)
+
+
+def _two_more_looks_judged(srv: prom.Server) -> None:
+    """Two more looks of the diagnosis scraped, then every rule evaluated on the second (what a 12 s sleep stood for:
+    looks every 5 s, scrapes and evaluations every 5 s), each within 30 s."""
+    first = _until("a look after this moment, scraped", lambda: (v := _last_look(srv)) > time.time() - 1 and v, 30)
+    _until("the look after it, scraped", lambda: _last_look(srv) > first, 30)
+    seen = time.time()
+    _until("every rule group evaluated after it", lambda: _evaluated(srv) > seen, 30)
+
+
 @touches(on_node("kubelet", W2), namespace("chaoskit-monitoring"), WATCHES_CLUSTER)
 def test_a_stopped_kubelet_fires_the_critical_alert_its_revert_resolves_it_and_every_dashboard_query_answers(
     watching: prom.Server, exporter: tuple[str, Path]
@@ -253,7 +274,7 @@ def test_a_stopped_kubelet_fires_the_critical_alert_its_revert_resolves_it_and_e
         90,
         lambda: "; ".join(f"{t['labels']['job']} {t['health']} {t['lastError']}" for t in watching.targets()),
     )
-    time.sleep(12)  # two more looks and rule evaluations: the alert has had its chance to fire on the healthy kubelet
+    _two_more_looks_judged(watching)  # the alert has had its chance to fire on the healthy kubelet
     assert watching.query(CRITICAL) == [], "the kubelet's alert fires before anything was injected"
     assert watching.query('ALERTS{alertname="ChaoskitDiagnosisNotLooking"}') == []
     _write_run(journals / "run-2.jsonl", "e2e-2")  # a second run inside 5 m: the 5-minute rates have a sample

@@ -123,7 +123,8 @@ def test_a_failed_revert_is_retried_by_the_switch_until_the_obstacle_is_gone(
             assert "Read-only file system" in out and "retries it on the node" in out
             (inj,) = Journal(journal).pending()
             switch = Switch(inj.id, named(cp), inj.revert, 0)
-            time.sleep(6)  # the switch's first attempt comes at once, the next 2 s after it failed
+            # the switch's first attempt comes at once, the next 2 s after it failed: two within the 6 s they took
+            _wait("the switch's second attempt", lambda: len(attempts(NODES, switch)) >= 2, 6)
             failing = attempts(NODES, switch)
             assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
             assert inj.id in armed(NODES, named(cp)), "a failed revert never disarms the switch"
@@ -169,7 +170,8 @@ def test_a_revert_that_leaves_its_component_faulted_fails_and_the_switch_heals_i
             assert "retries it on the node" in out, out
             (inj,) = Journal(journal).pending()
             switch = Switch(inj.id, named(worker), inj.revert, 0)
-            time.sleep(6)  # the switch's first attempt comes at once, the next 2 s after it failed
+            # the switch's first attempt comes at once, the next 2 s after it failed: two within the 6 s they took
+            _wait("the switch's second attempt", lambda: len(attempts(NODES, switch)) >= 2, 6)
             failing = attempts(NODES, switch)
             assert len(failing) >= 2 and all(a.endswith("exit 1") for a in failing), failing
             assert process_state(worker, "kube-proxy") == "T", "still frozen: the revert said so rather than passing"
