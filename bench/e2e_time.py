@@ -24,14 +24,14 @@ BUDGET_S = 25 * 60
 def headline(s: dict[str, Any]) -> dict[str, float]:
     tests = s["slowest"]
     alone = sum(t["wall_s"] for t in tests if "breaks the cluster" in t.get("radius", ""))
-    waited = sum(s["waited_s"].values())
+    waited = sum(min(t["wall_s"], sum(t.get(p, 0.0) for p in PHASES)) for t in tests)
     return {
         "wall_min": s["wall_s"] / 60,
         "tests": s["tests"],
         "sum_min": s["sum_of_tests_s"] / 60,
         "at_once": s["sum_of_tests_s"] / s["wall_s"] if s["wall_s"] else 0.0,
         "alone_min": alone / 60,
-        "chaoskit_waits_share": waited / s["sum_of_tests_s"] if s["sum_of_tests_s"] else 0.0,
+        "chaoskit_waits_share": waited / s["sum_of_tests_s"] if s["sum_of_tests_s"] else 0.0,  # each capped at its wall
         "waited_for_radius_min": sum(t.get("waited_for_radius_s", 0.0) for t in tests) / 60,
     }
 
@@ -45,9 +45,9 @@ def markdown(s: dict[str, Any], name: str) -> str:
         f"times sum to {h['sum_min']:.1f} min ({h['at_once']:.2f} at once)",
         f"- holding the whole cluster (runs alone): {h['alone_min']:.1f} min; tests waited "
         f"{h['waited_for_radius_min']:.1f} min in all for another's radius",
-        "- chaoskit's own waits summed over the suite: "
+        "- chaoskit's own waits summed over every run (runs side by side count each): "
         + ", ".join(f"{p} {v / 60:.1f} min" for p, v in s["waited_s"].items())
-        + f" ({h['chaoskit_waits_share']:.0%} of the tests' time)",
+        + f"; at least {h['chaoskit_waits_share']:.0%} of the tests' time is waiting on one of them",
         "",
         "| file | tests | sum | span |",
         "|---|--:|--:|--:|",
