@@ -5,16 +5,23 @@ named by `chaoskit diagnose` as the ones chaoskit makes are."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaoskit.faults.apiserver.admission import WebhookParams, backend_service, webhook_configuration
 from chaoskit.faults.controller_manager.permission import bootstrap_binding
+from chaoskit.model.timeline import MeasurementResult, Sample
+from chaoskit.playbook.loader import load_playbook
+from chaoskit.registry import load_catalog
 from chaoskit.seams.kube import Kube
 from tests.e2e.catalog import Catalog
 from tests.e2e.conftest import CLUSTER, chaoskit
 from tests.e2e.radius import touches
+
+load_catalog()
+PLAYBOOKS = sorted(Path("playbooks").glob("*.yaml"))
 
 
 def _scale_up(catalog: Catalog, playbook: str) -> dict[str, Any]:
@@ -32,11 +39,36 @@ def test_the_scale_up_stopped_at_pod_creation(catalog: Catalog, playbook: str) -
     assert stages["pod_created"] >= 10, "the pods waited out most of the hold at pod creation"
 
 
+def _batch(i: int) -> int:
+    """Which slow-start batch the ReplicaSet controller creates its i-th new pod in (0-based): batches of 1, 2, 4, …,
+    each started once the one before it has returned."""
+    return (i + 1).bit_length()
+
+
 @touches()
 def test_a_slow_webhook_admits_each_batch_of_pods_a_timeout_late(catalog: Catalog) -> None:
+    """Each creation waits out the webhook's timeout (the API server admits it then, failurePolicy Ignore), and the
+    ReplicaSet controller sends a batch only after the one before it returned: the k-th batch's pods are created k
+    timeouts after the ReplicaSet wanted them. Measured from our watch's sight of the ReplicaSet's change, which is
+    late by at most the sample's precision (the watch delay the measurement measured), never early."""
     m = _scale_up(catalog, "apiserver-admission-webhook-slow")
-    created = m["summaries"]["pod_created"]
-    assert created["p50"] >= 9, "each pod waited out the webhook's 10 s timeout before it was admitted"
+    (playbook,) = [p for p in PLAYBOOKS if p.stem == "apiserver-admission-webhook-slow"]
+    timeout = float(load_playbook(playbook).spec.fault_steps()[0].params["timeout_seconds"])
+    created = sorted(
+        (s for s in (MeasurementResult.from_dict(m).samples) if s.stage == "pod_created"),
+        key=lambda s: (s.run, s.seconds),
+    )
+    assert created, m["notes"]
+    by_run: dict[int, list[Sample]] = {}
+    for s in created:
+        by_run.setdefault(s.run, []).append(s)
+    late = [
+        f"{s.subject}: {s.seconds:.2f}s < {_batch(i)} x {timeout:g}s - {s.precision:.2f}s"
+        for run in by_run.values()
+        for i, s in enumerate(run)
+        if s.seconds < _batch(i) * timeout - s.precision
+    ]
+    assert not late, f"a pod created sooner than its batch's timeouts allow: {late}"
     stages = {k: v["max"] or 0.0 for k, v in m["summaries"].items() if k != "total"}
     assert max(stages, key=lambda k: stages[k]) == "pod_created", stages
 
