@@ -31,6 +31,7 @@ from chaoskit.diagnosers.run import components as registered
 from chaoskit.diagnosers.run import diagnose
 from chaoskit.engine import run_fault
 from chaoskit.env import Env
+from chaoskit.faults.base import Radius
 from chaoskit.faults.controller_manager.stuck import LEASE, STUCK, ControllerStuck, ControllerStuckParams, StuckName
 from chaoskit.journal import Journal
 from chaoskit.model.params import NoParams
@@ -350,13 +351,26 @@ def test_in_the_catalog_a_quota_refuses_the_scale_out_while_every_other_componen
             return any(c.available for c in r.checks)  # partly seen: the rest found nothing
         return x.severity == "warning" and host is not None and bool(host.search(x.title))
 
+    def theirs(r: ComponentReport, x: Finding) -> bool:
+        """What a fault another playbook held meanwhile explains is that fault's: its node's reports or its
+        component's; a report whose component its radius meets (`Radius.meets`, the rule the suite overlaps by: a
+        kubelet's NotReady node churns endpoints every kube-proxy reprograms); a finding the diagnosis itself laid on
+        an entity of its node or component (`caused_by`)."""
+        for f, n in besides:
+            if (r.subject == n if f.scope == "node" else r.component == f.named.component) or (
+                f.radius(named(n), f.Params()).meets(Radius("node", r.subject, r.component))
+            ):
+                return True
+            if x.caused_by and (x.caused_by.endswith(f"/{n}") or x.caused_by.split("/")[0] == f.named.component):
+                return True
+        return False
+
     unexplained = {
         f"{r.component}@{r.subject}": [f"{x.severity}: {x.title}" for x in r.findings]
         for r in found.reports
         if r.component in COMPONENTS
         and r.status != "ok"
-        and not any(r.subject == n if f.scope == "node" else r.component == f.named.component for f, n in besides)
-        and not all(explained(r, x) for x in r.findings)
+        and not all(explained(r, x) or theirs(r, x) for x in r.findings)
     }
     unseen = [f"{r.component}@{r.subject}" for r in found.reports for x in r.findings if x.title == UNCOLLECTED]
     print(
