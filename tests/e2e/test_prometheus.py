@@ -250,14 +250,15 @@ def _last_look(srv: prom.Server) -> float:
 
 def _evaluated(srv: prom.Server) -> float:
     """When every rule group was last evaluated (the oldest of them), as Unix time."""
-    groups = srv.api("/api/v1/rules")["data"]["groups"]
+    groups = srv.api("rules")["groups"]
     return min((epoch(g["lastEvaluation"][:26].rstrip("Z") + "Z") or 0.0 for g in groups), default=0.0)
 
 
 def _two_more_looks_judged(srv: prom.Server) -> None:
     """Two more looks of the diagnosis scraped, then every rule evaluated on the second (what a 12 s sleep stood for:
     looks every 5 s, scrapes and evaluations every 5 s), each within 30 s."""
-    first = _until("a look after this moment, scraped", lambda: (v := _last_look(srv)) > time.time() - 1 and v, 30)
+    now = time.time()
+    first = _until("a look begun after this moment, scraped", lambda: (v := _last_look(srv)) > now and v, 30)
     _until("the look after it, scraped", lambda: _last_look(srv) > first, 30)
     seen = time.time()
     _until("every rule group evaluated after it", lambda: _evaluated(srv) > seen, 30)

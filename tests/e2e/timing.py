@@ -118,7 +118,6 @@ class Collector:
 
     def __init__(self) -> None:
         self.tests: dict[str, Times] = {}
-        self.session_start = time.time()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         t = self.tests.setdefault(report.nodeid, Times(report.nodeid))
@@ -143,7 +142,8 @@ class Collector:
         files: dict[str, list[Times]] = defaultdict(list)
         for t in tests:
             files[t.file].append(t)
-        wall = time.time() - self.session_start
+        # from the first test's start to the last one's end: not the wait for another session's lock before them
+        wall = max((t.stop for t in tests), default=0.0) - min((t.start for t in tests if t.start), default=0.0)
         waited = {p: sum(t.phases.get(p, 0.0) for t in tests) for p in PHASES}
         return {
             "wall_s": wall,
