@@ -14,9 +14,7 @@ from chaoskit.cluster.cache import default_root
 from tests.e2e.conftest import chaoskit
 from tests.e2e.radius import touches
 
-pytestmark = touches()
-
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, touches()]  # reads only
 REPO = Path(__file__).resolve().parents[2]
 
 

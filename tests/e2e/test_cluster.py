@@ -148,7 +148,7 @@ def test_up_on_an_existing_cluster_reuses_it(cluster: str) -> None:
     assert "reused" in done.stdout
 
 
-@touches()
+# unmarked, so alone: its `kind delete` rewrites the kubeconfig every other test reads
 def test_down_leaves_no_containers_and_a_second_down_is_fine(cluster: str) -> None:
     # what is tested is `down` (making a cluster with `cluster up` is what every CI run starts with): a cluster as
     # `down` finds one, by kind's labels on its node containers, here two idle containers of the session's node image

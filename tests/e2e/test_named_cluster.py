@@ -14,9 +14,7 @@ from chaoskit.seams.kubeconfig import read_contexts
 from tests.e2e.conftest import CLUSTER, chaoskit
 from tests.e2e.radius import touches
 
-pytestmark = touches()
-
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, touches()]  # reads only
 PLAYBOOK = "playbooks/scheduler-down.yaml"
 
 
