@@ -80,13 +80,14 @@ class Cache:
         n = 0
         for tmp in self.root.glob("*/.tmp-*"):
             pid = tmp.name.rsplit("-", 2)[-2]
-            if not pid.isdigit() or not _alive(int(pid)):
+            if not pid.isdigit() or not alive(int(pid)):
                 shutil.rmtree(tmp, ignore_errors=True)
                 n += 1
         return n
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs on this host (one owned by another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -29,6 +29,7 @@ from typing import Literal
 
 import pytest
 
+from chaoskit.cluster.cache import alive
 from chaoskit.faults.base import Radius
 from chaoskit.journal import state_home
 
@@ -144,7 +145,7 @@ class Registry:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             data = {"next": 0, "entries": []}
-        return data["next"], [Entry(**e) for e in data["entries"] if _alive(e["pid"])]
+        return data["next"], [Entry(**e) for e in data["entries"] if alive(e["pid"])]
 
     def _save(self, next_ticket: int, entries: list[Entry]) -> None:
         self.path.write_text(json.dumps({"next": next_ticket, "entries": [asdict(e) for e in entries]}))
@@ -171,13 +172,3 @@ class Registry:
         with self._locked():
             next_ticket, entries = self._load()
             self._save(next_ticket, [e for e in entries if e.ticket != ticket])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
