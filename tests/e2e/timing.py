@@ -176,6 +176,7 @@ class Collector:
             ],
         }
 
+    @pytest.hookimpl(trylast=True)  # after pytest's own slowest durations: the log's last lines before its verdict
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.tests:
             return
