@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,8 +88,13 @@ LAST = "tests/e2e/test_in_cluster.py"  # breaks the API server through the opera
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(timing, "chaoskit-e2e-timing")  # where the time went, printed at the end
     if not hasattr(config, "workerinput") and not config.option.collectonly:  # the controller, or a run without workers
+        if getattr(config.option, "testrunuid", "") is None:
+            config.option.testrunuid = RUN_ID  # xdist hands it to every worker: one SHARED for the session
         config.stash[SESSION_LOCK] = one_e2e_session_at_a_time()
         Registry().reset()
+        for earlier in SHARED.parent.glob("*"):  # what earlier sessions shared: none of them runs now
+            if earlier != SHARED:
+                shutil.rmtree(earlier, ignore_errors=True)
 
 
 SESSION_LOCK = pytest.StashKey[IO[str]]()
