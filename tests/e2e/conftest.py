@@ -127,26 +127,26 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     touched = tuple(dict.fromkeys(t for i in mates for t in radius.of(i)))
     if "catalog" in getattr(item, "fixturenames", ()) and not (SHARED / "catalog.json").exists():
         touched = (*touched, radius.CLUSTER)
+    last = module is None or nextitem is None or getattr(nextitem, "module", None) is not module
     if module is not None and module.__name__ in HELD:
         item.user_properties.append(("chaoskit-radius", f"{radius.words(touched)}, held by its module"))
-        try:
-            return (yield)
-        finally:
-            if nextitem is None or getattr(nextitem, "module", None) is not module:
-                HELD.pop(module.__name__).close()
-    hold = contextlib.ExitStack()
-    waited = hold.enter_context(Registry().holding(item.nodeid, touched))
-    item.user_properties.append(("chaoskit-radius", radius.words(touched)))
-    item.user_properties.append(("chaoskit-waited-for-radius", waited))
-    if module is not None and nextitem is not None and getattr(nextitem, "module", None) is module:
-        HELD[module.__name__] = hold  # released after the module's last test
+        hold = HELD[module.__name__]
+    else:
+        hold = contextlib.ExitStack()
+        waited = hold.enter_context(Registry().holding(item.nodeid, touched))
+        item.user_properties.append(("chaoskit-radius", radius.words(touched)))
+        item.user_properties.append(("chaoskit-waited-for-radius", waited))
+        if module is not None:
+            HELD[module.__name__] = hold  # released after the module's last test
+    try:
         return (yield)
-    with hold:
-        try:
-            return (yield)
-        finally:
-            if radius.CLUSTER in touched:
-                healthy_again(item)
+    finally:
+        if last:
+            with hold:  # left once its last test is done, the cluster healthy again if it broke it
+                if module is not None:
+                    HELD.pop(module.__name__, None)
+                if radius.CLUSTER in touched:
+                    healthy_again(item)
 
 
 def healthy_again(item: pytest.Item, timeout: float = 240.0) -> None:
