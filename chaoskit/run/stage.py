@@ -55,7 +55,8 @@ class Stage:
         start while the HPA has not looked yet (on a busy host its first sync comes late); said when it never comes."""
         subject = self.subject
         assert subject is not None  # the playbook's rules demand a workload or a subject for a scaleUp
-        waited = poll(lambda: subjects.able_to_scale(self.env.kube, subject), timeout, 1.0)
+        # an HPA that cannot be read is the scale-up's own failure to report, not this wait's
+        waited = poll(lambda: subjects.able_to_scale(self.env.kube, subject), timeout, 1.0, tolerate=(ChaoskitError,))
         if not waited.done:
             self.say(f"HPA {subject.hpa} not AbleToScale after {seconds(timeout)}; going on, its scale-up may lag")
         elif waited.seconds >= 1.0:
