@@ -22,6 +22,8 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.components.controller_manager.workqueues import backed_up
+from chaoskit.diagnosers.controller_manager.evidence import ControllerManagerParams
 from chaoskit.env import Env
 from chaoskit.journal import state_home
 from chaoskit.model.moments import epoch
@@ -30,12 +32,14 @@ from chaoskit.safety import INSTALLED
 from chaoskit.seams.kube import Kube
 from chaoskit.seams.nodeexec import DockerNodeExec, named
 from chaoskit.seams.poll import poll
+from chaoskit.seams.scrape import Metrics, scrape_command
 from chaoskit.seams.shell import SubprocessRunner
 from tests.e2e import radius, timing
 from tests.e2e.catalog import Catalog, run_catalog
 from tests.e2e.radius import Registry
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
+CM_METRICS = "https://127.0.0.1:10257/metrics"  # kube-controller-manager's, read inside the control-plane node
 
 
 # a chaoskit the tests give up on dumps every thread's stack on the SIGABRT `finished` sends it
@@ -154,7 +158,17 @@ def healthy_again(item: pytest.Item, timeout: float = 240.0) -> None:
     crash-loop back-off after an outage, say), so what it left healing never lands in the test after it; it says so
     when the cluster is not."""
     env = Env.for_kind(Kube.connect(context=f"kind-{CLUSTER}"), CLUSTER)
-    if not poll(lambda: ClusterHealthy().run(env, NoParams()).ok, timeout, 2.0).done:
+
+    def drained() -> bool:  # e.g. 2,000 Services deleted: the endpoint controller works its queue for a while after
+        out = env.nodes.run(
+            named(f"{CLUSTER}-control-plane"),
+            ["sh", "-c", scrape_command(CM_METRICS, ("workqueue_depth",), client_cert=True)],
+            check=False,
+            timeout=30,
+        ).stdout
+        return not backed_up(Metrics.parse(out), ControllerManagerParams().max_queue_depth)
+
+    if not poll(lambda: ClusterHealthy().run(env, NoParams()).ok and drained(), timeout, 2.0).done:
         print(f"\n{item.nodeid} left the cluster unhealthy for {timeout:.0f}s after it", file=sys.stderr)
 
 
