@@ -22,6 +22,7 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.components import controller_manager
 from chaoskit.components.controller_manager.workqueues import backed_up
 from chaoskit.diagnosers.controller_manager.evidence import ControllerManagerParams
 from chaoskit.env import Env
@@ -39,7 +40,6 @@ from tests.e2e.catalog import Catalog, run_catalog
 from tests.e2e.radius import Registry
 
 CLUSTER = os.environ.get("CHAOSKIT_CLUSTER", "chaoskit")
-CM_METRICS = "https://127.0.0.1:10257/metrics"  # kube-controller-manager's, read inside the control-plane node
 
 
 # a chaoskit the tests give up on dumps every thread's stack on the SIGABRT `finished` sends it
@@ -162,7 +162,7 @@ def healthy_again(item: pytest.Item, timeout: float = 240.0) -> None:
     def drained() -> bool:  # e.g. 2,000 Services deleted: the endpoint controller works its queue for a while after
         out = env.nodes.run(
             named(f"{CLUSTER}-control-plane"),
-            ["sh", "-c", scrape_command(CM_METRICS, ("workqueue_depth",), client_cert=True)],
+            ["sh", "-c", scrape_command(controller_manager.METRICS_URL, ("workqueue_depth",), client_cert=True)],
             check=False,
             timeout=30,
         ).stdout

@@ -24,6 +24,7 @@ import pytest
 
 from chaoskit import workloads
 from chaoskit.checks.cluster import ClusterHealthy
+from chaoskit.components import controller_manager
 from chaoskit.components.controller_manager.controllers import CONTROLLERS
 from chaoskit.diagnosers.etcd import EtcdParams
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, ComponentReport, Diagnosis, Finding
@@ -48,7 +49,7 @@ from tests.e2e.radius import touches
 load_catalog()
 NAMED_WITHIN = 60.0
 HEALTHZ = "https://127.0.0.1:10257/healthz?verbose"
-METRICS = "https://127.0.0.1:10257/metrics"
+METRICS = controller_manager.METRICS_URL
 # the controller's name in the finding that must come first, per controller
 NAMED = {
     "replicaset": r"ReplicaSet controller \(replicaset-controller\) does no work",
