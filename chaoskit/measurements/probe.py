@@ -16,6 +16,7 @@ end seen by the probe is as precise as the spacing of the two rounds that bracke
 from __future__ import annotations
 
 import bisect
+import shlex
 import threading
 import uuid
 from collections.abc import Callable
@@ -25,6 +26,11 @@ from chaoskit.components.kube_proxy import endpoint_ips_command
 from chaoskit.seams.nodeexec import Node, NodeExec, Stream
 
 INTERVAL = 0.1  # the pause between two rounds of each loop (a round itself takes longer: see `precision`)
+# Where each probe on a node leaves a file named by its shell's pid: every loop pauses INTERVAL times the number of
+# live probes there, so overlapping measurements (a suite's playbooks side by side) cost the node what one costs.
+# A rules round is ~10 short processes, ~0.2 of a core per node at INTERVAL: three at once took a 2-core host's
+# whole CPU and starved etcd. Each round's bracket is measured, so a slower pace shows in the reported precision.
+PACE_DIR = "/run/chaoskit-probes"
 REQUESTS_PER_ROUND = 4  # parallel requests each round: a new endpoint among k is hit with probability 4/k
 FINEST = 0.001  # our clocks' resolution: no bracket is reported finer than this
 
@@ -100,6 +106,7 @@ def probe_script(
     requests: bool = True,
     *,
     port_name: str = "http",
+    pace_dir: str = PACE_DIR,
 ) -> str:
     """The loops run inside a node: `R <read start> <read end> <previous read start or -> <ip>...` when the rules
     change, and with `requests` `Q <t>` when a request round starts, `A <t> <pod>` per answer, and with `failures`
@@ -109,11 +116,21 @@ def probe_script(
     # bash for what runs every round: $EPOCHREALTIME stamps, `read -t` on a pipe nobody writes (fd 9) sleeps, and
     # /dev/tcp asks the Service, so a round starts no process (a curl took ~13 ms of CPU and a date ~2 ms: with a
     # measurement on, curl was the busiest process on a 2-core host)
-    prelude = "LC_ALL=C; exec 9<> <(:); nap() { read -t $1 -u 9; }"
+    ms = round(INTERVAL * 1000)
+    prelude = (
+        "LC_ALL=C; exec 9<> <(:); nap() { read -t $1 -u 9; };"
+        # this probe is one of the node's live probes until its shell ends (pkill's TERM included)
+        f' d={shlex.quote(pace_dir)}; mkdir -p "$d" 2>/dev/null; : >"$d/$$" 2>/dev/null;'
+        " trap 'rm -f \"$d/$$\"' EXIT; trap exit TERM INT;"
+        # P: INTERVAL times the live probes (a killed one's file is dropped), with builtins only: no process a round
+        ' pace() { local n=0 f; for f in "$d"/*; do if [ -d "/proc/${f##*/}" ]; then n=$((n+1));'
+        ' elif [ -e "$f" ]; then rm -f "$f"; fi; done;'
+        f" n=$((n>1?n:1)); printf -v P '%d.%03d' $((n*{ms}/1000)) $((n*{ms}%1000)); }}"
+    )
     rules = (
         "last=x; p=-; while :; do t=$EPOCHREALTIME;"
         f" ips=$({endpoint_ips} | sort -u); ips=${{ips//$'\\n'/ }}; u=$EPOCHREALTIME;"
-        f' if [ "$ips" != "$last" ]; then echo "R $t $u $p $ips"; last=$ips; fi; p=$t; nap {INTERVAL}; done'
+        f' if [ "$ips" != "$last" ]; then echo "R $t $u $p $ips"; last=$ips; fi; p=$t; pace; nap $P; done'
     )
     if not requests:
         return f"{prelude}; ( {rules} ) & wait"
@@ -134,7 +151,7 @@ def probe_script(
         f'while :; do q=$EPOCHREALTIME; echo "Q $q"; k=;'
         f' for i in {" ".join(str(i) for i in range(REQUESTS_PER_ROUND))}; do ( ask ) & k="$k $!"; done;'
         f" ( nap 1; kill -9 $k 2>/dev/null ) & w=$!;"
-        f" {waits}; kill $w 2>/dev/null; wait $w; nap {INTERVAL}; done"
+        f" {waits}; kill $w 2>/dev/null; wait $w; pace; nap $P; done"
     )
     return f"{prelude}; {ask}; ( {rules} ) & ( {asking} ) & wait"
 

@@ -394,3 +394,35 @@ def test_scripts_side_by_side_run_at_once_so_a_look_costs_the_slowest_not_their_
     src = Sources.of(Env(FakeKube(), FakeNodeExec(FakeRunner(responder=responder)), "chaoskit"), "cp", ("cp", "w"))
     here, there = src.side_by_side(("w", {"who": "hostname"}), ("cp", {"who": "hostname"}))
     assert (here["who"].text, there["who"].text) == ("w", "cp")
+
+
+class LocalShell(FakeNodeExec):
+    """A node whose scripts run in this machine's sh: the framing, the side-by-side jobs and exit codes for real."""
+
+    def run(
+        self, node: Node, argv: Any, *, input: bytes | None = None, timeout: float | None = None, check: bool = True
+    ) -> Any:
+        self.runner.calls.append((node.name, *argv))
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+        return Completed(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def test_a_probe_that_timed_out_in_the_crowd_is_asked_alone_and_its_second_answer_counts(tmp_path: Any) -> None:
+    first = tmp_path / "asked"
+    # times out (curl's 28) the first time it is asked, answers after: a healthy endpoint held up by the look's crowd
+    crowded = f"if [ -e {first} ]; then echo ok; else touch {first}; exit 28; fi"
+    nodes = LocalShell()
+    src = Sources.of(Env(FakeKube(), nodes, "chaoskit"), "cp", ("cp",))
+    got = src.sections("cp", {"crowded": crowded, "hangs": "echo no; exit 28", "fine": "echo fine"})
+    assert got["crowded"] == Section("ok", 0)
+    assert got["hangs"] == Section("no", 28)  # a component that really hangs times out again, and says so
+    assert got["fine"] == Section("fine", 0)
+    again = nodes.calls[1][-1]
+    assert len(nodes.calls) == 2 and "exit 28" in again and "echo fine" not in again  # only the timed out, once
+
+
+def test_a_timed_out_step_of_a_chain_is_not_asked_again() -> None:
+    nodes = LocalShell()
+    src = Sources.of(Env(FakeKube(), nodes, "chaoskit"), "cp", ("cp",))
+    got = src.sections("cp", {"before": "exit 28", "after": "echo 2"}, chains=[("before", "after")])
+    assert got["before"].rc == 28 and len(nodes.calls) == 1

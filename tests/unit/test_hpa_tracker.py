@@ -303,7 +303,7 @@ def test_the_probe_brackets_each_rules_change_and_stamps_each_request_round() ->
     rules_loop, requests_loop = script.split("done ) & (", 1)
     # the read is stamped before and after; the previous read's start rides along with a change
     assert rules_loop.index("t=$EPOCHREALTIME") < rules_loop.index("iptables -t nat -S") < rules_loop.index("u=$EPOCH")
-    assert 'echo "R $t $u $p $ips"' in rules_loop and "p=$t; nap 0.1" in rules_loop
+    assert 'echo "R $t $u $p $ips"' in rules_loop and "p=$t; pace; nap $P" in rules_loop
     assert requests_loop.startswith(' while :; do q=$EPOCHREALTIME; echo "Q $q";')
 
 

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,25 @@ def test_the_probe_s_cost_is_read_from_its_shells_own_and_waited_for_cpu() -> No
     )
     assert probe_cpu(stat) == (30 + 12 + 250 + 90 + 5 + 5) / 100
     assert probe_cpu("100\n") is None, "no shell found: no figure, not zero"
+
+
+def test_probes_on_one_node_pace_each_other_and_a_killed_ones_share_is_dropped(tmp_path: Path) -> None:
+    script = probe_script("ns", "web", "127.0.0.1", 9, pace_dir=str(tmp_path))
+    prelude = script.split("; ask() {", 1)[0]  # up to and with pace(), without the loops
+
+    def paced() -> str:
+        return subprocess.run(
+            ["bash", "-c", f"{prelude}; pace; echo $P"], capture_output=True, text=True
+        ).stdout.strip()
+
+    assert paced() == "0.100"  # alone: INTERVAL
+    sleeper = subprocess.Popen(["sleep", "30"])
+    (tmp_path / str(sleeper.pid)).touch()  # another live probe
+    (tmp_path / "999999999").touch()  # one killed with SIGKILL: its file stayed
+    try:
+        assert paced() == "0.200"
+        assert not (tmp_path / "999999999").exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert paced() == "0.100" and [p.name for p in tmp_path.iterdir()] == []  # its own file goes when it ends

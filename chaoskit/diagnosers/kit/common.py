@@ -12,14 +12,13 @@ from functools import lru_cache
 from typing import Any
 
 from chaoskit.diagnosers.kit.base import UNCOLLECTED, Assessed, Evidence, Finding
-from chaoskit.diagnosers.kit.sources import Fetched, Section
+from chaoskit.diagnosers.kit.sources import CURL_TIMED_OUT, Fetched, Section
 from chaoskit.model.timeline import api_time
 from chaoskit.seams.certs import DAY, expiry
 from chaoskit.seams.scrape import Metrics
 from chaoskit.seams.shell import Asks
 
 _HTTP_MARK = "@@http "
-CURL_TIMED_OUT = 28
 
 
 def http_command(url: str, *, max_time: float = 3, insecure: bool = True, extra: str = "") -> Asks:
