@@ -39,7 +39,9 @@ class SlowWatchKube(FakeKube):
 def test_the_watch_delay_is_what_each_write_took_to_reach_the_watch() -> None:
     kube = SlowWatchKube(lag=0.05)
     delay = WatchDelaySampler(kube, every=60).start(writes=3).finish()
-    assert len(delay.samples) == 3 and all(0.05 <= s < 0.5 for s in delay.samples), delay
+    # the sampler dates a change within its write's round trip (sent..answered): a sample may read under the true lag
+    # by what the fake's apply took past its fastest, microseconds here, never more than the clock's resolution
+    assert len(delay.samples) == 3 and all(0.05 - CLOCK_RESOLUTION <= s < 0.5 for s in delay.samples), delay
     assert delay.max > CLOCK_RESOLUTION, "the precision of a watch stamp is measured, not the clock's resolution"
     assert not [p for p in kube.objects if "chaoskit-watch-probe" in p], "the probe ConfigMap is deleted"
     assert delay.to_dict()["writes"] == 3 and delay.to_dict()["clock_resolution_s"] == CLOCK_RESOLUTION
