@@ -42,6 +42,7 @@ EXPERIMENTS = f"/apis/chaoskit.dev/v1alpha1/namespaces/{NS}/chaosexperiments"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
 HOLDER = "e2e/another-run"  # the holder of the lock the `locked` schedule needs
 MINUTE = 60.0
+CREATING_S = 15.0  # what making the four schedules may take on a loaded host, and then some
 
 
 def _template(cluster: str, node: str, hold: str, deadline: str | None = None) -> dict[str, Any]:
@@ -90,6 +91,11 @@ def made(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> 
     kube.delete(f"{LEASES}/{lease['metadata']['name']}")  # one an interrupted session left
     kube.create(LEASES, lease)  # another run holds kube-proxy on the control plane: `locked` must never start
     op.start()
+    # all four are made within one minute: a minute boundary between two creations would put their first runs a
+    # minute apart (CI: `every` made at 02:05:59 ran at 02:06, `forbid` and `locked` made after 02:06:00 at 02:07)
+    left = MINUTE - time.time() % MINUTE
+    if left < CREATING_S:
+        time.sleep(left + 0.5)
     t0 = time.monotonic()
     created = datetime.now(UTC)
     for body in (
@@ -99,7 +105,11 @@ def made(cluster: str, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> 
         _schedule("suspended", _template(cluster, f"{cluster}-worker", "10s"), suspend=True),
     ):
         kube.create(SCHEDULES, body)
-    yield Made(op, created)
+    made = Made(op, created)
+    for item in kube.get(SCHEDULES).get("items", []):
+        made_at = parse_time(item["metadata"]["creationTimestamp"])
+        assert made_at is not None and made_at < made.first_due, f"{item['metadata']['name']} made at {made_at}"
+    yield made
     checked = time.monotonic() - t0
     for item in kube.get(SCHEDULES).get("items", []):  # no new runs; their experiments go with them (owned)
         kube.delete(f"{SCHEDULES}/{item['metadata']['name']}", propagation="Background")
