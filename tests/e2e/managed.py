@@ -34,7 +34,7 @@ def assert_the_managed_view(kube: Kube, cluster: str) -> None:
     assert kube.raw("/readyz") == "ok"
 
     looked = chaoskit("--via", "agent", "diagnose", "--cluster", cluster, "-o", "json")
-    assert looked.returncode == 0, (looked.stdout[-3000:], looked.stderr[-2000:])
+    assert looked.returncode == 0, (_not_ok(looked.stdout), looked.stderr[-2000:])
     assert "no chaoskit agent on the control plane" in looked.stderr
     reports = {(r["component"], r["subject"]): r for r in json.loads(looked.stdout)["diagnosis"]["reports"]}
     # no agent there: its kubelet judged from what the API shows (Ready, its lease), the rest of it noted out of reach
@@ -55,3 +55,17 @@ def assert_the_managed_view(kube: Kube, cluster: str) -> None:
     assert all(OUT_OF_REACH in f["probable_cause"] for f in notes)
     etcd = {c["check"]: c for c in reports[("etcd", control_plane)]["checks"]}
     assert etcd["request-latency"]["available"], etcd["request-latency"]  # the API server's etcd client, via the API
+
+
+def _not_ok(stdout: str) -> list[str] | str:
+    """What a failed look said: each report not ok with its findings (the JSON's tail when it is no document)."""
+    try:
+        reports = json.loads(stdout)["diagnosis"]["reports"]
+    except (ValueError, KeyError, TypeError):
+        return stdout[-3000:]
+    return [
+        f"{r['component']}@{r['subject']} {r['status']}: {f['severity']} {f['title']} ({f['probable_cause']})"
+        for r in reports
+        if r["status"] != "ok"
+        for f in r["findings"]
+    ]

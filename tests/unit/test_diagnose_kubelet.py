@@ -180,6 +180,24 @@ def test_the_pleg_complaint_every_kubelet_start_logs_does_not_count_once_pleg_re
     assert analyze(kubelet(journal=start + "\n", metrics=Metrics.parse(active))) == []
 
 
+def test_the_start_complaint_of_a_ready_node_does_not_count_when_no_metric_says_pleg_relisted() -> None:
+    # through a worker's agent the kubelet's metrics are out of reach: the node's Ready says PLEG relisted, since
+    # kubelet posts Ready only once PLEG has (CI: a kubelet restarted by an earlier test was called critical)
+    ev = kubelet()
+    start = journal_line(
+        ev,
+        'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
+        'pleg has yet to be successful]"',
+        30,
+    )
+    blind = Metrics.unavailable("no client certificate on this node")
+    assert analyze(kubelet(journal=start + "\n", metrics=blind)) == []
+    never = node(Ready=("False", "KubeletNotReady", "PLEG is not healthy: pleg has yet to be successful"))
+    assert "PLEG is not healthy" in " ".join(analyze(kubelet(journal=start + "\n", metrics=blind, node_obj=never)))
+    stalled = journal_line(ev, "E1130 kubelet.go:2482] PLEG is not healthy: pleg was last seen active 3m1s ago", 20)
+    assert "PLEG is not healthy" in " ".join(analyze(kubelet(journal=stalled + "\n", metrics=blind)))
+
+
 def test_a_stuck_sync_loop_is_critical() -> None:
     body = text("kubelet/healthz-verbose.txt").replace("[+]syncloop ok", "[-]syncloop failed: reason withheld")
     assert analyze(kubelet(healthz_verbose=http(body, 500))) == [

@@ -139,6 +139,9 @@ def client_cert(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     )
 
 
+PLEG_STARTING = "pleg has yet to be successful"  # every kubelet logs it from its start to its first relist
+
+
 def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     last_seen = ev.metrics.total("kubelet_pleg_last_seen_seconds")
     since = None if last_seen is None else max(0.0, ev.collected_at - last_seen)
@@ -149,7 +152,10 @@ def pleg(p: KubeletParams, ev: KubeletEvidence) -> Assessed:
     lines = recent(
         p, ev, "PLEG is not healthy", "pleg was last seen", after=None if last_seen is None else last_seen - 1
     )
-    ready_msg = str(node_condition(ev.node_obj.data, "Ready").get("message", "")) if ev.node_obj.ok else ""
+    ready = node_condition(ev.node_obj.data, "Ready") if ev.node_obj.ok else {}
+    ready_msg = str(ready.get("message", ""))
+    if ready.get("status") == "True":  # kubelet posts Ready only once PLEG has relisted: its start complaint is over
+        lines = tuple(line for line in lines if PLEG_STARTING not in line)
     e = Evidence(
         "pleg",
         f"kubelet_pleg_* from https://{ev.node}:{kubelet.PORT}/metrics; journalctl -u kubelet",
