@@ -31,6 +31,16 @@ def journal_line(ev: KubeletEvidence, message: str, seconds_before: float = 5) -
     return f"{at} chaoskit-worker kubelet[198]: {message}"
 
 
+def pleg_starting(ev: KubeletEvidence) -> str:
+    """The line every kubelet logs from its start to PLEG's first relist, 30 s before the look."""
+    return journal_line(
+        ev,
+        'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
+        'pleg has yet to be successful]"',
+        30,
+    )
+
+
 def starts(found: list[str], expected: list[str]) -> bool:
     return len(found) == len(expected) and all(f.startswith(e) for f, e in zip(found, expected, strict=True))
 
@@ -170,12 +180,7 @@ def test_pleg_errors_from_minutes_ago_do_not_count() -> None:
 
 def test_the_pleg_complaint_every_kubelet_start_logs_does_not_count_once_pleg_relisted() -> None:
     ev = kubelet()
-    start = journal_line(
-        ev,
-        'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
-        'pleg has yet to be successful]"',
-        30,
-    )
+    start = pleg_starting(ev)
     active = edit_metric(text("kubelet/metrics.prom"), "kubelet_pleg_last_seen_seconds", "", ev.collected_at - 1)
     assert analyze(kubelet(journal=start + "\n", metrics=Metrics.parse(active))) == []
 
@@ -184,12 +189,7 @@ def test_the_start_complaint_of_a_ready_node_does_not_count_when_no_metric_says_
     # through a worker's agent the kubelet's metrics are out of reach: the node's Ready says PLEG relisted, since
     # kubelet posts Ready only once PLEG has (CI: a kubelet restarted by an earlier test was called critical)
     ev = kubelet()
-    start = journal_line(
-        ev,
-        'E1130 kubelet.go:2452] "Skipping pod synchronization" err="[PLEG is not healthy: '
-        'pleg has yet to be successful]"',
-        30,
-    )
+    start = pleg_starting(ev)
     blind = Metrics.unavailable("no client certificate on this node")
     assert analyze(kubelet(journal=start + "\n", metrics=blind)) == []
     never = node(Ready=("False", "KubeletNotReady", "PLEG is not healthy: pleg has yet to be successful"))
